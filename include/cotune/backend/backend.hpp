@@ -1,0 +1,62 @@
+#pragma once
+/// \file The `Backend` concept: compile a kernel for a config, load it on a device, launch it.
+
+#include <concepts>
+#include <string>
+#include <vector>
+
+#include <cotune/core/config.hpp>
+#include <cotune/core/kernel_source.hpp>
+
+namespace cotune {
+
+/// Where a launch goes on a GPU: grid and block dimensions plus dynamic shared memory. The host
+/// backend ignores it.
+struct launch_grid {
+  unsigned x = 1, y = 1, z = 1;
+  unsigned shared_bytes = 0;
+  friend constexpr bool operator==(const launch_grid&, const launch_grid&) = default;
+};
+
+/// Lists the devices a backend can run on and describes each for cache keys.
+template <class B>
+concept DeviceProvider = requires(const B& b, const typename B::device& d) {
+  typename B::device;
+  { b.devices() } -> std::same_as<std::vector<typename B::device>>;
+  /// Toolchain identity + the device's architecture: part of every key, so a result or binary made
+  /// with another compiler or for another architecture is never reused.
+  { b.fingerprint(d) } -> std::same_as<std::string>;
+  /// Human-readable device name for messages and provenance.
+  { b.device_name(d) } -> std::same_as<std::string>;
+};
+
+/// Turns a source and a config into a binary for a device's architecture. Must be thread-safe and
+/// must not touch device state: it runs on the compile pool. It consults the compiled-binary cache
+/// first, and throws compile_error (with the compiler's log and the config) on failure.
+template <class B>
+concept Compiler = requires(const B& b, const kernel_source& k, const config& c, const typename B::device& d) {
+  typename B::binary;
+  { b.compile(k, c, d) } -> std::same_as<typename B::binary>;
+};
+
+/// Makes a binary callable on a device (on that device's strand). Throws out_of_resources when the
+/// binary needs more than the device has, launch_error otherwise.
+template <class B>
+concept Loader = requires(const B& b, const typename B::binary& bin, const kernel_source& k, const config& c,
+                          const typename B::device& d) {
+  typename B::function;
+  { b.load(bin, k, c, d) } -> std::same_as<typename B::function>;
+};
+
+/// A backend: devices, compilation and loading. Launching is `b.launch(fn, grid, args...)`,
+/// checked per argument list by `LaunchableWith`.
+template <class B>
+concept Backend = DeviceProvider<B> && Compiler<B> && Loader<B> && std::copy_constructible<typename B::device> &&
+                  std::copy_constructible<typename B::binary> && std::move_constructible<typename B::function>;
+
+/// The backend can launch a loaded function with these arguments.
+template <class B, class... Args>
+concept LaunchableWith = Backend<B> && requires(const B& b, const typename B::function& f, const launch_grid& g,
+                                                Args&... args) { b.launch(f, g, args...); };
+
+} // namespace cotune

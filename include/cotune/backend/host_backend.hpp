@@ -1,0 +1,274 @@
+#pragma once
+/// \file `cotune::host_backend`: CPU kernels built by the system C++ compiler into shared objects in the
+/// file cache, then dlopen'ed. The C++ counterpart of Triton's compile_module_from_src (spec §7).
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include <dlfcn.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cotune/backend/backend.hpp>
+#include <cotune/cache/file_cache.hpp>
+#include <cotune/core/config.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/kernel_source.hpp>
+#include <cotune/core/version.hpp>
+#include <cotune/detail/files.hpp>
+#include <cotune/detail/hashing.hpp>
+#include <cotune/detail/process.hpp>
+#include <cotune/knobs/knobs.hpp>
+
+namespace cotune {
+
+/// The host compiler: its resolved path and what `--version` says (both part of every host key).
+struct host_compiler {
+  std::filesystem::path path;
+  std::string version;
+};
+
+namespace detail {
+
+[[nodiscard]] inline std::optional<std::filesystem::path> find_on_path(const std::string& program) {
+  if (program.find('/') != std::string::npos) {
+    std::error_code ec;
+    if (::access(program.c_str(), X_OK) == 0) return std::filesystem::canonical(program, ec);
+    return std::nullopt;
+  }
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (dir.empty()) dir = ".";
+    auto candidate = std::filesystem::path(dir) / program;
+    if (::access(candidate.c_str(), X_OK) == 0) {
+      std::error_code ec;
+      auto resolved = std::filesystem::canonical(candidate, ec);
+      return ec ? candidate : resolved;
+    }
+  }
+  return std::nullopt;
+}
+
+/// Splits on spaces (no quoting: flags with spaces go in kernel_source::options).
+[[nodiscard]] inline std::vector<std::string> split_flags(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) out.push_back(word);
+  return out;
+}
+
+/// `machine,system,cpu model`: the host part of a host kernel's key (with -march=native, binaries
+/// are specific to the CPU model).
+[[nodiscard]] inline const std::string& host_platform() {
+  static const std::string platform = [] {
+    utsname u{};
+    ::uname(&u);
+    std::string model = "unknown cpu";
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);)
+      if (line.starts_with("model name")) {
+        model = line.substr(line.find(':') + 2);
+        break;
+      }
+    return fmt::format("{},{},{}", u.machine, u.sysname, model);
+  }();
+  return platform;
+}
+
+} // namespace detail
+
+/// Resolves the host C++ compiler: the `build.cxx` knob (CXX), else c++, g++, clang++ on PATH.
+/// `--version` runs once per compiler path.
+[[nodiscard]] inline host_compiler resolve_host_compiler() {
+  std::optional<std::filesystem::path> path;
+  if (auto chosen = knobs().build.cxx.get()) {
+    path = detail::find_on_path(*chosen);
+    if (!path)
+      throw error(fmt::format("host backend: the compiler CXX='{}' was not found or is not executable; "
+                              "set CXX (cotune::knobs().build.cxx) to an installed C++ compiler",
+                              *chosen));
+  } else {
+    for (const char* name : {"c++", "g++", "clang++"})
+      if ((path = detail::find_on_path(name))) break;
+    if (!path)
+      throw error("host backend: no C++ compiler found (tried c++, g++, clang++ on PATH); install g++ "
+                  "or set CXX (cotune::knobs().build.cxx)");
+  }
+  static std::mutex mutex;
+  static std::map<std::filesystem::path, std::string> versions;
+  std::lock_guard lock(mutex);
+  auto it = versions.find(*path);
+  if (it == versions.end()) {
+    auto r = detail::run_process({path->string(), "--version"}, std::chrono::seconds(30));
+    if (r.exit_code != 0)
+      throw error(fmt::format("host backend: '{} --version' failed (exit {}): {}", path->string(), r.exit_code,
+                              r.output));
+    it = versions.emplace(*path, r.output).first;
+  }
+  return {*path, it->second};
+}
+
+/// Builds CPU kernels with the system compiler. A kernel's entry is an `extern "C"` function; each
+/// config parameter becomes a `-D NAME=value` macro.
+class host_backend {
+public:
+  /// The CPU.
+  struct device {
+    friend bool operator==(const device&, const device&) = default;
+  };
+  /// A compiled kernel: the framed shared object in the file cache.
+  struct binary {
+    std::filesystem::path path;
+    bool from_cache = false; ///< found in the cache rather than built now
+    std::string key;         ///< hex key of the cache entry
+  };
+  /// A loaded kernel.
+  struct function {
+    std::shared_ptr<void> library;
+    void* symbol = nullptr;
+  };
+
+  [[nodiscard]] std::vector<device> devices() const { return {device{}}; }
+
+  [[nodiscard]] std::string fingerprint(const device&) const {
+    auto cc = resolve_host_compiler();
+    return fmt::format("host;{};{};{}", cc.path.string(), detail::sha256_hex(cc.version), detail::host_platform());
+  }
+  [[nodiscard]] std::string device_name(const device&) const { return "host (" + detail::host_platform() + ")"; }
+
+  /// The full compile command for a kernel and config, output path last (exposed for tests and `--debug`).
+  [[nodiscard]] std::vector<std::string> command(const host_compiler& cc, const kernel_source& k, const config& c,
+                                                 const std::string& src, const std::string& out) const {
+    std::vector<std::string> cmd{cc.path.string()};
+    for (auto& f : detail::split_flags(knobs().build.cxxflags.get())) cmd.push_back(f);
+    if (knobs().runtime.debug.get()) cmd.push_back("-g");
+    cmd.insert(cmd.end(), {"-shared", "-fPIC"});
+    for (const auto& o : k.options) cmd.push_back(o);
+    for (const auto& d : k.include_dirs) cmd.push_back("-I" + d);
+    for (const auto& [name, v] : c.params()) cmd.push_back(fmt::format("-D{}={}", name, v.macro_text()));
+    cmd.insert(cmd.end(), {src, "-o", out});
+    return cmd;
+  }
+
+  /// The cache key of a kernel + config: SHA-256 over cotune's version, the compiler's identity
+  /// (path and --version), every flag, include dir and macro, the source, and the platform. Triton's
+  /// covers only source + platform (spec §7), so a flag change reused a stale binary.
+  [[nodiscard]] std::string binary_key(const host_compiler& cc, const kernel_source& k, const config& c) const {
+    detail::sha256_hasher h;
+    h.field("cotune-host-binary").field(version).field(std::to_string(cache_format_version));
+    h.field(cc.path.string()).field(cc.version).field(detail::host_platform());
+    for (const auto& arg : command(cc, k, c, "SRC", "OUT")) h.field(arg);
+    h.field(k.digest());
+    return detail::to_hex(h.digest());
+  }
+
+  /// Builds (or finds in the cache) the shared object for `k` under `c`. Thread-safe.
+  [[nodiscard]] binary compile(const kernel_source& k, const config& c, const device& = {},
+                               std::stop_token stop = {}) const {
+    return build(k, c, stop, /*force=*/false);
+  }
+
+  /// dlopens the binary and finds the entry point. A cached object that does not load is rebuilt
+  /// once, transparently (as compile_module_from_src does).
+  [[nodiscard]] function load(const binary& bin, const kernel_source& k, const config& c, const device& = {}) const {
+    std::string first_error;
+    if (auto f = try_load(bin, k, first_error)) return *f;
+    if (bin.from_cache) {
+      auto rebuilt = build(k, c, {}, /*force=*/true);
+      std::string second_error;
+      if (auto f = try_load(rebuilt, k, second_error)) return *f;
+      first_error = second_error;
+    }
+    throw launch_error(fmt::format("host backend: kernel '{}' with config {{{}}}: {}", k.name, c.text(), first_error));
+  }
+
+  /// Calls the entry point: `void entry(Args...)`.
+  template <class... Args>
+  void launch(const function& f, const launch_grid&, Args&... args) const {
+    reinterpret_cast<void (*)(Args...)>(f.symbol)(args...);
+  }
+
+private:
+  binary build(const kernel_source& k, const config& c, std::stop_token stop, bool force) const {
+    if (!is_identifier(k.name))
+      throw error(fmt::format("host backend: kernel name '{}' must be a C identifier", k.name));
+    auto cc = resolve_host_compiler();
+    const std::string key = binary_key(cc, k, c);
+    file_cache cache(key);
+    const std::string file = k.name + ".so";
+    if (!force)
+      if (auto path = cache.get_file(file)) return {*path, true, key};
+
+    char tmpl[] = "/tmp/cotune-build-XXXXXX";
+    if (!::mkdtemp(tmpl)) throw error(fmt::format("host backend: cannot create a build directory in /tmp"));
+    const std::filesystem::path tmp(tmpl);
+    struct cleanup {
+      std::filesystem::path dir;
+      bool keep;
+      ~cleanup() {
+        std::error_code ec;
+        if (!keep) std::filesystem::remove_all(dir, ec);
+      }
+    } guard{tmp, knobs().runtime.debug.get()};
+    const auto src = (tmp / (k.name + ".cpp")).string();
+    const auto out = (tmp / file).string();
+    {
+      std::ofstream f(src, std::ios::binary);
+      f << k.code;
+      if (!f) throw error(fmt::format("host backend: cannot write '{}'", src));
+    }
+    auto cmd = command(cc, k, c, src, out);
+    auto r = detail::run_process(cmd, std::chrono::milliseconds(knobs().autotuning.compile_timeout_ms.get()), stop);
+    std::string shown;
+    for (const auto& a : cmd) shown += (shown.empty() ? "" : " ") + a;
+    if (r.timed_out)
+      throw timeout_error(fmt::format("host backend: compiling kernel '{}' with config {{{}}} took longer than "
+                                      "COTUNE_COMPILE_TIMEOUT_MS={} ms and was cancelled; command: {}",
+                                      k.name, c.text(), knobs().autotuning.compile_timeout_ms.get(), shown));
+    if (r.cancelled)
+      throw timeout_error(fmt::format("host backend: compiling kernel '{}' with config {{{}}} was cancelled",
+                                      k.name, c.text()));
+    if (r.exit_code != 0)
+      throw compile_error(fmt::format("host backend: kernel '{}' with config {{{}}} does not compile "
+                                      "(exit {}); command: {}\n{}",
+                                      k.name, c.text(), r.exit_code, shown, r.output),
+                          r.output);
+    auto bytes = detail::read_file(out);
+    if (!bytes) throw error(fmt::format("host backend: the compiler wrote no '{}'", out));
+    return {cache.put(*bytes, file), false, key};
+  }
+
+  static std::optional<function> try_load(const binary& bin, const kernel_source& k, std::string& why) {
+    void* handle = ::dlopen(bin.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char* e = ::dlerror();
+      why = fmt::format("dlopen('{}') failed: {}", bin.path.string(), e ? e : "unknown error");
+      return std::nullopt;
+    }
+    std::shared_ptr<void> lib(handle, [](void* h) { ::dlclose(h); });
+    void* sym = ::dlsym(handle, k.entry.c_str());
+    if (!sym) {
+      why = fmt::format("the shared object has no symbol '{}' (declare the entry point extern \"C\")", k.entry);
+      return std::nullopt;
+    }
+    return function{std::move(lib), sym};
+  }
+};
+
+static_assert(Backend<host_backend>);
+
+} // namespace cotune

@@ -1,0 +1,76 @@
+#pragma once
+/// \file `cotune::host_benchmarker`: do_bench's semantics (spec §8.2) on the CPU, with the host clock.
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include <cotune/bench/benchmarker.hpp>
+#include <cotune/bench/summary.hpp>
+
+namespace cotune {
+
+/// Times CPU callables: one untimed call (absorbs first-touch costs; errors surface there), an
+/// estimate from 5 calls, then warm-up and measured repetitions sized from the millisecond budgets.
+class host_benchmarker {
+public:
+  struct options {
+    /// Bytes written before each measured run to evict the caches; 0 = no flush. Off by default:
+    /// CPU kernels are usually tuned warm, and a flush of an LLC-sized buffer costs more than many kernels.
+    std::size_t flush_bytes = 0;
+    /// At most this many measured runs. Triton has no cap; a 10 ns kernel with a 100 ms budget would
+    /// otherwise store 10^7 samples.
+    std::size_t max_repeats = 100000;
+  };
+
+  host_benchmarker() = default;
+  explicit host_benchmarker(options o) : options_(o) {}
+
+  [[nodiscard]] std::vector<double> bench(const std::function<void()>& fn, const bench_options& opts) {
+    using clock = std::chrono::steady_clock;
+    auto ms_since = [](clock::time_point t0) {
+      return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+    };
+    fn();
+    if (options_.flush_bytes) flush_.resize(options_.flush_bytes);
+
+    auto t0 = clock::now();
+    for (int i = 0; i < 5; ++i) {
+      flush();
+      fn();
+    }
+    // Guard: a kernel faster than the clock's resolution would make the estimate 0, and Triton
+    // divides by it. One nanosecond caps the repetition count instead.
+    const double estimate = std::max(ms_since(t0) / 5.0, 1e-6);
+    const auto n_warmup = static_cast<std::size_t>(std::max(1.0, opts.warmup_ms / estimate));
+    const auto n_repeat = std::min(options_.max_repeats,
+                                   static_cast<std::size_t>(std::max(1.0, opts.rep_ms / estimate)));
+    for (std::size_t i = 0; i < n_warmup; ++i) fn();
+    std::vector<double> samples;
+    samples.reserve(n_repeat);
+    for (std::size_t i = 0; i < n_repeat; ++i) {
+      flush();
+      auto start = clock::now();
+      fn();
+      samples.push_back(ms_since(start));
+    }
+    return summarize(std::move(samples), opts);
+  }
+
+private:
+  void flush() {
+    if (flush_.empty()) return;
+    std::memset(flush_.data(), static_cast<int>(++flush_round_), flush_.size());
+  }
+
+  options options_{};
+  std::vector<unsigned char> flush_;
+  unsigned char flush_round_ = 0;
+};
+
+static_assert(Benchmarker<host_benchmarker>);
+
+} // namespace cotune

@@ -1,0 +1,239 @@
+#pragma once
+/// \file `cotune::config`: one candidate configuration (named parameters + launch options + pre-hook).
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <initializer_list>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <cotune/core/errors.hpp>
+#include <cotune/core/value.hpp>
+#include <cotune/detail/json.hpp>
+
+namespace cotune {
+
+class config;
+
+/// What a config's pre-hook sees: the config being run and the call's arguments, type-erased but
+/// type-checked (`arg<T>(i)` throws if argument i is not a `T`).
+struct hook_args {
+  const config& cfg;
+  std::span<void* const> args;
+  std::span<const std::type_info* const> types;
+  std::span<const std::string> names;
+
+  /// Argument `i` as a `T&`; throws cotune::error naming the argument if its type is not `T`.
+  template <class T>
+  [[nodiscard]] T& arg(std::size_t i) const {
+    if (i >= args.size()) throw error(fmt::format("hook_args: no argument {} (the kernel has {})", i, args.size()));
+    if (*types[i] != typeid(T))
+      throw error(fmt::format("hook_args: argument {} ('{}') is not of the requested type", i,
+                              i < names.size() ? names[i] : std::string("?")));
+    return *static_cast<T*>(args[i]);
+  }
+  /// Argument called `name` as a `T&`.
+  template <class T>
+  [[nodiscard]] T& arg(std::string_view name) const {
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return arg<T>(i);
+    throw error(fmt::format("hook_args: the kernel has no argument named '{}'", name));
+  }
+};
+
+/// A config's pre-hook, called before every run of that config (benchmark runs and real launches).
+using config_hook = std::function<void(const hook_args&)>;
+
+/// A pre-hook with a name. The name, not the function's identity, takes part in equality and in
+/// cache keys: unlike Triton, a config with a pre-hook can still be cached (spec §3.7 stops caching).
+struct named_hook {
+  std::string name;
+  config_hook fn;
+};
+
+/// Launch options, as in Triton's Config. `threads(warp_size)` derives threads per block from
+/// num_warps unless threads_per_block is set. The host backend ignores them.
+struct launch_options {
+  int num_warps = 4;  ///< Triton's default.
+  int num_stages = 3; ///< Triton's default.
+  int num_ctas = 1;
+  std::optional<int> maxnreg;
+  std::optional<int> threads_per_block;
+
+  [[nodiscard]] constexpr int threads(int warp_size = 32) const noexcept {
+    return threads_per_block.value_or(num_warps * warp_size);
+  }
+  friend constexpr bool operator==(const launch_options&, const launch_options&) = default;
+};
+
+/// True for a C identifier: parameter names become -D macros and must not smuggle in flags.
+[[nodiscard]] constexpr bool is_identifier(std::string_view s) noexcept {
+  if (s.empty()) return false;
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!alpha(s[0])) return false;
+  return std::all_of(s.begin() + 1, s.end(), [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
+}
+
+/// One candidate configuration. A plain value: equality, hash and the canonical text do not depend on
+/// the order in which parameters were given (Triton's do, spec §11.3).
+class config {
+public:
+  using param = std::pair<std::string, value>;
+
+  config() = default;
+  config(std::initializer_list<std::pair<std::string_view, value>> params, launch_options launch = {})
+      : launch_(launch) {
+    for (const auto& [name, v] : params) {
+      if (find(name)) throw error(fmt::format("config: parameter '{}' is given twice", name));
+      set(name, v);
+    }
+  }
+
+  /// Sets (or replaces) a parameter. Names must be C identifiers.
+  config& set(std::string_view name, value v) {
+    if (!is_identifier(name))
+      throw error(fmt::format("config: parameter name '{}' is not a C identifier (letters, digits, '_')", name));
+    auto it = std::lower_bound(params_.begin(), params_.end(), name,
+                               [](const param& p, std::string_view n) { return p.first < n; });
+    if (it != params_.end() && it->first == name) it->second = std::move(v);
+    else params_.emplace(it, std::string(name), std::move(v));
+    return *this;
+  }
+  config& with_launch(launch_options launch) {
+    launch_ = launch;
+    return *this;
+  }
+  config& with_pre_hook(std::string name, config_hook fn) {
+    if (name.empty()) throw error("config: a pre-hook needs a non-empty name (it is part of cache keys)");
+    pre_hook_ = named_hook{std::move(name), std::move(fn)};
+    return *this;
+  }
+
+  [[nodiscard]] const value* find(std::string_view name) const noexcept {
+    auto it = std::lower_bound(params_.begin(), params_.end(), name,
+                               [](const param& p, std::string_view n) { return p.first < n; });
+    return it != params_.end() && it->first == name ? &it->second : nullptr;
+  }
+  [[nodiscard]] const value& at(std::string_view name) const {
+    if (auto v = find(name)) return *v;
+    throw error(fmt::format("config {{{}}} has no parameter '{}'", text(), name));
+  }
+  [[nodiscard]] bool contains(std::string_view name) const noexcept { return find(name) != nullptr; }
+  /// The parameters, sorted by name.
+  [[nodiscard]] const std::vector<param>& params() const noexcept { return params_; }
+  [[nodiscard]] const launch_options& launch() const noexcept { return launch_; }
+  [[nodiscard]] const std::optional<named_hook>& pre_hook() const noexcept { return pre_hook_; }
+
+  /// Canonical text, used for display and cache keys:
+  /// `BLOCK: 64, MODE: "fast", num_warps: 4, num_stages: 3, num_ctas: 1[, maxnreg: N][, threads_per_block: N][, pre_hook: name]`.
+  [[nodiscard]] std::string text() const {
+    std::string out;
+    for (const auto& [name, v] : params_) out += fmt::format("{}: {}, ", name, v.text());
+    out += fmt::format("num_warps: {}, num_stages: {}, num_ctas: {}", launch_.num_warps, launch_.num_stages,
+                       launch_.num_ctas);
+    if (launch_.maxnreg) out += fmt::format(", maxnreg: {}", *launch_.maxnreg);
+    if (launch_.threads_per_block) out += fmt::format(", threads_per_block: {}", *launch_.threads_per_block);
+    if (pre_hook_) out += fmt::format(", pre_hook: {}", pre_hook_->name);
+    return out;
+  }
+
+  /// JSON that `from_json` reads back into an equal config (the hook's function is not serialised,
+  /// only its name).
+  [[nodiscard]] std::string json() const {
+    std::string out = "{\"params\": {";
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      if (i) out += ", ";
+      detail::json_quote(out, params_[i].first);
+      out += ": " + params_[i].second.json();
+    }
+    auto opt = [](const std::optional<int>& o) { return o ? std::to_string(*o) : std::string("null"); };
+    out += fmt::format("}}, \"num_warps\": {}, \"num_stages\": {}, \"num_ctas\": {}, \"maxnreg\": {}, "
+                       "\"threads_per_block\": {}, \"pre_hook\": ",
+                       launch_.num_warps, launch_.num_stages, launch_.num_ctas, opt(launch_.maxnreg),
+                       opt(launch_.threads_per_block));
+    out += pre_hook_ ? detail::json_quoted(pre_hook_->name) : std::string("null");
+    out += "}";
+    return out;
+  }
+
+  /// Reads a config written by `json()`. Throws cotune::error saying what is wrong.
+  [[nodiscard]] static config from_json(simdjson::dom::element e) {
+    using namespace simdjson;
+    dom::object obj;
+    if (e.get_object().get(obj) != SUCCESS) throw error("config JSON: expected an object");
+    config c;
+    dom::object params;
+    if (obj["params"].get_object().get(params) != SUCCESS) throw error("config JSON: missing object 'params'");
+    for (auto [k, v] : params) {
+      std::string name(k);
+      if (v.is_bool()) c.set(name, bool(v));
+      else if (v.is_int64()) c.set(name, std::int64_t(v));
+      else if (v.is_double()) c.set(name, double(v));
+      else if (v.is_string()) c.set(name, std::string_view(v));
+      else throw error(fmt::format("config JSON: parameter '{}' has an unsupported type", name));
+    }
+    auto read_int = [&](const char* key, int fallback) -> int {
+      auto f = obj[key];
+      if (f.error() == NO_SUCH_FIELD) return fallback;
+      std::int64_t n = 0;
+      if (f.get_int64().get(n) != SUCCESS) throw error(fmt::format("config JSON: '{}' is not an integer", key));
+      return static_cast<int>(n);
+    };
+    auto read_opt = [&](const char* key) -> std::optional<int> {
+      auto f = obj[key];
+      if (f.error() == NO_SUCH_FIELD || f.is_null()) return std::nullopt;
+      return read_int(key, 0);
+    };
+    c.launch_.num_warps = read_int("num_warps", 4);
+    c.launch_.num_stages = read_int("num_stages", 3);
+    c.launch_.num_ctas = read_int("num_ctas", 1);
+    c.launch_.maxnreg = read_opt("maxnreg");
+    c.launch_.threads_per_block = read_opt("threads_per_block");
+    auto hook = obj["pre_hook"];
+    if (hook.error() == SUCCESS && hook.is_string()) c.pre_hook_ = named_hook{std::string(std::string_view(hook)), {}};
+    return c;
+  }
+  [[nodiscard]] static config from_json(std::string_view json) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element e;
+    if (parser.parse(detail::normalize_nonfinite(json)).get(e) != simdjson::SUCCESS)
+      throw error("config JSON: not valid JSON");
+    return from_json(e);
+  }
+
+  /// Equality over parameters (any order), launch options and the pre-hook's name.
+  friend bool operator==(const config& a, const config& b) {
+    auto hook_name = [](const config& c) { return c.pre_hook_ ? c.pre_hook_->name : std::string(); };
+    return a.params_ == b.params_ && a.launch_ == b.launch_ && hook_name(a) == hook_name(b);
+  }
+
+  [[nodiscard]] std::size_t hash() const { return std::hash<std::string>{}(text()); }
+
+private:
+  std::vector<param> params_; // sorted by name
+  launch_options launch_;
+  std::optional<named_hook> pre_hook_;
+};
+
+} // namespace cotune
+
+template <>
+struct std::hash<cotune::config> {
+  std::size_t operator()(const cotune::config& c) const { return c.hash(); }
+};
+
+template <>
+struct fmt::formatter<cotune::config> : fmt::formatter<std::string_view> {
+  auto format(const cotune::config& c, format_context& ctx) const {
+    return fmt::formatter<std::string_view>::format(c.text(), ctx);
+  }
+};

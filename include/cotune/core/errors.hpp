@@ -1,0 +1,76 @@
+#pragma once
+/// \file Errors thrown by cotune. Each says what failed, with what, and what to do.
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace cotune {
+
+/// Base of every error cotune throws.
+class error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A knob's environment variable holds a value that does not parse.
+class knob_error : public error {
+public:
+  using error::error;
+};
+
+/// A cache operation was refused (bad file name, unwritable directory).
+class cache_error : public error {
+public:
+  using error::error;
+};
+
+/// A candidate failed to compile; `log()` holds the compiler's output.
+class compile_error : public error {
+public:
+  compile_error(std::string what, std::string log) : error(std::move(what)), log_(std::move(log)) {}
+  /// The compiler's diagnostics.
+  [[nodiscard]] const std::string& log() const noexcept { return log_; }
+
+private:
+  std::string log_;
+};
+
+/// A compiled candidate needs more of a device resource than the device has.
+class out_of_resources : public error {
+public:
+  out_of_resources(std::string resource, std::int64_t required, std::int64_t limit)
+      : error("out of resources: " + resource + ", required " + std::to_string(required) + ", hardware limit " +
+              std::to_string(limit) + "; reduce block sizes, num_warps or num_stages"),
+        resource_(std::move(resource)), required_(required), limit_(limit) {}
+  /// Which resource ("shared memory", "threads per block", "registers").
+  [[nodiscard]] const std::string& resource() const noexcept { return resource_; }
+  [[nodiscard]] std::int64_t required() const noexcept { return required_; }
+  [[nodiscard]] std::int64_t limit() const noexcept { return limit_; }
+
+private:
+  std::string resource_;
+  std::int64_t required_;
+  std::int64_t limit_;
+};
+
+/// Loading or launching a compiled candidate failed.
+class launch_error : public error {
+public:
+  using error::error;
+};
+
+/// A compile or a benchmark ran past its deadline and was cancelled.
+class timeout_error : public error {
+public:
+  using error::error;
+};
+
+/// The autotuner cannot proceed (no candidates left after pruning, every candidate failed, misuse).
+class autotuner_error : public error {
+public:
+  using error::error;
+};
+
+} // namespace cotune

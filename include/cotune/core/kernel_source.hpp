@@ -1,0 +1,31 @@
+#pragma once
+/// \file `cotune::kernel_source`: what a backend compiles.
+
+#include <string>
+#include <vector>
+
+#include <cotune/detail/hashing.hpp>
+
+namespace cotune {
+
+/// A kernel to compile: its source text, the symbol to call, and how to compile it.
+struct kernel_source {
+  std::string name;                      ///< a C identifier; used in messages and cache file names
+  std::string code;                      ///< the source text
+  std::string entry;                     ///< host: an extern "C" function; CUDA: a kernel name or name expression
+  std::vector<std::string> options{};    ///< extra compiler options
+  std::vector<std::string> include_dirs{};
+
+  /// SHA-256 hex over everything above: the kernel's part of every cache key.
+  [[nodiscard]] std::string digest() const {
+    detail::sha256_hasher h;
+    h.field("kernel_source").field(name).field(code).field(entry);
+    h.field(std::to_string(options.size()));
+    for (const auto& o : options) h.field(o);
+    h.field(std::to_string(include_dirs.size()));
+    for (const auto& d : include_dirs) h.field(d);
+    return detail::to_hex(h.digest());
+  }
+};
+
+} // namespace cotune

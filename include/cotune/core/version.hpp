@@ -1,0 +1,14 @@
+#pragma once
+/// \file cotune's version, part of every cache key.
+
+namespace cotune {
+
+#ifdef COTUNE_VERSION_STRING
+inline constexpr const char* version = COTUNE_VERSION_STRING;
+#else
+inline constexpr const char* version = "0.1.0";
+#endif
+/// Bumped whenever the layout of cache entries or the composition of keys changes.
+inline constexpr int cache_format_version = 1;
+
+} // namespace cotune

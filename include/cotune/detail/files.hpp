@@ -1,0 +1,92 @@
+#pragma once
+/// \file File helpers: private directories, whole-file reads, atomic writes.
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cotune/core/errors.hpp>
+
+namespace cotune::detail {
+
+/// Creates `dir` and its missing parents with mode 0700 (existing ones are left as they are).
+inline void make_private_dirs(const std::filesystem::path& dir) {
+  std::filesystem::path partial;
+  for (const auto& part : dir) {
+    partial /= part;
+    if (partial.empty() || partial == partial.root_path()) continue;
+    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
+      throw cache_error(fmt::format("cannot create directory '{}': {}; set COTUNE_CACHE_DIR to a writable place",
+                                    partial.string(), std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw cache_error(fmt::format("'{}' exists but is not a directory; set COTUNE_CACHE_DIR elsewhere", dir.string()));
+}
+
+/// The whole file, or nothing if it cannot be read.
+[[nodiscard]] inline std::optional<std::string> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return std::nullopt;
+  return data;
+}
+
+/// A random hex suffix for temporary names.
+[[nodiscard]] inline std::string random_suffix() {
+  thread_local std::mt19937_64 rng{std::random_device{}() ^ static_cast<std::uint64_t>(::getpid())};
+  return fmt::format("{:016x}", rng());
+}
+
+/// Writes `parts` (concatenated) to a temporary file beside `target`, flushes it to disk, then
+/// renames it onto `target`: a reader sees the old file, the new one, or none, never a partial one.
+template <class... Parts>
+void atomic_write(const std::filesystem::path& target, const Parts&... parts) {
+  auto tmp = target.parent_path() / fmt::format(".tmp.{}.{}.{}", target.filename().string(), ::getpid(), random_suffix());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw cache_error(fmt::format("cannot write cache file '{}': {}", tmp.string(), std::strerror(errno)));
+  auto fail = [&](const char* what) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw cache_error(fmt::format("cannot {} cache file '{}': {}", what, tmp.string(), std::strerror(err)));
+  };
+  auto write_all = [&](std::string_view data) {
+    while (!data.empty()) {
+      ssize_t n = ::write(fd, data.data(), data.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        fail("write");
+      }
+      data.remove_prefix(static_cast<std::size_t>(n));
+    }
+  };
+  (write_all(std::string_view(parts)), ...);
+  if (::fsync(fd) != 0) fail("flush");
+  if (::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw cache_error(fmt::format("cannot close cache file '{}': {}", tmp.string(), std::strerror(err)));
+  }
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    throw cache_error(
+        fmt::format("cannot rename '{}' onto '{}': {}", tmp.string(), target.string(), std::strerror(err)));
+  }
+}
+
+} // namespace cotune::detail

@@ -1,0 +1,99 @@
+#pragma once
+/// \file SHA-256 (Crypto++), HMAC-SHA256, hex and RFC 4648 base32.
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <cryptopp/hmac.h>
+#include <cryptopp/sha.h>
+
+namespace cotune::detail {
+
+using sha256_digest = std::array<std::uint8_t, 32>;
+
+/// Incremental SHA-256; feed with `update`, read with `digest`.
+class sha256_hasher {
+public:
+  sha256_hasher& update(std::string_view bytes) {
+    hash_.Update(reinterpret_cast<const CryptoPP::byte*>(bytes.data()), bytes.size());
+    return *this;
+  }
+  /// Adds a length-prefixed field, so that ("ab","c") and ("a","bc") hash differently.
+  sha256_hasher& field(std::string_view bytes) {
+    update(std::to_string(bytes.size()));
+    update(":");
+    return update(bytes);
+  }
+  [[nodiscard]] sha256_digest digest() {
+    sha256_digest out{};
+    hash_.Final(out.data());
+    return out;
+  }
+
+private:
+  CryptoPP::SHA256 hash_;
+};
+
+[[nodiscard]] inline sha256_digest sha256(std::string_view bytes) { return sha256_hasher{}.update(bytes).digest(); }
+
+[[nodiscard]] inline std::string to_hex(std::span<const std::uint8_t> bytes) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (auto b : bytes) {
+    out.push_back(digits[b >> 4]);
+    out.push_back(digits[b & 0xF]);
+  }
+  return out;
+}
+
+[[nodiscard]] inline std::string sha256_hex(std::string_view bytes) { return to_hex(sha256(bytes)); }
+
+/// True when `s` is a non-empty string of lower-case hex digits of even length.
+[[nodiscard]] constexpr bool is_hex(std::string_view s) noexcept {
+  if (s.empty() || s.size() % 2 != 0) return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+/// RFC 4648 base32 (A-Z, 2-7) without padding over any range of bytes: 52 characters for a SHA-256.
+template <class Range>
+[[nodiscard]] constexpr std::string base32(const Range& bytes) {
+  constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  std::string out;
+  std::uint32_t buffer = 0;
+  int bits = 0;
+  for (auto byte : bytes) {
+    buffer = (buffer << 8) | static_cast<std::uint8_t>(byte);
+    bits += 8;
+    while (bits >= 5) {
+      out.push_back(alphabet[(buffer >> (bits - 5)) & 0x1F]);
+      bits -= 5;
+    }
+  }
+  if (bits > 0) out.push_back(alphabet[(buffer << (5 - bits)) & 0x1F]);
+  return out;
+}
+
+/// HMAC-SHA256 of `message` under `secret`, as lower-case hex.
+[[nodiscard]] inline std::string hmac_sha256_hex(std::string_view secret, std::string_view message) {
+  CryptoPP::HMAC<CryptoPP::SHA256> mac(reinterpret_cast<const CryptoPP::byte*>(secret.data()), secret.size());
+  mac.Update(reinterpret_cast<const CryptoPP::byte*>(message.data()), message.size());
+  sha256_digest out{};
+  mac.Final(out.data());
+  return to_hex(out);
+}
+
+/// Compares two strings in time independent of where they differ (for signatures).
+[[nodiscard]] inline bool constant_time_equal(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+} // namespace cotune::detail

@@ -1,0 +1,277 @@
+#pragma once
+/// \file `cotune::knob<T>`: one setting bound to an environment variable, plus the knob registry.
+
+#include <algorithm>
+#include <any>
+#include <cctype>
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <cotune/core/errors.hpp>
+#include <cotune/detail/json.hpp>
+
+namespace cotune {
+
+/// What every knob tells about itself (for the README table, `cotune knobs`, and cache keys).
+class knob_base {
+public:
+  knob_base(const knob_base&) = delete;
+  knob_base& operator=(const knob_base&) = delete;
+  virtual ~knob_base() = default;
+
+  [[nodiscard]] const std::string& name() const noexcept { return name_; } ///< "cache.dir"
+  [[nodiscard]] const std::string& env() const noexcept { return env_; }   ///< "COTUNE_CACHE_DIR"
+  [[nodiscard]] const std::string& doc() const noexcept { return doc_; }
+  [[nodiscard]] bool invalidates_caches() const noexcept { return invalidating_; }
+  /// "bool", "int", "float", "string", "optional string".
+  [[nodiscard]] virtual std::string type_name() const = 0;
+  /// The default, as text (computed defaults are described, e.g. "$XDG_CACHE_HOME/cotune").
+  [[nodiscard]] const std::string& default_text() const noexcept { return default_text_; }
+  /// The current value as text; throws knob_error if the environment holds an unparsable value.
+  [[nodiscard]] virtual std::string current_text() const = 0;
+  /// True when set in code or in the environment (non-empty).
+  [[nodiscard]] virtual bool is_set() const = 0;
+  /// Drops an in-code value; the environment (or the default) applies again.
+  virtual void reset() = 0;
+
+protected:
+  knob_base(std::string name, std::string env, std::string default_text, std::string doc, bool invalidating)
+      : name_(std::move(name)), env_(std::move(env)), doc_(std::move(doc)), default_text_(std::move(default_text)),
+        invalidating_(invalidating) {}
+
+  friend class knob_snapshot;
+  [[nodiscard]] virtual std::any save() const = 0;
+  virtual void restore(const std::any&) = 0;
+
+private:
+  std::string name_, env_, doc_, default_text_;
+  bool invalidating_;
+};
+
+/// Every knob that exists in this program, in registration order.
+class knob_registry {
+public:
+  static knob_registry& instance() {
+    static knob_registry r;
+    return r;
+  }
+  void add(knob_base* k) {
+    std::lock_guard lock(mutex_);
+    knobs_.push_back(k);
+  }
+  [[nodiscard]] std::vector<knob_base*> all() const {
+    std::lock_guard lock(mutex_);
+    return knobs_;
+  }
+  /// `ENV=value` for each cache-invalidating knob that is set, sorted by variable name and joined by
+  /// ';'. Only set knobs count, so that registering a new knob does not change existing keys.
+  [[nodiscard]] std::string invalidating_text() const {
+    std::vector<std::string> parts;
+    for (auto* k : all())
+      if (k->invalidates_caches() && k->is_set()) parts.push_back(k->env() + "=" + k->current_text());
+    std::sort(parts.begin(), parts.end());
+    std::string out;
+    for (auto& p : parts) out += p + ";";
+    return out;
+  }
+
+private:
+  mutable std::mutex mutex_;
+  std::vector<knob_base*> knobs_;
+};
+
+namespace detail {
+
+[[nodiscard]] inline std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+/// Parses a knob's environment text. Booleans accept 1/true/on/yes and 0/false/off/no in any case;
+/// anything else is an error (Triton reads every other text, even "2" or "enabled", as false).
+template <class T>
+T parse_knob(std::string_view env, std::string_view text) {
+  if constexpr (std::is_same_v<T, bool>) {
+    auto t = lower(text);
+    if (t == "1" || t == "true" || t == "on" || t == "yes") return true;
+    if (t == "0" || t == "false" || t == "off" || t == "no") return false;
+    throw knob_error(fmt::format("{}='{}' is not a boolean; use one of 1/true/on/yes or 0/false/off/no", env, text));
+  } else if constexpr (std::is_same_v<T, std::int64_t> || std::is_same_v<T, int>) {
+    T v{};
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || end != text.data() + text.size())
+      throw knob_error(fmt::format("{}='{}' is not an integer; use a decimal number such as 4", env, text));
+    return v;
+  } else if constexpr (std::is_same_v<T, double>) {
+    double v{};
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc{} || end != text.data() + text.size())
+      throw knob_error(fmt::format("{}='{}' is not a number; use a decimal number such as 1.5", env, text));
+    return v;
+  } else {
+    return T(text);
+  }
+}
+
+template <class T>
+std::string knob_text(const T& v) {
+  if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
+  else if constexpr (std::is_same_v<T, double>) return double_text(v);
+  else if constexpr (std::is_arithmetic_v<T>) return std::to_string(v);
+  else if constexpr (std::is_same_v<T, std::optional<std::string>>) return v ? *v : std::string("(unset)");
+  else return std::string(v);
+}
+
+template <class T>
+constexpr const char* knob_type_name() {
+  if constexpr (std::is_same_v<T, bool>) return "bool";
+  else if constexpr (std::is_arithmetic_v<T> && std::is_integral_v<T>) return "int";
+  else if constexpr (std::is_arithmetic_v<T>) return "float";
+  else if constexpr (std::is_same_v<T, std::optional<std::string>>) return "optional string";
+  else return "string";
+}
+
+} // namespace detail
+
+/// Options of a knob besides its name and variable.
+template <class T>
+struct knob_spec {
+  std::string name;                       ///< group.knob, e.g. "cache.dir"
+  std::string env;                        ///< environment variable
+  T fallback{};                           ///< default when unset
+  std::string doc;                        ///< one line for the README table
+  bool invalidating = false;              ///< hashed into every cache key when set
+  std::function<T()> computed_default{};  ///< computed at each read, replaces `fallback`
+  std::string default_text{};             ///< how to show a computed default
+  std::function<void(const T&)> validate{}; ///< throws knob_error on an out-of-range value
+};
+
+/// A typed setting. Reading gives the in-code value if one is set, else the environment variable
+/// (read at each use), else the default. Setting never writes the process environment (Triton's
+/// knobs do, which races with other threads and leaks into child processes).
+template <class T>
+class knob final : public knob_base {
+public:
+  using value_type = T;
+
+  explicit knob(knob_spec<T> spec)
+      : knob_base(spec.name, spec.env,
+                  !spec.default_text.empty() ? spec.default_text : detail::knob_text(spec.fallback), spec.doc,
+                  spec.invalidating),
+        fallback_(std::move(spec.fallback)), computed_(std::move(spec.computed_default)),
+        validate_(std::move(spec.validate)) {
+    knob_registry::instance().add(this);
+  }
+
+  /// The current value. Throws knob_error naming the variable if its text does not parse.
+  [[nodiscard]] T get() const {
+    {
+      std::lock_guard lock(mutex_);
+      if (override_) return *override_;
+    }
+    if (auto text = env_text()) {
+      T v = detail::parse_knob<T>(env(), *text);
+      if (validate_) validate_(v);
+      return v;
+    }
+    return computed_ ? computed_() : fallback_;
+  }
+  [[nodiscard]] T operator()() const { return get(); }
+
+  /// Sets the value in code (the environment is left alone).
+  void set(T v) {
+    if (validate_) validate_(v);
+    std::lock_guard lock(mutex_);
+    override_ = std::move(v);
+  }
+  void reset() override {
+    std::lock_guard lock(mutex_);
+    override_.reset();
+  }
+
+  /// Sets the value until the returned guard is destroyed, then restores what was there before
+  /// (an earlier in-code value, or none).
+  class scope {
+  public:
+    scope(knob& k, T v) : knob_(&k) {
+      std::lock_guard lock(k.mutex_);
+      previous_ = k.override_;
+      if (k.validate_) k.validate_(v);
+      k.override_ = std::move(v);
+    }
+    scope(const scope&) = delete;
+    scope& operator=(const scope&) = delete;
+    ~scope() {
+      std::lock_guard lock(knob_->mutex_);
+      knob_->override_ = std::move(previous_);
+    }
+
+  private:
+    knob* knob_;
+    std::optional<T> previous_;
+  };
+  [[nodiscard]] scope scoped(T v) { return scope(*this, std::move(v)); }
+
+  [[nodiscard]] std::string type_name() const override { return detail::knob_type_name<T>(); }
+  [[nodiscard]] std::string current_text() const override { return detail::knob_text(get()); }
+  [[nodiscard]] bool is_set() const override {
+    {
+      std::lock_guard lock(mutex_);
+      if (override_) return true;
+    }
+    return env_text().has_value();
+  }
+
+private:
+  /// The environment's text; an empty value counts as unset (Triton reads an empty bool as false
+  /// even when its default is true, spec §11.10).
+  [[nodiscard]] std::optional<std::string> env_text() const {
+    const char* raw = std::getenv(env().c_str());
+    if (!raw || !*raw) return std::nullopt;
+    return std::string(raw);
+  }
+  [[nodiscard]] std::any save() const override {
+    std::lock_guard lock(mutex_);
+    return override_;
+  }
+  void restore(const std::any& saved) override {
+    std::lock_guard lock(mutex_);
+    override_ = std::any_cast<std::optional<T>>(saved);
+  }
+
+  T fallback_;
+  std::function<T()> computed_;
+  std::function<void(const T&)> validate_;
+  mutable std::mutex mutex_;
+  std::optional<T> override_;
+};
+
+/// Saves the in-code values of every knob and restores them on destruction (tests, plugins).
+class knob_snapshot {
+public:
+  knob_snapshot() {
+    for (auto* k : knob_registry::instance().all()) saved_.emplace_back(k, k->save());
+  }
+  knob_snapshot(const knob_snapshot&) = delete;
+  knob_snapshot& operator=(const knob_snapshot&) = delete;
+  ~knob_snapshot() {
+    for (auto& [k, v] : saved_) k->restore(v);
+  }
+
+private:
+  std::vector<std::pair<knob_base*, std::any>> saved_;
+};
+
+} // namespace cotune

@@ -1,0 +1,114 @@
+#pragma once
+/// \file `cotune::knobs()`: every core setting, grouped, each bound to an environment variable.
+/// The README's knob table lists them all (a test checks that it does).
+
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include <cotune/core/errors.hpp>
+#include <cotune/knobs/knob.hpp>
+
+namespace cotune {
+
+namespace detail {
+
+/// $XDG_CACHE_HOME, else $HOME/.cache, else the working directory's .cache.
+[[nodiscard]] inline std::string user_cache_root() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return xdg;
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache";
+  return ".cache";
+}
+
+template <class T>
+auto at_least(T minimum, const char* env) {
+  return [minimum, env](const T& v) {
+    if (v < minimum) throw knob_error(fmt::format("{}={} is out of range; it must be at least {}", env, v, minimum));
+  };
+}
+
+} // namespace detail
+
+/// Where cotune keeps files.
+struct cache_knobs {
+  knob<std::string> dir{{.name = "cache.dir", .env = "COTUNE_CACHE_DIR", .doc = "root of the file cache",
+                         .computed_default = [] { return detail::user_cache_root() + "/cotune"; },
+                         .default_text = "$XDG_CACHE_HOME/cotune, else ~/.cache/cotune"}};
+  knob<std::string> dump_dir{{.name = "cache.dump_dir", .env = "COTUNE_DUMP_DIR",
+                              .doc = "where dump managers write intermediate files",
+                              .computed_default = [] { return detail::user_cache_root() + "/cotune-dump"; },
+                              .default_text = "$XDG_CACHE_HOME/cotune-dump"}};
+  knob<std::string> override_dir{{.name = "cache.override_dir", .env = "COTUNE_OVERRIDE_DIR",
+                                  .doc = "where override managers read user-supplied files (read-only)",
+                                  .computed_default = [] { return detail::user_cache_root() + "/cotune-override"; },
+                                  .default_text = "$XDG_CACHE_HOME/cotune-override"}};
+};
+
+/// How the autotuner behaves.
+struct autotuning_knobs {
+  knob<bool> cache{{.name = "autotuning.cache", .env = "COTUNE_CACHE_AUTOTUNING", .fallback = false,
+                    .doc = "store tuning results on disk (and remotely) for every tuner, not only those that ask"}};
+  knob<bool> print{{.name = "autotuning.print", .env = "COTUNE_PRINT_AUTOTUNING", .fallback = false,
+                    .doc = "print a summary and a table of candidates after each tuning"}};
+  knob<bool> progress{{.name = "autotuning.progress", .env = "COTUNE_PROGRESS", .fallback = true,
+                       .doc = "show a progress line on stderr while tuning, when stderr is a terminal"}};
+  knob<int> compile_threads{{.name = "autotuning.compile_threads", .env = "COTUNE_COMPILE_THREADS", .fallback = 0,
+                             .doc = "threads of the compile pool; 0 = hardware threads",
+                             .validate = detail::at_least(0, "COTUNE_COMPILE_THREADS")}};
+  // 120 s: an optimised NVRTC compile of a large GEMM takes ~5 s on an H200 host; 24x headroom.
+  knob<std::int64_t> compile_timeout_ms{{.name = "autotuning.compile_timeout_ms", .env = "COTUNE_COMPILE_TIMEOUT_MS",
+                                         .fallback = 120000,
+                                         .doc = "a compile running longer is cancelled and recorded as a timeout; 0 = no limit",
+                                         .validate = detail::at_least<std::int64_t>(0, "COTUNE_COMPILE_TIMEOUT_MS")}};
+};
+
+/// Benchmarking budgets (do_bench's warmup and rep, in milliseconds).
+struct bench_knobs {
+  // Triton's do_bench defaults (spec §8.2).
+  knob<double> warmup_ms{{.name = "bench.warmup_ms", .env = "COTUNE_BENCH_WARMUP_MS", .fallback = 25.0,
+                          .doc = "warm-up budget per candidate, in ms",
+                          .validate = detail::at_least(0.0, "COTUNE_BENCH_WARMUP_MS")}};
+  knob<double> rep_ms{{.name = "bench.rep_ms", .env = "COTUNE_BENCH_REP_MS", .fallback = 100.0,
+                       .doc = "measurement budget per candidate, in ms",
+                       .validate = detail::at_least(0.0, "COTUNE_BENCH_REP_MS")}};
+  // 10 s: a candidate 100x slower than a typical 1 ms kernel still fits its 100 ms budget many times.
+  knob<std::int64_t> timeout_ms{{.name = "bench.timeout_ms", .env = "COTUNE_BENCH_TIMEOUT_MS", .fallback = 10000,
+                                 .doc = "a candidate whose first run takes longer is recorded as a timeout and not measured further; 0 = no limit",
+                                 .validate = detail::at_least<std::int64_t>(0, "COTUNE_BENCH_TIMEOUT_MS")}};
+};
+
+/// How host (CPU) kernels are built.
+struct build_knobs {
+  knob<std::optional<std::string>> cxx{{.name = "build.cxx", .env = "CXX",
+                                        .doc = "C++ compiler for host kernels; unset = c++, g++, clang++ on PATH"}};
+  // -O3 -march=native: host kernels are tuned for the machine they run on; the CPU model is part of
+  // the host backend's fingerprint, so a shared cache never serves a binary built for another CPU.
+  knob<std::string> cxxflags{{.name = "build.cxxflags", .env = "COTUNE_HOST_CXXFLAGS", .fallback = "-O3 -march=native",
+                              .doc = "flags for host kernels (split on spaces)", .invalidating = true}};
+};
+
+/// Process-wide behaviour.
+struct runtime_knobs {
+  knob<bool> debug{{.name = "runtime.debug", .env = "COTUNE_DEBUG", .fallback = false,
+                    .doc = "keep compiler inputs and print each compile command", .invalidating = true}};
+};
+
+/// All core knob groups. Optional modules (cuda, redis) add their own groups to the registry.
+struct knob_groups {
+  cache_knobs cache;
+  autotuning_knobs autotuning;
+  bench_knobs bench;
+  build_knobs build;
+  runtime_knobs runtime;
+};
+
+/// The process's knobs.
+[[nodiscard]] inline knob_groups& knobs() {
+  static knob_groups k;
+  return k;
+}
+
+} // namespace cotune
