@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include <cotune/backend/backend.hpp>
+#include <cotune/cache/cache_manager.hpp>
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
@@ -123,8 +124,10 @@ namespace detail {
 }
 
 /// Builds CPU kernels with the system compiler. A kernel's entry is an `extern "C"` function; each
-/// config parameter becomes a `-D NAME=value` macro.
-class host_backend {
+/// config parameter becomes a `-D NAME=value` macro. Binaries live in a `Cache` (the file cache by
+/// default; a remote cache manager shares them across machines).
+template <CacheManager Cache = file_cache>
+class basic_host_backend {
 public:
   /// The CPU.
   struct device {
@@ -208,7 +211,7 @@ private:
       throw error(fmt::format("host backend: kernel name '{}' must be a C identifier", k.name));
     auto cc = resolve_host_compiler();
     const std::string key = binary_key(cc, k, c);
-    file_cache cache(key);
+    Cache cache(key);
     const std::string file = k.name + ".so";
     if (!force)
       if (auto path = cache.get_file(file)) return {*path, true, key};
@@ -268,6 +271,9 @@ private:
     return function{std::move(lib), sym};
   }
 };
+
+/// The host backend over the local file cache.
+using host_backend = basic_host_backend<file_cache>;
 
 static_assert(Backend<host_backend>);
 
