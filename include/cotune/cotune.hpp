@@ -10,6 +10,7 @@
 #include <cotune/cache/cache_manager.hpp>
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/core/config.hpp>
+#include <cotune/core/buffer.hpp>
 #include <cotune/core/config_space.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/kernel_source.hpp>

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stop_token>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <dlfcn.h>
@@ -24,6 +25,7 @@
 #include <cotune/backend/backend.hpp>
 #include <cotune/cache/cache_manager.hpp>
 #include <cotune/cache/file_cache.hpp>
+#include <cotune/core/buffer.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/kernel_source.hpp>
@@ -199,10 +201,12 @@ public:
     throw launch_error(fmt::format("host backend: kernel '{}' with config {{{}}}: {}", k.name, c.text(), first_error));
   }
 
-  /// Calls the entry point: `void entry(Args...)`.
+  /// Calls the entry point `extern "C" void entry(A...)`, where each A is what `kernel_arg` gives
+  /// for the argument (a host_span<T> passes T*). The declared signature must match the kernel's.
   template <class... Args>
   void launch(const function& f, const launch_grid&, Args&... args) const {
-    reinterpret_cast<void (*)(Args...)>(f.symbol)(args...);
+    using entry_type = void (*)(std::decay_t<decltype(kernel_arg(args))>...);
+    reinterpret_cast<entry_type>(f.symbol)(kernel_arg(args)...);
   }
 
 private:
