@@ -12,7 +12,7 @@ build: deps
 	cmake --build --preset dev -j $(JOBS)
 
 demo: build
-	$(BUILD)/examples/01_compile_and_time
+	$(BUILD)/examples/02_tune_cpu_matmul
 
 test: build
 	ctest --preset dev -j $(JOBS)

@@ -18,3 +18,8 @@
 #include <cotune/core/version.hpp>
 #include <cotune/knobs/knob.hpp>
 #include <cotune/knobs/knobs.hpp>
+#include <cotune/tune/autotuner.hpp>
+#include <cotune/tune/engine.hpp>
+#include <cotune/tune/events.hpp>
+#include <cotune/tune/tuning_key.hpp>
+#include <cotune/tune/tuning_result.hpp>

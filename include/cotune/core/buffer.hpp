@@ -14,6 +14,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <cotune/core/errors.hpp>
+
 namespace cotune {
 
 /// A buffer: element count, element type name, zeroing, and snapshot/restore.
@@ -62,9 +64,16 @@ public:
   [[nodiscard]] T* data() const noexcept { return data_; }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] std::string_view element_type_name() const noexcept { return cotune::element_type_name<T>(); }
-  void zero() const { std::fill(data_, data_ + size_, T{}); }
+  /// Zeroes the elements (a read-only span refuses: it cannot be used in reset_to_zero).
+  void zero() const {
+    if constexpr (std::is_const_v<T>) throw error("cotune::host_span: cannot zero a span of const elements");
+    else std::fill(data_, data_ + size_, T{});
+  }
   [[nodiscard]] snapshot_type snapshot() const { return snapshot_type(data_, data_ + size_); }
-  void restore(const snapshot_type& s) const { std::copy(s.begin(), s.end(), data_); }
+  void restore(const snapshot_type& s) const {
+    if constexpr (std::is_const_v<T>) throw error("cotune::host_span: cannot restore a span of const elements");
+    else std::copy(s.begin(), s.end(), data_);
+  }
   /// What a host kernel receives.
   [[nodiscard]] T* kernel_arg() const noexcept { return data_; }
 

@@ -1,0 +1,84 @@
+#pragma once
+/// \file `cotune::tuning_key`: the in-memory key of one tuning, a few machine words.
+
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include <cotune/core/buffer.hpp>
+#include <cotune/core/errors.hpp>
+
+namespace cotune {
+
+/// Up to `capacity` 64-bit words (argument values, element types, extents, heuristic values).
+/// Building, hashing and comparing it allocates nothing and hashes no string at call time.
+class tuning_key {
+public:
+  static constexpr std::size_t capacity = 32;
+
+  constexpr void push(std::uint64_t word) noexcept { words_[size_++] = word; }
+  [[nodiscard]] constexpr std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] constexpr std::uint64_t operator[](std::size_t i) const noexcept { return words_[i]; }
+
+  /// A 64-bit mix of the words (splitmix64 finaliser per word).
+  [[nodiscard]] constexpr std::uint64_t hash() const noexcept {
+    std::uint64_t h = 0x9e3779b97f4a7c15ull ^ size_;
+    for (std::size_t i = 0; i < size_; ++i) {
+      std::uint64_t z = words_[i] + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      h ^= z ^ (z >> 31);
+    }
+    return h;
+  }
+
+  friend constexpr bool operator==(const tuning_key& a, const tuning_key& b) noexcept {
+    if (a.size_ != b.size_) return false;
+    for (std::size_t i = 0; i < a.size_; ++i)
+      if (a.words_[i] != b.words_[i]) return false;
+    return true;
+  }
+
+private:
+  std::array<std::uint64_t, capacity> words_{};
+  std::uint8_t size_ = 0;
+};
+
+namespace detail {
+
+/// FNV-1a, for element type names at compile time.
+[[nodiscard]] constexpr std::uint64_t fnv1a(std::string_view s) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return h;
+}
+
+/// Arguments whose value can select a tuning: integers, floating values, bools, enums.
+template <class T>
+concept key_scalar = std::is_arithmetic_v<std::remove_cvref_t<T>> || std::is_enum_v<std::remove_cvref_t<T>>;
+
+template <key_scalar T>
+[[nodiscard]] constexpr std::uint64_t key_word(const T& v) noexcept {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (std::is_enum_v<U>) return static_cast<std::uint64_t>(static_cast<std::underlying_type_t<U>>(v));
+  else if constexpr (std::is_floating_point_v<U>) return std::bit_cast<std::uint64_t>(static_cast<double>(v));
+  else return static_cast<std::uint64_t>(v);
+}
+
+/// The key word for a buffer's element type: computed at compile time when the buffer names its
+/// element type, else from the name at run time.
+template <Buffer B>
+[[nodiscard]] constexpr std::uint64_t element_type_word(const B& b) noexcept {
+  if constexpr (requires { typename B::element_type; }) {
+    constexpr std::uint64_t word = fnv1a(cotune::element_type_name<typename B::element_type>());
+    return word;
+  } else {
+    return fnv1a(b.element_type_name());
+  }
+}
+
+} // namespace detail
+} // namespace cotune

@@ -1,0 +1,198 @@
+#pragma once
+/// \file What one tuning found: every candidate's status and timings, the winner, provenance.
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <ctime>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <cotune/core/config.hpp>
+#include <cotune/core/version.hpp>
+#include <cotune/detail/json.hpp>
+
+namespace cotune {
+
+/// Why a candidate has no timing.
+enum class candidate_status { ok, compile_error, out_of_resources, launch_error, timeout, error, not_run };
+
+[[nodiscard]] constexpr std::string_view to_string(candidate_status s) noexcept {
+  switch (s) {
+  case candidate_status::ok: return "ok";
+  case candidate_status::compile_error: return "compile error";
+  case candidate_status::out_of_resources: return "out of resources";
+  case candidate_status::launch_error: return "launch error";
+  case candidate_status::timeout: return "timeout";
+  case candidate_status::error: return "error";
+  case candidate_status::not_run: return "not run";
+  }
+  return "?";
+}
+
+[[nodiscard]] constexpr std::optional<candidate_status> candidate_status_from(std::string_view s) noexcept {
+  for (auto st : {candidate_status::ok, candidate_status::compile_error, candidate_status::out_of_resources,
+                  candidate_status::launch_error, candidate_status::timeout, candidate_status::error,
+                  candidate_status::not_run})
+    if (to_string(st) == s) return st;
+  return std::nullopt;
+}
+
+inline constexpr double inf_ms = std::numeric_limits<double>::infinity();
+
+/// Timings in ms: median, p20, p80. Compared lexicographically (spec §3.4).
+using timings = std::array<double, 3>;
+
+/// One candidate's outcome.
+struct candidate_result {
+  config cfg;
+  candidate_status status = candidate_status::not_run;
+  std::string reason{};                  ///< failure message (compiler log, limit, ...)
+  timings time{inf_ms, inf_ms, inf_ms}; ///< +inf unless status is ok
+  double compile_ms = 0;
+  bool binary_from_cache = false;
+  int device = -1; ///< index of the device it was measured on
+};
+
+/// Where and when a result was made.
+struct provenance {
+  std::string host;
+  std::string device;
+  std::string date; ///< UTC, ISO 8601
+  std::string cotune_version = version;
+
+  [[nodiscard]] static provenance here(std::string device) {
+    char name[256] = {};
+    ::gethostname(name, sizeof name - 1);
+    std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    ::gmtime_r(&now, &tm);
+    char date[32];
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return {name, std::move(device), date, version};
+  }
+};
+
+/// Index of the best candidate: lowest (median, p20, p80); ties go to the earlier config. Nothing if
+/// every candidate failed.
+[[nodiscard]] inline std::optional<std::size_t> select_best(const std::vector<candidate_result>& cs) {
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    if (cs[i].status != candidate_status::ok) continue;
+    if (!best || cs[i].time < cs[*best].time) best = i;
+  }
+  return best;
+}
+
+/// The outcome of tuning one key.
+struct tuning_result {
+  std::string kernel;
+  std::string key_text;
+  std::vector<candidate_result> candidates;
+  std::size_t winner = 0;
+  double wall_ms = 0;
+  bool from_cache = false; ///< read from the tuning-result cache rather than measured now
+  provenance made;
+
+  [[nodiscard]] const config& best() const { return candidates.at(winner).cfg; }
+
+  /// JSON for the tuning-result cache. Failed timings are written as null (standard JSON).
+  [[nodiscard]] std::string json() const {
+    std::string out = "{\"format\": 1, \"kernel\": ";
+    detail::json_quote(out, kernel);
+    out += ", \"key\": ";
+    detail::json_quote(out, key_text);
+    out += fmt::format(", \"winner\": {}, \"wall_ms\": {}, \"candidates\": [", winner, detail::json_number(wall_ms));
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      const auto& c = candidates[i];
+      out += i ? ",\n  " : "\n  ";
+      out += "{\"config\": " + c.cfg.json() + ", \"status\": ";
+      detail::json_quote(out, to_string(c.status));
+      out += ", \"reason\": ";
+      detail::json_quote(out, c.reason);
+      out += fmt::format(", \"timings_ms\": [{}, {}, {}], \"compile_ms\": {}, \"device\": {}}}",
+                         detail::json_number(c.time[0]), detail::json_number(c.time[1]),
+                         detail::json_number(c.time[2]), detail::json_number(c.compile_ms), c.device);
+    }
+    out += "],\n \"provenance\": {\"host\": ";
+    detail::json_quote(out, made.host);
+    out += ", \"device\": ";
+    detail::json_quote(out, made.device);
+    out += ", \"date\": ";
+    detail::json_quote(out, made.date);
+    out += ", \"cotune\": ";
+    detail::json_quote(out, made.cotune_version);
+    out += "}}\n";
+    return out;
+  }
+
+  /// Reads a result written by `json()` (also accepts Infinity/NaN timings from other writers).
+  /// Nothing if the text is not a complete, consistent result; the winner is re-selected from the
+  /// stored timings rather than trusted.
+  [[nodiscard]] static std::optional<tuning_result> from_json(std::string_view text) {
+    using namespace simdjson;
+    dom::parser parser;
+    dom::object root;
+    if (parser.parse(detail::normalize_nonfinite(text)).get(root) != SUCCESS) return std::nullopt;
+    tuning_result r;
+    std::int64_t format = 0;
+    std::string_view sv;
+    if (root["format"].get_int64().get(format) != SUCCESS || format != 1) return std::nullopt;
+    if (root["kernel"].get_string().get(sv) != SUCCESS) return std::nullopt;
+    r.kernel = sv;
+    if (root["key"].get_string().get(sv) != SUCCESS) return std::nullopt;
+    r.key_text = sv;
+    dom::array cands;
+    if (root["candidates"].get_array().get(cands) != SUCCESS) return std::nullopt;
+    try {
+      for (auto e : cands) {
+        candidate_result c;
+        dom::element cfg;
+        if (e["config"].get(cfg) != SUCCESS) return std::nullopt;
+        c.cfg = config::from_json(cfg);
+        if (e["status"].get_string().get(sv) != SUCCESS) return std::nullopt;
+        auto st = candidate_status_from(sv);
+        if (!st) return std::nullopt;
+        c.status = *st;
+        if (e["reason"].get_string().get(sv) == SUCCESS) c.reason = sv;
+        dom::array t;
+        if (e["timings_ms"].get_array().get(t) != SUCCESS || t.size() != 3) return std::nullopt;
+        std::size_t i = 0;
+        for (auto v : t)
+          if (!detail::json_read_timing(v, c.time[i++])) return std::nullopt;
+        for (double& v : c.time)
+          if (std::isnan(v)) v = inf_ms;
+        if (c.status == candidate_status::ok && !std::isfinite(c.time[0])) return std::nullopt;
+        if (c.status != candidate_status::ok) c.time = {inf_ms, inf_ms, inf_ms};
+        std::int64_t dev = -1;
+        if (e["device"].get_int64().get(dev) == SUCCESS) c.device = static_cast<int>(dev);
+        r.candidates.push_back(std::move(c));
+      }
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    auto best = select_best(r.candidates);
+    if (!best) return std::nullopt;
+    r.winner = *best;
+    dom::object prov;
+    if (root["provenance"].get_object().get(prov) == SUCCESS) {
+      if (prov["host"].get_string().get(sv) == SUCCESS) r.made.host = sv;
+      if (prov["device"].get_string().get(sv) == SUCCESS) r.made.device = sv;
+      if (prov["date"].get_string().get(sv) == SUCCESS) r.made.date = sv;
+      if (prov["cotune"].get_string().get(sv) == SUCCESS) r.made.cotune_version = sv;
+    }
+    r.from_cache = true;
+    return r;
+  }
+};
+
+} // namespace cotune
