@@ -2,8 +2,10 @@
 /// \file `cotune::host_backend`: CPU kernels built by the system C++ compiler into shared objects in the
 /// file cache, then dlopen'ed. The C++ counterpart of Triton's compile_module_from_src (spec §7).
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -45,10 +47,19 @@ struct host_compiler {
 
 namespace detail {
 
+/// The absolute path of `program` (looked up on PATH unless it contains a '/'), or nothing.
+/// Symbolic links are not resolved: clang++-14 links to `clang`, and clang picks C or C++ linking
+/// from the name it is called by, so the compiler must run under the name it was asked for.
 [[nodiscard]] inline std::optional<std::filesystem::path> find_on_path(const std::string& program) {
+  auto runnable = [](const std::filesystem::path& p) {
+    std::error_code ec;
+    return ::access(p.c_str(), X_OK) == 0 && std::filesystem::is_regular_file(p, ec);
+  };
+  if (program.empty()) return std::nullopt;
   if (program.find('/') != std::string::npos) {
     std::error_code ec;
-    if (::access(program.c_str(), X_OK) == 0) return std::filesystem::canonical(program, ec);
+    auto absolute = std::filesystem::absolute(program, ec).lexically_normal();
+    if (!ec && runnable(absolute)) return absolute;
     return std::nullopt;
   }
   const char* path = std::getenv("PATH");
@@ -56,12 +67,9 @@ namespace detail {
   std::string dir;
   while (std::getline(dirs, dir, ':')) {
     if (dir.empty()) dir = ".";
-    auto candidate = std::filesystem::path(dir) / program;
-    if (::access(candidate.c_str(), X_OK) == 0) {
-      std::error_code ec;
-      auto resolved = std::filesystem::canonical(candidate, ec);
-      return ec ? candidate : resolved;
-    }
+    std::error_code ec;
+    auto candidate = std::filesystem::absolute(std::filesystem::path(dir) / program, ec).lexically_normal();
+    if (!ec && runnable(candidate)) return candidate;
   }
   return std::nullopt;
 }
@@ -220,8 +228,11 @@ private:
     if (!force)
       if (auto path = cache.get_file(file)) return {*path, true, key};
 
-    char tmpl[] = "/tmp/cotune-build-XXXXXX";
-    if (!::mkdtemp(tmpl)) throw error(fmt::format("host backend: cannot create a build directory in /tmp"));
+    // In $TMPDIR (else /tmp), like every other temporary file.
+    std::string tmpl = (std::filesystem::temp_directory_path() / "cotune-build-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data()))
+      throw error(fmt::format("host backend: cannot create a build directory '{}': {}; set TMPDIR to a writable place",
+                              tmpl, std::strerror(errno)));
     const std::filesystem::path tmp(tmpl);
     struct cleanup {
       std::filesystem::path dir;
@@ -239,7 +250,10 @@ private:
       if (!f) throw error(fmt::format("host backend: cannot write '{}'", src));
     }
     auto cmd = command(cc, k, c, src, out);
-    auto r = detail::run_process(cmd, std::chrono::milliseconds(knobs().autotuning.compile_timeout_ms.get()), stop);
+    // TMPDIR inside the build directory: a compiler killed by the timeout or a stop request cannot
+    // remove its temporary files (/tmp/cc*.s, *.o), and this directory is removed whatever happens.
+    auto r = detail::run_process(cmd, std::chrono::milliseconds(knobs().autotuning.compile_timeout_ms.get()), stop,
+                                 {"TMPDIR=" + tmp.string()});
     std::string shown;
     for (const auto& a : cmd) shown += (shown.empty() ? "" : " ") + a;
     if (r.timed_out)

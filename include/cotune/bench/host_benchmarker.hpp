@@ -34,6 +34,7 @@ public:
     auto ms_since = [](clock::time_point t0) {
       return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
     };
+    check_quantiles(opts.quantiles);
     fn();
     if (options_.flush_bytes) flush_.resize(options_.flush_bytes);
 

@@ -21,7 +21,16 @@ namespace cotune {
   const auto lo = static_cast<std::size_t>(p);
   const auto hi = std::min(lo + 1, sorted.size() - 1);
   const double frac = p - static_cast<double>(lo);
+  // An exact position returns its sample: interpolating with weight 0 would turn a +inf neighbour
+  // (a failed run) into NaN, since 0 * inf is NaN.
+  if (frac == 0.0) return sorted[lo];
   return (1.0 - frac) * sorted[lo] + frac * sorted[hi];
+}
+
+/// Throws cotune::error unless every quantile is in [0, 1] (checked before any time is spent measuring).
+constexpr void check_quantiles(const std::vector<double>& quantiles) {
+  for (double q : quantiles)
+    if (!(q >= 0.0 && q <= 1.0)) throw error(fmt::format("quantile {} is out of range: quantiles must be in [0, 1]", q));
 }
 
 /// Summarises samples as `opts` asks: one value per quantile, or the return mode.

@@ -66,8 +66,9 @@ struct launch_options {
   int num_warps = 4;  ///< Triton's default.
   int num_stages = 3; ///< Triton's default.
   int num_ctas = 1;
-  std::optional<int> maxnreg;
-  std::optional<int> threads_per_block;
+  // `{}` on the optionals so that `launch_options{.num_warps = 8}` compiles cleanly under -Wextra.
+  std::optional<int> maxnreg{};
+  std::optional<int> threads_per_block{};
 
   [[nodiscard]] constexpr int threads(int warp_size = 32) const noexcept {
     return threads_per_block.value_or(num_warps * warp_size);
@@ -186,6 +187,8 @@ public:
       if (f.error() == NO_SUCH_FIELD) return fallback;
       std::int64_t n = 0;
       if (f.get_int64().get(n) != SUCCESS) throw error(fmt::format("config JSON: '{}' is not an integer", key));
+      // A value beyond int would otherwise wrap silently into another launch option.
+      if (!std::in_range<int>(n)) throw error(fmt::format("config JSON: '{}' = {} is out of range", key, n));
       return static_cast<int>(n);
     };
     auto read_opt = [&](const char* key) -> std::optional<int> {
@@ -199,7 +202,12 @@ public:
     c.launch_.maxnreg = read_opt("maxnreg");
     c.launch_.threads_per_block = read_opt("threads_per_block");
     auto hook = obj["pre_hook"];
-    if (hook.error() == SUCCESS && hook.is_string()) c.pre_hook_ = named_hook{std::string(std::string_view(hook)), {}};
+    if (hook.error() == SUCCESS && !hook.is_null()) {
+      std::string_view hook_name;
+      if (hook.get_string().get(hook_name) != SUCCESS || hook_name.empty())
+        throw error("config JSON: 'pre_hook' must be a non-empty string or null");
+      c.pre_hook_ = named_hook{std::string(hook_name), {}};
+    }
     return c;
   }
   [[nodiscard]] static config from_json(std::string_view json) {

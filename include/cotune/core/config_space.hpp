@@ -29,6 +29,7 @@ public:
     if (values.empty()) throw error(fmt::format("config_space: axis '{}' has no values", name));
     if (!is_identifier(name))
       throw error(fmt::format("config_space: axis name '{}' is not a C identifier", name));
+    refuse_duplicate(name);
     const std::size_t n = values.size();
     axes_.push_back({name, [vals = std::move(values), name](config& c, std::size_t i) { c.set(name, vals[i]); }, n});
     return *this;
@@ -76,9 +77,17 @@ private:
     std::size_t size;
   };
 
+  // A second axis of the same name would multiply the product while overwriting the first axis's
+  // values: every candidate would appear several times.
+  void refuse_duplicate(const std::string& name) const {
+    for (const auto& a : axes_)
+      if (a.name == name) throw error(fmt::format("config_space: axis '{}' is given twice", name));
+  }
+
   template <class Member>
   config_space& launch_axis(const char* name, std::vector<int> values, Member member) {
     if (values.empty()) throw error(fmt::format("config_space: axis '{}' has no values", name));
+    refuse_duplicate(name);
     const std::size_t n = values.size();
     axes_.push_back({name, [vals = std::move(values), member](config& c, std::size_t i) {
                        auto launch = c.launch();

@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 
 #include <fmt/format.h>
+#include <simdjson.h>
 
 #include <cotune/core/errors.hpp>
 #include <cotune/detail/json.hpp>
@@ -24,17 +26,27 @@ public:
   value() = default;
   template <std::integral T>
     requires(!std::same_as<T, bool> && !std::same_as<T, char>)
-  value(T v) : v_(static_cast<std::int64_t>(v)) {} // NOLINT(google-explicit-constructor)
-  value(double v) : v_(v) { // NOLINT(google-explicit-constructor)
+  value(T v) : v_(static_cast<std::int64_t>(v)) { // NOLINT(google-explicit-constructor)
+    // A uint64 above INT64_MAX would otherwise wrap to a negative parameter.
+    if (!std::in_range<std::int64_t>(v))
+      throw error("cotune::value: the integer " + std::to_string(v) + " does not fit in a 64-bit signed parameter");
+  }
+  value(double v) : v_(v == 0.0 ? 0.0 : v) { // NOLINT(google-explicit-constructor)
+    // -0.0 is stored as 0.0: the two compare equal, so they must also share one text (and hash).
     if (!std::isfinite(v))
       throw error("cotune::value: a floating parameter must be finite (got " + detail::double_text(v) +
                   "); NaN would make configs compare unequal to themselves");
   }
   value(float v) : value(static_cast<double>(v)) {} // NOLINT(google-explicit-constructor)
-  value(bool v) : v_(v) {}                           // NOLINT(google-explicit-constructor)
-  value(std::string v) : v_(std::move(v)) {}         // NOLINT(google-explicit-constructor)
-  value(std::string_view v) : v_(std::string(v)) {}  // NOLINT(google-explicit-constructor)
-  value(const char* v) : v_(std::string(v)) {}       // NOLINT(google-explicit-constructor)
+  value(bool v) : v_(v) {} // NOLINT(google-explicit-constructor)
+  value(std::string v) : v_(std::move(v)) { // NOLINT(google-explicit-constructor)
+    // Configs travel as JSON (cache entries, tuning results), and JSON strings are UTF-8: a string
+    // with other bytes would be written but could never be read back.
+    if (!simdjson::validate_utf8(std::get<std::string>(v_)))
+      throw error("cotune::value: a string parameter must be valid UTF-8 (got " + text() + ")");
+  }
+  value(std::string_view v) : value(std::string(v)) {} // NOLINT(google-explicit-constructor)
+  value(const char* v) : value(std::string(v)) {}      // NOLINT(google-explicit-constructor)
 
   template <class T>
   [[nodiscard]] bool is() const noexcept {

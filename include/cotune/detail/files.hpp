@@ -2,6 +2,7 @@
 /// \file File helpers: private directories, whole-file reads, atomic writes.
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -35,12 +36,30 @@ inline void make_private_dirs(const std::filesystem::path& dir) {
     throw cache_error(fmt::format("'{}' exists but is not a directory; set COTUNE_CACHE_DIR elsewhere", dir.string()));
 }
 
-/// The whole file, or nothing if it cannot be read.
+/// The whole file, or nothing if it cannot be read or is not a regular file (a directory or a FIFO
+/// planted in a cache directory is a miss: O_NONBLOCK keeps a FIFO from blocking the open).
 [[nodiscard]] inline std::optional<std::string> read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::string data;
+  data.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    data.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
   return data;
 }
 
@@ -54,7 +73,11 @@ inline void make_private_dirs(const std::filesystem::path& dir) {
 /// renames it onto `target`: a reader sees the old file, the new one, or none, never a partial one.
 template <class... Parts>
 void atomic_write(const std::filesystem::path& target, const Parts&... parts) {
-  auto tmp = target.parent_path() / fmt::format(".tmp.{}.{}.{}", target.filename().string(), ::getpid(), random_suffix());
+  // The target's name is cut to 64 bytes: with a 255-byte name the temporary name would exceed
+  // NAME_MAX and the write would fail.
+  const auto name = target.filename().string();
+  auto tmp = target.parent_path() /
+             fmt::format(".tmp.{}.{}.{}", std::string_view(name).substr(0, 64), ::getpid(), random_suffix());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)
     throw cache_error(fmt::format("cannot write cache file '{}': {}", tmp.string(), std::strerror(errno)));

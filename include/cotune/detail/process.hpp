@@ -8,6 +8,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fcntl.h>
@@ -33,10 +34,22 @@ struct process_result {
 
 /// Runs `argv` (argv[0] looked up on PATH) in its own process group, capturing stdout and stderr.
 /// Past `timeout` (zero = none) or on a stop request, the whole group is killed (a compiler driver's
-/// children too). Throws cotune::error if the program cannot be started.
+/// children too); when the program ends, whatever it left running in its group is killed as well.
+/// `env` entries ("NAME=value") are added to the inherited environment, replacing same-named variables.
+/// Throws cotune::error if the program cannot be started.
 inline process_result run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout = {},
-                                  std::stop_token stop = {}) {
+                                  std::stop_token stop = {}, const std::vector<std::string>& env = {}) {
   if (argv.empty()) throw error("run_process: empty command");
+  std::vector<char*> envp;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view entry(*e);
+    const auto name = entry.substr(0, entry.find('=') + 1); // "NAME="
+    bool replaced = false;
+    for (const auto& o : env) replaced = replaced || std::string_view(o).starts_with(name);
+    if (!replaced) envp.push_back(*e);
+  }
+  for (const auto& o : env) envp.push_back(const_cast<char*>(o.c_str()));
+  envp.push_back(nullptr);
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw error(fmt::format("pipe: {}", std::strerror(errno)));
   posix_spawn_file_actions_t actions;
@@ -52,7 +65,7 @@ inline process_result run_process(const std::vector<std::string>& argv, std::chr
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = -1;
-  int rc = ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  int rc = ::posix_spawnp(&pid, args[0], &actions, &attr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(pipe_fds[1]);
@@ -63,24 +76,45 @@ inline process_result run_process(const std::vector<std::string>& argv, std::chr
 
   process_result result;
   const auto start = std::chrono::steady_clock::now();
-  bool killed = false;
+  // How long to keep reading once the child has ended or been killed: output already in the pipe is
+  // read at once, and a process that left the group but holds the pipe cannot stall the caller longer.
+  constexpr auto drain_grace = std::chrono::seconds(1);
+  std::optional<std::chrono::steady_clock::time_point> ended;
+  bool killed = false, exited = false, eof = false;
   char buf[4096];
   for (;;) {
-    if (!killed) {
-      const bool late = timeout.count() > 0 && std::chrono::steady_clock::now() - start > timeout;
+    const auto now = std::chrono::steady_clock::now();
+    if (!killed && !exited) {
+      const bool late = timeout.count() > 0 && now - start > timeout;
       if (late || stop.stop_requested()) {
         (late ? result.timed_out : result.cancelled) = true;
         ::kill(-pid, SIGKILL);
         killed = true;
+        ended = now;
       }
     }
-    pollfd pfd{pipe_fds[0], POLLIN, 0};
-    int n = ::poll(&pfd, 1, 20); // 20 ms: how quickly a deadline or a stop request is noticed
+    if (!exited) {
+      siginfo_t info{};
+      // WNOWAIT leaves the child a zombie, so its pid (the group's id) cannot be reused before the
+      // stragglers of its group are killed: nothing the command started outlives it.
+      if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid) {
+        exited = true;
+        ::kill(-pid, SIGKILL);
+        if (!ended) ended = now;
+      }
+    }
+    if (eof && exited) break;
+    if (ended && now - *ended > drain_grace) break;
+    pollfd pfd{eof ? -1 : pipe_fds[0], POLLIN, 0}; // a negative fd is skipped: just wait
+    int n = ::poll(&pfd, 1, 20); // 20 ms: how quickly a deadline, a stop request or the exit is noticed
     if (n < 0 && errno != EINTR) break;
     if (n <= 0) continue;
     ssize_t got = ::read(pipe_fds[0], buf, sizeof buf);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break; // EOF: every writer (the group) has exited or closed the pipe
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (got <= 0) {
+      eof = true; // every writer has exited or closed the pipe
+      continue;
+    }
     result.output.append(buf, static_cast<std::size_t>(got));
   }
   ::close(pipe_fds[0]);

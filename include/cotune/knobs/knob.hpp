@@ -5,6 +5,7 @@
 #include <any>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -70,6 +71,12 @@ public:
     std::lock_guard lock(mutex_);
     knobs_.push_back(k);
   }
+  /// Forgets a knob (called by its destructor, so that the registry never holds a dangling pointer
+  /// to a knob that lived on the stack or in an unloaded plugin).
+  void remove(const knob_base* k) {
+    std::lock_guard lock(mutex_);
+    std::erase(knobs_, k);
+  }
   [[nodiscard]] std::vector<knob_base*> all() const {
     std::lock_guard lock(mutex_);
     return knobs_;
@@ -117,7 +124,8 @@ T parse_knob(std::string_view env, std::string_view text) {
   } else if constexpr (std::is_same_v<T, double>) {
     double v{};
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc{} || end != text.data() + text.size())
+    // from_chars accepts "inf" and "nan"; no knob means either, and NaN slips past range checks.
+    if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v))
       throw knob_error(fmt::format("{}='{}' is not a number; use a decimal number such as 1.5", env, text));
     return v;
   } else {
@@ -151,7 +159,8 @@ struct knob_spec {
   std::string name;                       ///< group.knob, e.g. "cache.dir"
   std::string env;                        ///< environment variable
   T fallback{};                           ///< default when unset
-  std::string doc;                        ///< one line for the README table
+  // `{}` so that a spec may leave `doc` out under -Wextra (-Wmissing-field-initializers).
+  std::string doc{};                      ///< one line for the README table
   bool invalidating = false;              ///< hashed into every cache key when set
   std::function<T()> computed_default{};  ///< computed at each read, replaces `fallback`
   std::string default_text{};             ///< how to show a computed default
@@ -174,6 +183,7 @@ public:
         validate_(std::move(spec.validate)) {
     knob_registry::instance().add(this);
   }
+  ~knob() override { knob_registry::instance().remove(this); }
 
   /// The current value. Throws knob_error naming the variable if its text does not parse.
   [[nodiscard]] T get() const {
@@ -248,7 +258,9 @@ private:
   }
   void restore(const std::any& saved) override {
     std::lock_guard lock(mutex_);
-    override_ = std::any_cast<std::optional<T>>(saved);
+    // A mismatched type means another knob now lives at a saved knob's address: it had no state then.
+    if (auto p = std::any_cast<std::optional<T>>(&saved)) override_ = *p;
+    else override_.reset();
   }
 
   T fallback_;
@@ -258,7 +270,8 @@ private:
   std::optional<T> override_;
 };
 
-/// Saves the in-code values of every knob and restores them on destruction (tests, plugins).
+/// Saves the in-code values of every knob and restores them on destruction (tests, plugins). Knobs
+/// created after the snapshot had no in-code value then, so they lose theirs.
 class knob_snapshot {
 public:
   knob_snapshot() {
@@ -267,7 +280,12 @@ public:
   knob_snapshot(const knob_snapshot&) = delete;
   knob_snapshot& operator=(const knob_snapshot&) = delete;
   ~knob_snapshot() {
-    for (auto& [k, v] : saved_) k->restore(v);
+    // Walk the live knobs (a saved one may have been destroyed since) and match them to the saved state.
+    for (auto* k : knob_registry::instance().all()) {
+      auto it = std::find_if(saved_.begin(), saved_.end(), [k](const auto& s) { return s.first == k; });
+      if (it != saved_.end()) k->restore(it->second);
+      else k->reset();
+    }
   }
 
 private:

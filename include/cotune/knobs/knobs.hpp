@@ -26,7 +26,8 @@ namespace detail {
 template <class T>
 auto at_least(T minimum, const char* env) {
   return [minimum, env](const T& v) {
-    if (v < minimum) throw knob_error(fmt::format("{}={} is out of range; it must be at least {}", env, v, minimum));
+    // Written as !(v >= minimum) so that a NaN set in code is refused too.
+    if (!(v >= minimum)) throw knob_error(fmt::format("{}={} is out of range; it must be at least {}", env, v, minimum));
   };
 }
 
@@ -110,5 +111,12 @@ struct knob_groups {
   static knob_groups k;
   return k;
 }
+
+namespace detail {
+/// Constructs the core knobs during static initialisation, so that the registry lists them (and
+/// `invalidating_text()` hashes them into keys) even before anything calls `knobs()`: otherwise the
+/// first key computed in a process could miss COTUNE_HOST_CXXFLAGS and differ from later ones.
+inline knob_groups& core_knobs_registered = knobs();
+} // namespace detail
 
 } // namespace cotune

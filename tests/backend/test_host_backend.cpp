@@ -1,0 +1,438 @@
+// Tests for cotune/backend/host_backend.hpp with the real compilers (g++ 12 and clang++ 14), real
+// shared objects and a private file cache.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#include <cotune/backend/host_backend.hpp>
+#include <cotune/cache/file_cache.hpp>
+#include <cotune/core/buffer.hpp>
+
+#include "../support/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+using cotune::config;
+using cotune::host_backend;
+using cotune::kernel_source;
+using cotune::knobs;
+using cotune_test::private_cache;
+using cotune_test::scoped_env;
+using namespace std::chrono_literals;
+
+static_assert(cotune::Backend<host_backend>);
+static_assert(cotune::LaunchableWith<host_backend, cotune::host_span<float>, int>);
+
+namespace {
+
+/// x[i] = x[i] * SCALE + OFFSET (negated when NEGATE), over TYPE elements: every kind of macro.
+kernel_source affine_kernel() {
+  return kernel_source{.name = "affine",
+                       .code = R"(
+extern "C" void affine(TYPE* x, int n) {
+  for (int i = 0; i < n; ++i) {
+    TYPE v = x[i] * SCALE + OFFSET;
+    x[i] = NEGATE ? -v : v;
+  }
+}
+)",
+                       .entry = "affine"};
+}
+
+config affine_config(int scale = 3) { return config{{"SCALE", scale}, {"OFFSET", 0.5}, {"NEGATE", false}, {"TYPE", "float"}}; }
+
+/// Fast flags, so that the many compiles below stay quick.
+struct quick_flags {
+  cotune::knob<std::string>::scope flags = knobs().build.cxxflags.scoped("-O1");
+  scoped_env cxx{"CXX", std::nullopt};
+  scoped_env env_flags{"COTUNE_HOST_CXXFLAGS", std::nullopt};
+  scoped_env debug{"COTUNE_DEBUG", std::nullopt};
+  scoped_env timeout{"COTUNE_COMPILE_TIMEOUT_MS", std::nullopt};
+};
+
+std::string key_of(const host_backend& b, const kernel_source& k, const config& c) {
+  return b.binary_key(cotune::resolve_host_compiler(), k, c);
+}
+
+/// A unique macro name: it shows up in the compiler's command line, so /proc tells whether a compiler
+/// process for this test is still alive.
+std::string unique_marker(const char* what) {
+  static std::atomic<int> counter{0};
+  return fmt::format("COTUNE_TEST_{}_{}_{}", what, ::getpid(), ++counter);
+}
+
+/// True if a live process has `marker` in its command line (zombies have an empty one).
+bool process_with_marker(const std::string& marker) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const auto name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
+bool no_process_with_marker_soon(const std::string& marker) {
+  for (int i = 0; i < 250 && process_with_marker(marker); ++i) std::this_thread::sleep_for(20ms);
+  return !process_with_marker(marker);
+}
+
+/// A source whose compilation takes minutes: a constant expression of ~10^10 steps (GCC's limits raised).
+kernel_source slow_kernel() {
+  return kernel_source{.name = "slow",
+                       .code = R"(
+constexpr unsigned long long spin() {
+  unsigned long long s = 0;
+  for (unsigned long long i = 0; i < 10000000000ull; ++i) s += i ^ (s >> 3);
+  return s;
+}
+constexpr unsigned long long result = spin();
+extern "C" unsigned long long slow() { return result; }
+)",
+                       .entry = "slow",
+                       .options = {"-fconstexpr-loop-limit=2147483647", "-fconstexpr-ops-limit=1000000000000000"}};
+}
+
+/// Replaces a file by a new inode (write + rename), as any other writer would: rewriting a loaded shared
+/// object in place would pull pages from under the process that mapped it.
+void replace_file(const fs::path& path, const std::string& bytes) {
+  const auto tmp = path.string() + ".test-new";
+  std::ofstream(tmp, std::ios::binary | std::ios::trunc) << bytes;
+  fs::rename(tmp, path);
+}
+
+} // namespace
+
+TEST_CASE("the host backend compiles and runs a real kernel with config values as -D macros",
+          "[backend][host_backend]") {
+  private_cache cache;
+  quick_flags flags;
+  host_backend b;
+  REQUIRE(b.devices().size() == 1);
+  const auto k = affine_kernel();
+  const auto c = affine_config(3);
+  const auto bin = b.compile(k, c, b.devices()[0]);
+  CHECK_FALSE(bin.from_cache);
+  CHECK(bin.path == cotune::file_cache(bin.key).dir() / "affine.so");
+  CHECK(fs::exists(bin.path));
+  const auto fn = b.load(bin, k, c, b.devices()[0]);
+  REQUIRE(fn.symbol != nullptr);
+  std::vector<float> x{1, 2, 3};
+  cotune::host_span<float> span(x);
+  int n = 3;
+  b.launch(fn, cotune::launch_grid{}, span, n);
+  CHECK(x == std::vector<float>{3.5f, 6.5f, 9.5f});
+
+  auto negated = affine_config(2);
+  negated.set("NEGATE", true);
+  const auto bin2 = b.compile(k, negated);
+  CHECK(bin2.key != bin.key);
+  const auto fn2 = b.load(bin2, k, negated);
+  std::vector<float> y{1, 2};
+  cotune::host_span<float> yspan(y);
+  int m = 2;
+  b.launch(fn2, cotune::launch_grid{}, yspan, m);
+  CHECK(y == std::vector<float>{-2.5f, -4.5f});
+}
+
+TEST_CASE("the compile command holds flags, options, include dirs and macros", "[backend][host_backend]") {
+  quick_flags flags;
+  host_backend b;
+  auto k = affine_kernel();
+  k.options = {"-DEXTRA=1", "-Wall"};
+  k.include_dirs = {"/opt/inc"};
+  const auto cc = cotune::resolve_host_compiler();
+  const auto cmd = b.command(cc, k, affine_config(), "src.cpp", "out.so");
+  const std::vector<std::string> expected{cc.path.string(), "-O1", "-shared", "-fPIC", "-DEXTRA=1", "-Wall", "-I/opt/inc",
+                                          "-DNEGATE=0", "-DOFFSET=0.5", "-DSCALE=3", "-DTYPE=float",
+                                          "src.cpp", "-o", "out.so"};
+  CHECK(cmd == expected);
+  auto debug = knobs().runtime.debug.scoped(true);
+  const auto with_debug = b.command(cc, k, affine_config(), "src.cpp", "out.so");
+  CHECK(std::find(with_debug.begin(), with_debug.end(), "-g") != with_debug.end());
+}
+
+TEST_CASE("the binary key covers source, macros, options, include dirs, flags and debug", "[backend][host_backend]") {
+  quick_flags flags;
+  host_backend b;
+  const auto k = affine_kernel();
+  const auto c = affine_config();
+  const auto base = key_of(b, k, c);
+  CHECK(cotune::detail::is_hex(base));
+  CHECK(base.size() == 64);
+  CHECK(key_of(b, affine_kernel(), affine_config()) == base); // deterministic
+
+  auto source = k;
+  source.code += "\n// a comment\n";
+  CHECK(key_of(b, source, c) != base);
+  CHECK(key_of(b, k, affine_config(4)) != base);
+  CHECK(key_of(b, k, config{{"SCALE", 3}, {"OFFSET", 0.5}, {"NEGATE", false}, {"TYPE", "double"}}) != base);
+  auto options = k;
+  options.options = {"-ffast-math"};
+  CHECK(key_of(b, options, c) != base);
+  auto includes = k;
+  includes.include_dirs = {"/usr/include"};
+  CHECK(key_of(b, includes, c) != base);
+  auto includes2 = k;
+  includes2.include_dirs = {"/usr/local/include"};
+  CHECK(key_of(b, includes2, c) != key_of(b, includes, c));
+  {
+    auto o2 = knobs().build.cxxflags.scoped("-O2");
+    CHECK(key_of(b, k, c) != base);
+  }
+  {
+    // The flags knob read from its environment variable.
+    auto drop = knobs().build.cxxflags.scoped("-O1");
+    knobs().build.cxxflags.reset();
+    scoped_env env("COTUNE_HOST_CXXFLAGS", std::string("-O1"));
+    const auto o1_env = key_of(b, k, c);
+    CHECK(o1_env == base); // same flags, same key, however they were given
+    env.set(std::string("-O1 -fno-inline"));
+    CHECK(key_of(b, k, c) != base);
+  }
+  {
+    auto debug = knobs().runtime.debug.scoped(true);
+    CHECK(key_of(b, k, c) != base);
+  }
+  CHECK(key_of(b, k, c) == base);
+}
+
+TEST_CASE("the binary key and the binary change with the compiler", "[backend][host_backend]") {
+  private_cache cache;
+  quick_flags flags;
+  host_backend b;
+  const auto k = affine_kernel();
+  const auto c = affine_config();
+  scoped_env cxx("CXX", std::string("g++"));
+  const auto gcc = cotune::resolve_host_compiler();
+  CHECK(gcc.path.filename() == "g++");
+  CHECK_THAT(gcc.version, Catch::Contains("g++"));
+  const auto gcc_key = key_of(b, k, c);
+  const auto gcc_bin = b.compile(k, c);
+  CHECK(b.fingerprint({}).find(gcc.path.string()) != std::string::npos);
+
+  cxx.set(std::string("clang++-14"));
+  const auto clang = cotune::resolve_host_compiler();
+  // Called by the name asked for (a resolved symlink would be plain `clang`, which links as C).
+  CHECK(clang.path.filename() == "clang++-14");
+  CHECK_THAT(clang.version, Catch::Contains("clang"));
+  const auto clang_key = key_of(b, k, c);
+  CHECK(clang_key != gcc_key);
+  CHECK(b.fingerprint({}) != fmt::format("host;{};{};{}", gcc.path.string(), cotune::detail::sha256_hex(gcc.version),
+                                          cotune::detail::host_platform()));
+  const auto clang_bin = b.compile(k, c);
+  CHECK_FALSE(clang_bin.from_cache); // not served the g++ binary
+  CHECK(clang_bin.key == clang_key);
+  CHECK(clang_bin.path != gcc_bin.path);
+  const auto fn = b.load(clang_bin, k, c);
+  std::vector<float> x{2};
+  cotune::host_span<float> span(x);
+  int n = 1;
+  b.launch(fn, cotune::launch_grid{}, span, n);
+  CHECK(x[0] == 6.5f);
+
+  // The knob wins over the environment.
+  auto in_code = knobs().build.cxx.scoped(std::optional<std::string>("g++"));
+  CHECK(key_of(b, k, c) == gcc_key);
+}
+
+TEST_CASE("an identical second compile is served from the cache", "[backend][host_backend]") {
+  private_cache cache;
+  quick_flags flags;
+  host_backend b;
+  const auto k = affine_kernel();
+  const auto c = affine_config();
+  const auto first = b.compile(k, c);
+  CHECK_FALSE(first.from_cache);
+  const auto second = b.compile(k, c);
+  CHECK(second.from_cache);
+  CHECK(second.path == first.path);
+  CHECK(second.key == first.key);
+  // Another backend object (as another process would) finds it too.
+  CHECK(host_backend{}.compile(k, c).from_cache);
+  const auto fn = b.load(second, k, c);
+  CHECK(fn.symbol != nullptr);
+}
+
+TEST_CASE("a garbage cached object with a valid frame is rebuilt transparently by load", "[backend][host_backend]") {
+  private_cache cache;
+  quick_flags flags;
+  host_backend b;
+  const auto k = affine_kernel();
+  const auto c = affine_config();
+  const auto built = b.compile(k, c);
+  cotune::file_cache entry(built.key);
+  entry.put("this is not a shared object", "affine.so"); // framed correctly, so the cache serves it
+  const auto cached = b.compile(k, c);
+  REQUIRE(cached.from_cache);
+  CHECK(entry.get("affine.so") == "this is not a shared object");
+  const auto fn = b.load(cached, k, c); // dlopen fails, so load rebuilds
+  REQUIRE(fn.symbol != nullptr);
+  std::vector<float> x{1};
+  cotune::host_span<float> span(x);
+  int n = 1;
+  b.launch(fn, cotune::launch_grid{}, span, n);
+  CHECK(x[0] == 3.5f);
+  const auto repaired = entry.get("affine.so");
+  REQUIRE(repaired);
+  CHECK(repaired->substr(0, 4) == "\x7f" "ELF");
+  CHECK(b.compile(k, c).from_cache);
+}
+
+TEST_CASE("a damaged cache frame is a miss and the binary is rebuilt", "[backend][host_backend]") {
+  private_cache cache;
+  quick_flags flags;
+  host_backend b;
+  const auto k = affine_kernel();
+  const auto c = affine_config();
+  const auto built = b.compile(k, c);
+  auto bytes = *cotune::detail::read_file(built.path);
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x20);
+  replace_file(built.path, bytes);
+  const auto again = b.compile(k, c);
+  CHECK_FALSE(again.from_cache);
+  CHECK(again.path == built.path);
+  const auto fn = b.load(again, k, c);
+  CHECK(fn.symbol != nullptr);
+  replace_file(built.path, bytes.substr(0, 100)); // truncated
+  CHECK_FALSE(b.compile(k, c).from_cache);
+}
+
+TEST_CASE("a compile error carries the compiler's log and names the kernel and the config",
+          "[backend][host_backend]") {
+  private_cache cache;
+  quick_flags flags;
+  host_backend b;
+  auto k = affine_kernel();
+  k.name = "broken";
+  k.code = "extern \"C\" void broken() { undeclared_identifier_xyz = BLOCK; }\n";
+  k.entry = "broken";
+  const config c{{"BLOCK", 64}};
+  try {
+    (void)b.compile(k, c);
+    FAIL("no compile_error");
+  } catch (const cotune::compile_error& e) {
+    CHECK_THAT(e.log(), Catch::Contains("undeclared_identifier_xyz"));
+    CHECK_THAT(e.log(), Catch::Contains("error"));
+    const std::string what = e.what();
+    CHECK_THAT(what, Catch::Contains("'broken'"));
+    CHECK_THAT(what, Catch::Contains(c.text()));
+    CHECK_THAT(what, Catch::Contains("-DBLOCK=64"));
+  }
+  CHECK_FALSE(fs::exists(cache.cache_dir())); // nothing was stored
+}
+
+TEST_CASE("a CXX that does not exist is an error naming CXX", "[backend][host_backend]") {
+  private_cache cache;
+  quick_flags flags;
+  host_backend b;
+  for (const char* missing : {"cotune-no-such-compiler", "/nonexistent/bin/c++"}) {
+    scoped_env cxx("CXX", std::string(missing));
+    CHECK_THROWS_WITH(b.compile(affine_kernel(), affine_config()),
+                      Catch::Contains("CXX") && Catch::Contains(missing));
+    CHECK_THROWS_WITH(cotune::resolve_host_compiler(), Catch::Contains("CXX"));
+  }
+  scoped_env cxx("CXX", std::string("/tmp")); // a directory is not a compiler
+  CHECK_THROWS_WITH(cotune::resolve_host_compiler(), Catch::Contains("CXX"));
+}
+
+TEST_CASE("a compile past the timeout throws timeout_error and leaves no compiler behind", "[backend][host_backend]") {
+  private_cache cache;
+  quick_flags flags;
+  cotune_test::temp_dir tmpdir("cotune-tmpdir");
+  scoped_env tmp("TMPDIR", tmpdir.string()); // where the build directory and the compiler's files go
+  host_backend b;
+  auto timeout = knobs().autotuning.compile_timeout_ms.scoped(300);
+  const auto marker = unique_marker("TIMEOUT");
+  const config c{{marker, 1}};
+  try {
+    (void)b.compile(slow_kernel(), c);
+    FAIL("no timeout_error");
+  } catch (const cotune::timeout_error& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("COTUNE_COMPILE_TIMEOUT_MS=300"));
+    CHECK_THAT(std::string(e.what()), Catch::Contains("'slow'"));
+    CHECK_THAT(std::string(e.what()), Catch::Contains(marker));
+  }
+  CHECK(no_process_with_marker_soon(marker));
+  CHECK_FALSE(fs::exists(cotune::file_cache(key_of(b, slow_kernel(), c)).dir() / "slow.so"));
+  CHECK(fs::is_empty(tmpdir.path())); // no build directory, no compiler temporaries (cc*.s) left
+}
+
+TEST_CASE("a stop request cancels a compile", "[backend][host_backend]") {
+  private_cache cache;
+  quick_flags flags;
+  cotune_test::temp_dir tmpdir("cotune-tmpdir");
+  scoped_env tmp("TMPDIR", tmpdir.string());
+  host_backend b;
+  const auto marker = unique_marker("STOP");
+  const config c{{marker, 1}};
+  std::stop_source source;
+  std::jthread stopper([&] {
+    // Wait until the compiler runs, so that the stop lands mid-compile.
+    for (int i = 0; i < 500 && !process_with_marker(marker); ++i) std::this_thread::sleep_for(10ms);
+    source.request_stop();
+  });
+  CHECK_THROWS_WITH(b.compile(slow_kernel(), c, {}, source.get_token()),
+                    Catch::Contains("cancelled") && Catch::Contains("'slow'"));
+  CHECK(no_process_with_marker_soon(marker));
+  CHECK(fs::is_empty(tmpdir.path()));
+}
+
+TEST_CASE("kernel names must be C identifiers", "[backend][host_backend]") {
+  private_cache cache;
+  quick_flags flags;
+  host_backend b;
+  auto k = affine_kernel();
+  k.name = "../evil";
+  CHECK_THROWS_WITH(b.compile(k, affine_config()), Catch::Contains("'../evil'") && Catch::Contains("C identifier"));
+}
+
+TEST_CASE("a fresh binary without the entry point is a launch error naming the symbol", "[backend][host_backend]") {
+  private_cache cache;
+  quick_flags flags;
+  host_backend b;
+  auto k = affine_kernel();
+  k.entry = "no_such_entry";
+  const auto bin = b.compile(k, affine_config());
+  CHECK_THROWS_WITH(b.load(bin, k, affine_config()),
+                    Catch::Contains("no_such_entry") && Catch::Contains("'affine'") && Catch::Contains("SCALE: 3"));
+}
+
+TEST_CASE("include directories reach the compiler", "[backend][host_backend]") {
+  private_cache cache;
+  quick_flags flags;
+  cotune_test::temp_dir inc;
+  std::ofstream(inc.path() / "answer.h") << "#define ANSWER 42\n";
+  host_backend b;
+  const kernel_source k{.name = "answer",
+                        .code = "#include \"answer.h\"\nextern \"C\" void answer(int* out) { *out = ANSWER + BIAS; }\n",
+                        .entry = "answer",
+                        .include_dirs = {inc.string()}};
+  const config c{{"BIAS", 1}};
+  const auto fn = b.load(b.compile(k, c), k, c);
+  int out = 0;
+  int* ptr = &out;
+  b.launch(fn, cotune::launch_grid{}, ptr);
+  CHECK(out == 43);
+}
+
+TEST_CASE("the host device has a name and a fingerprint naming the compiler", "[backend][host_backend]") {
+  quick_flags flags;
+  host_backend b;
+  const auto d = b.devices().at(0);
+  CHECK_THAT(b.device_name(d), Catch::StartsWith("host ("));
+  const auto cc = cotune::resolve_host_compiler();
+  CHECK_THAT(b.fingerprint(d), Catch::StartsWith("host;" + cc.path.string() + ";"));
+  CHECK(cc.path.is_absolute());
+}

@@ -1,0 +1,155 @@
+// Tests for cotune/bench/host_benchmarker.hpp: do_bench's budgets, counted in calls (never in time).
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <cotune/bench/host_benchmarker.hpp>
+
+using cotune::bench_options;
+using cotune::host_benchmarker;
+using cotune::return_mode;
+using namespace std::chrono_literals;
+
+static_assert(cotune::Benchmarker<host_benchmarker>);
+
+namespace {
+
+bench_options budgets(double warmup_ms, double rep_ms, return_mode mode = return_mode::all) {
+  bench_options o;
+  o.warmup_ms = warmup_ms;
+  o.rep_ms = rep_ms;
+  o.mode = mode;
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("zero budgets still make one warm-up and one measured run", "[bench][host_benchmarker]") {
+  host_benchmarker b;
+  int calls = 0;
+  const auto r = b.bench([&] { ++calls; }, budgets(0, 0));
+  // 1 untimed call + 5 for the estimate + 1 warm-up + 1 measured.
+  CHECK(calls == 8);
+  REQUIRE(r.size() == 1);
+  CHECK(r[0] >= 0.0);
+}
+
+TEST_CASE("a zero-cost callable does not divide by zero and respects max_repeats", "[bench][host_benchmarker]") {
+  host_benchmarker b(host_benchmarker::options{.flush_bytes = 0, .max_repeats = 50});
+  long calls = 0;
+  const auto r = b.bench([&] { ++calls; }, budgets(0, 1e6));
+  REQUIRE(r.size() == 50);
+  for (double t : r) {
+    CHECK(std::isfinite(t));
+    CHECK(t >= 0.0);
+  }
+  CHECK(calls == 1 + 5 + 1 + 50);
+  const auto mean = b.bench([] {}, budgets(0, 1e6, return_mode::mean));
+  REQUIRE(mean.size() == 1);
+  CHECK(std::isfinite(mean[0]));
+}
+
+TEST_CASE("equal warm-up and measurement budgets make equal numbers of runs", "[bench][host_benchmarker]") {
+  // n_warmup = max(1, warmup / estimate) and n_repeat = max(1, rep / estimate), from one estimate.
+  host_benchmarker b;
+  int calls = 0;
+  const auto r = b.bench(
+      [&] {
+        ++calls;
+        std::this_thread::sleep_for(200us);
+      },
+      budgets(3, 3));
+  const int measured = static_cast<int>(r.size());
+  CHECK(measured >= 1);
+  CHECK(calls == 1 + 5 + 2 * measured);
+}
+
+TEST_CASE("the budgets bound the number of runs of a slow callable", "[bench][host_benchmarker]") {
+  // Each call sleeps at least 2 ms, so the estimate is at least 2 ms and a 5 ms budget allows at
+  // most 2 runs (int(5 / 2)).
+  host_benchmarker b;
+  int calls = 0;
+  const auto r = b.bench(
+      [&] {
+        ++calls;
+        std::this_thread::sleep_for(2ms);
+      },
+      budgets(5, 5));
+  CHECK(r.size() >= 1);
+  CHECK(r.size() <= 2);
+  CHECK(calls >= 8);
+  CHECK(calls <= 1 + 5 + 2 + 2);
+}
+
+TEST_CASE("the cap applies to measured runs only", "[bench][host_benchmarker]") {
+  host_benchmarker b(host_benchmarker::options{.flush_bytes = 0, .max_repeats = 3});
+  int calls = 0;
+  const auto r = b.bench(
+      [&] {
+        ++calls;
+        std::this_thread::sleep_for(100us);
+      },
+      budgets(2, 1e6));
+  CHECK(r.size() == 3);
+  CHECK(calls >= 1 + 5 + 1 + 3);
+}
+
+TEST_CASE("return modes and quantiles summarise the measured runs", "[bench][host_benchmarker]") {
+  host_benchmarker b(host_benchmarker::options{.flush_bytes = 0, .max_repeats = 20});
+  auto fn = [] { std::this_thread::sleep_for(50us); };
+  for (auto mode : {return_mode::min, return_mode::max, return_mode::mean, return_mode::median}) {
+    const auto r = b.bench(fn, budgets(0, 1e6, mode));
+    REQUIRE(r.size() == 1);
+    CHECK(r[0] > 0.0);
+  }
+  CHECK(b.bench(fn, budgets(0, 1e6, return_mode::all)).size() == 20);
+  auto q = budgets(0, 1e6);
+  q.quantiles = {0.5, 0.2, 0.8};
+  const auto r = b.bench(fn, q);
+  REQUIRE(r.size() == 3);
+  CHECK(r[1] <= r[0]);
+  CHECK(r[0] <= r[2]);
+}
+
+TEST_CASE("a quantile out of [0, 1] is refused before anything runs", "[bench][host_benchmarker]") {
+  host_benchmarker b;
+  int calls = 0;
+  auto o = budgets(0, 0);
+  o.quantiles = {0.5, 1.5};
+  CHECK_THROWS_WITH(b.bench([&] { ++calls; }, o), Catch::Contains("[0, 1]"));
+  CHECK(calls == 0);
+}
+
+TEST_CASE("an exception from the callable propagates", "[bench][host_benchmarker]") {
+  host_benchmarker b;
+  int calls = 0;
+  CHECK_THROWS_WITH(b.bench(
+                        [&] {
+                          ++calls;
+                          throw std::runtime_error("kernel failed");
+                        },
+                        budgets(0, 0)),
+                    "kernel failed");
+  CHECK(calls == 1);
+  calls = 0;
+  CHECK_THROWS_AS(b.bench(
+                      [&] {
+                        if (++calls == 4) throw std::logic_error("fails later");
+                      },
+                      budgets(0, 0)),
+                  std::logic_error);
+  CHECK(calls == 4);
+}
+
+TEST_CASE("flushing between runs does not change the number of calls", "[bench][host_benchmarker]") {
+  host_benchmarker b(host_benchmarker::options{.flush_bytes = 1 << 20, .max_repeats = 7});
+  int calls = 0;
+  const auto r = b.bench([&] { ++calls; }, budgets(0, 1e6));
+  CHECK(r.size() == 7);
+  CHECK(calls == 1 + 5 + 1 + 7);
+}

@@ -1,0 +1,135 @@
+// Tests for cotune/detail/json.hpp: the JSON writer, double text and the non-finite normaliser.
+
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <simdjson.h>
+
+#include <cotune/detail/json.hpp>
+
+using namespace cotune::detail;
+
+namespace {
+
+/// Parses `text` as a JSON document; fails the test if it does not parse.
+simdjson::dom::element parse(simdjson::dom::parser& parser, const std::string& text) {
+  simdjson::dom::element e;
+  const auto err = parser.parse(text).get(e);
+  INFO(text);
+  REQUIRE(err == simdjson::SUCCESS);
+  return e;
+}
+
+} // namespace
+
+TEST_CASE("json_quote escapes what JSON requires and passes UTF-8 through", "[detail][json]") {
+  CHECK(json_quoted("plain") == "\"plain\"");
+  CHECK(json_quoted("") == "\"\"");
+  CHECK(json_quoted("a\"b") == R"("a\"b")");
+  CHECK(json_quoted("a\\b") == R"("a\\b")");
+  CHECK(json_quoted("\n\r\t\b\f") == R"("\n\r\t\b\f")");
+  CHECK(json_quoted(std::string("\x01\x1f\0", 3)) == R"("\u0001\u001f\u0000")");
+  CHECK(json_quoted("caf\xC3\xA9") == "\"caf\xC3\xA9\"");
+  CHECK(json_quoted("/") == "\"/\"");
+  std::string out = "x";
+  json_quote(out, "y");
+  CHECK(out == "x\"y\"");
+}
+
+TEST_CASE("json_quote output reads back as the same string for every ASCII byte", "[detail][json]") {
+  std::string all;
+  for (int c = 0; c < 128; ++c) all.push_back(static_cast<char>(c));
+  all += "caf\xC3\xA9 \xF0\x9F\x98\x80";
+  simdjson::dom::parser parser;
+  auto e = parse(parser, "[" + json_quoted(all) + "]");
+  std::string_view back;
+  REQUIRE(e.at(0).get_string().get(back) == simdjson::SUCCESS);
+  CHECK(back == all);
+}
+
+TEST_CASE("double_text is the shortest text that reads back, always marked as floating", "[detail][json]") {
+  CHECK(double_text(2.0) == "2.0");
+  CHECK(double_text(0.0) == "0.0");
+  CHECK(double_text(-0.0) == "-0.0");
+  CHECK(double_text(1.5) == "1.5");
+  CHECK(double_text(0.1) == "0.1");
+  CHECK(double_text(1e300) == "1e+300");
+  CHECK(double_text(1e-7) == "1e-07");
+  CHECK(double_text(123456789.0) == "123456789.0");
+  CHECK(json_number(std::numeric_limits<double>::infinity()) == "null");
+  CHECK(json_number(std::numeric_limits<double>::quiet_NaN()) == "null");
+  CHECK(json_number(0.5) == "0.5");
+
+  std::vector<double> values{0.1, 1.0 / 3.0, 2.0 / 3.0, 1e22, 1e23, 5e-324, 2.2250738585072014e-308,
+                             std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest(),
+                             std::numeric_limits<double>::epsilon(), 9007199254740993.0, -123.456};
+  std::mt19937_64 rng(42);
+  while (values.size() < 2000) {
+    const double d = std::bit_cast<double>(rng());
+    if (std::isfinite(d)) values.push_back(d);
+  }
+  simdjson::dom::parser parser;
+  for (double d : values) {
+    const auto text = double_text(d);
+    INFO(text);
+    CHECK(text.find_first_of(".e") != std::string::npos);
+    double back = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), back);
+    CHECK(ec == std::errc{});
+    CHECK(end == text.data() + text.size());
+    CHECK(std::bit_cast<std::uint64_t>(back) == std::bit_cast<std::uint64_t>(d));
+    // simdjson reads it back as a double, bit for bit: configs and timings survive a JSON trip.
+    auto e = parse(parser, "[" + text + "]");
+    double parsed = 0;
+    REQUIRE(e.at(0).is_double());
+    CHECK(e.at(0).get_double().get(parsed) == simdjson::SUCCESS);
+    CHECK(std::bit_cast<std::uint64_t>(parsed) == std::bit_cast<std::uint64_t>(d));
+  }
+}
+
+TEST_CASE("normalize_nonfinite rewrites Infinity, -Infinity and NaN outside strings only", "[detail][json]") {
+  CHECK(normalize_nonfinite("[Infinity, -Infinity, NaN]") == "[null, null, null]");
+  CHECK(normalize_nonfinite(R"({"t": [1.5, NaN], "u": -Infinity})") == R"({"t": [1.5, null], "u": null})");
+  CHECK(normalize_nonfinite(R"({"NaN": "Infinity", "x": NaN})") == R"({"NaN": "Infinity", "x": null})");
+  CHECK(normalize_nonfinite(R"(["say \"NaN\" -Infinity", Infinity])") == R"(["say \"NaN\" -Infinity", null])");
+  CHECK(normalize_nonfinite(R"(["ends with backslash\\", NaN, "\\\"NaN"])") ==
+        R"(["ends with backslash\\", null, "\\\"NaN"])");
+  CHECK(normalize_nonfinite(R"({"a":1,"b":[true,false,null]})") == R"({"a":1,"b":[true,false,null]})");
+  CHECK(normalize_nonfinite("") == "");
+
+  simdjson::dom::parser parser;
+  auto e = parse(parser, normalize_nonfinite(R"({"timings": [Infinity, 1.0, NaN], "s": "NaN"})"));
+  double t = 0;
+  REQUIRE(json_read_timing(e["timings"].at(0), t));
+  CHECK(std::isinf(t));
+  REQUIRE(json_read_timing(e["timings"].at(1), t));
+  CHECK(t == 1.0);
+  std::string_view s;
+  REQUIRE(e["s"].get_string().get(s) == simdjson::SUCCESS);
+  CHECK(s == "NaN");
+}
+
+TEST_CASE("json_read_timing reads numbers and null, and refuses other kinds", "[detail][json]") {
+  simdjson::dom::parser parser;
+  auto e = parse(parser, R"([null, 2, 2.5, 18446744073709551615, "3", true, [1]])");
+  double t = 0;
+  CHECK(json_read_timing(e.at(0), t));
+  CHECK(t == std::numeric_limits<double>::infinity());
+  CHECK(json_read_timing(e.at(1), t));
+  CHECK(t == 2.0);
+  CHECK(json_read_timing(e.at(2), t));
+  CHECK(t == 2.5);
+  CHECK(json_read_timing(e.at(3), t));
+  CHECK(t == 18446744073709551615.0);
+  CHECK_FALSE(json_read_timing(e.at(4), t));
+  CHECK_FALSE(json_read_timing(e.at(5), t));
+  CHECK_FALSE(json_read_timing(e.at(6), t));
+}
