@@ -27,7 +27,6 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
@@ -45,6 +44,7 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/kernel_source.hpp>
 #include <cotune/core/version.hpp>
+#include <cotune/detail/async_queue.hpp>
 #include <cotune/detail/hashing.hpp>
 #include <cotune/detail/read_mostly_map.hpp>
 #include <cotune/knobs/knobs.hpp>
@@ -583,9 +583,8 @@ private:
       bool compiled = false; ///< else: a benchmark finished
       std::size_t index = 0, device = 0;
     };
-    using channel = boost::asio::experimental::concurrent_channel<void(boost::system::error_code, event)>;
-    job(boost::asio::any_io_executor ex, std::size_t n) : events(ex, 2 * n + 2), binaries(n), loaded(n) {}
-    channel events;
+    explicit job(std::size_t n) : binaries(n), loaded(n) {}
+    detail::async_queue<event> events;
     std::vector<candidate_result> results;
     std::vector<std::optional<binary_type>> binaries;
     std::vector<std::optional<function_type>> loaded; ///< on the launch device
@@ -616,7 +615,7 @@ private:
       }
     }
 
-    auto state = std::make_shared<job>(engine_->coordinator(), n);
+    auto state = std::make_shared<job>(n);
     for (auto& c : pruned) state->results.push_back(candidate_result{c});
     emit(tuning_started{kernel_.name, key_txt, n, 1});
 
@@ -644,7 +643,7 @@ private:
           record_failure(r, std::current_exception());
         }
         r.compile_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-        state->events.try_send(boost::system::error_code{}, typename job::event{true, i, 0});
+        state->events.push(typename job::event{true, i, 0});
       });
     }
 
@@ -655,17 +654,17 @@ private:
     const bench_options bopts = bench_settings();
     std::tuple<Args...> own_args(args...);
     while (finished < n) {
-      auto ev = co_await state->events.async_receive(boost::asio::use_awaitable);
+      auto ev = co_await state->events.pop();
       if (ev.compiled) {
         ++compiled;
         auto& r = state->results[ev.index];
         if (!state->binaries[ev.index]) {
           ++finished;
           emit(candidate_failed{kernel_.name, key_txt, ev.index, n, &r});
-          continue;
+        } else {
+          emit(candidate_compiled{kernel_.name, key_txt, ev.index, n, &r.cfg, r.compile_ms, r.binary_from_cache});
+          ready.push_back(ev.index);
         }
-        emit(candidate_compiled{kernel_.name, key_txt, ev.index, n, &r.cfg, r.compile_ms, r.binary_from_cache});
-        ready.push_back(ev.index);
       } else {
         ++finished;
         idle.push_back(ev.device);
@@ -705,7 +704,7 @@ private:
           } catch (...) {
             record_failure(r, std::current_exception());
           }
-          state->events.try_send(boost::system::error_code{}, typename job::event{false, i, d});
+          state->events.push(typename job::event{false, i, d});
         });
       }
     }
@@ -775,8 +774,7 @@ private:
     std::vector<candidate_result> results;
     for (auto& c : pruned) results.push_back(candidate_result{c});
     auto remaining = std::make_shared<std::atomic<std::size_t>>(pruned.size());
-    using channel = boost::asio::experimental::concurrent_channel<void(boost::system::error_code)>;
-    auto done = std::make_shared<channel>(engine_->coordinator(), 1);
+    auto done = std::make_shared<detail::async_queue<bool>>();
     for (std::size_t i = 0; i < results.size(); ++i)
       boost::asio::post(engine_->compile_executor(), [this, &results, i, remaining, done] {
         auto& r = results[i];
@@ -790,9 +788,9 @@ private:
           record_failure(r, std::current_exception());
         }
         r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        if (--*remaining == 0) done->try_send(boost::system::error_code{});
+        if (--*remaining == 0) done->push(true);
       });
-    if (!results.empty()) co_await done->async_receive(boost::asio::use_awaitable);
+    if (!results.empty()) co_await done->pop();
     co_return results;
   }
 

@@ -1,0 +1,424 @@
+// The autotuner end to end on the CPU: real compiler, real kernels, real files, real processes.
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_future.hpp>
+#include <catch2/catch.hpp>
+
+#include <cotune/cotune.hpp>
+
+#include "tuning_fixture.hpp"
+
+using namespace cotune;
+using cotune_test::private_cache;
+using cotune_test::quick_bench;
+using cotune_test::work_kernel;
+
+namespace {
+
+using work_tuner = autotuner<void(int*, int)>;
+
+std::vector<config> cost_configs(std::initializer_list<int> costs) {
+  std::vector<config> out;
+  for (int c : costs) out.push_back(config{{"COST", c}});
+  return out;
+}
+
+/// Records every event it sees, in order.
+struct recording_observer final : observer {
+  std::vector<std::string> kinds;
+  std::mutex mutex;
+
+protected:
+  void on_event(const tuning_event& e) override {
+    std::lock_guard lock(mutex);
+    kinds.push_back(std::visit(
+        [](const auto& ev) -> std::string {
+          using E = std::decay_t<decltype(ev)>;
+          if constexpr (std::is_same_v<E, tuning_started>) return "started";
+          else if constexpr (std::is_same_v<E, candidate_compiled>) return "compiled";
+          else if constexpr (std::is_same_v<E, candidate_failed>) return "failed";
+          else if constexpr (std::is_same_v<E, candidate_measured>) return "measured";
+          else if constexpr (std::is_same_v<E, tuning_selected>) return "selected";
+          else return "cache_hit";
+        },
+        e));
+  }
+};
+
+} // namespace
+
+TEST_CASE("tuning picks the truly fastest of candidates built to differ", "[tune][autotuner]") {
+  private_cache cache;
+  work_tuner tuner{work_kernel(), cost_configs({16, 4, 1, 8}),
+                   {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench()}};
+  int out = 0;
+  const auto& r = tuner.tune_now(&out, 20000);
+  REQUIRE(r.candidates.size() == 4);
+  CHECK(r.best().at("COST").as_int() == 1);
+  CHECK(r.winner == 2);
+  for (const auto& c : r.candidates) CHECK(c.status == candidate_status::ok);
+  // The tuned call runs the winner: the kernel's visible effect is the sum 0 + 1 + ... + (n*COST - 1).
+  tuner(&out, 1000);
+  CHECK(out == 1000 * 999 / 2);
+}
+
+TEST_CASE("ties go to the earlier config and every key is tuned once", "[tune][autotuner]") {
+  private_cache cache;
+  work_tuner tuner{work_kernel(), cost_configs({1, 4}),
+                   {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench()}};
+  int out = 0;
+  tuner(&out, 100);
+  tuner(&out, 100);
+  tuner(&out, 200);
+  CHECK(tuner.measured_tunings() == 2);
+  CHECK(tuner.best_config(&out, 100) != nullptr);
+  CHECK(tuner.best_config(&out, 300) == nullptr);
+}
+
+TEST_CASE("a candidate that does not compile is skipped with its reason", "[tune][autotuner]") {
+  private_cache cache;
+  kernel_source k = work_kernel("work_broken");
+  k.code = "#if COST == 4\n#error candidate four is broken on purpose\n#endif\n" + k.code;
+  auto obs = std::make_shared<recording_observer>();
+  work_tuner tuner{k, cost_configs({4, 2}),
+                   {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench(), .observers = {obs}}};
+  int out = 0;
+  const auto& r = tuner.tune_now(&out, 1000);
+  REQUIRE(r.candidates[0].status == candidate_status::compile_error);
+  CHECK_THAT(r.candidates[0].reason, Catch::Contains("broken on purpose"));
+  CHECK_THAT(r.candidates[0].reason, Catch::Contains("COST: 4"));
+  CHECK(std::isinf(r.candidates[0].time[0]));
+  CHECK(r.winner == 1);
+  CHECK(obs->kinds.front() == "started");
+  CHECK(obs->kinds.back() == "selected");
+  CHECK(std::count(obs->kinds.begin(), obs->kinds.end(), "failed") == 1);
+  CHECK(std::count(obs->kinds.begin(), obs->kinds.end(), "measured") == 1);
+}
+
+TEST_CASE("when every candidate fails the error lists each one with its reason", "[tune][autotuner]") {
+  private_cache cache;
+  kernel_source k = work_kernel("work_all_broken");
+  k.code = "#error nothing compiles\n" + k.code;
+  work_tuner tuner{k, cost_configs({1, 2}), {.arg_names = {"out", "n"}, .bench = quick_bench()}};
+  int out = 0;
+  try {
+    tuner(&out, 10);
+    FAIL("expected autotuner_error");
+  } catch (const autotuner_error& e) {
+    std::string what = e.what();
+    CHECK_THAT(what, Catch::Contains("every candidate failed"));
+    CHECK_THAT(what, Catch::Contains("COST: 1"));
+    CHECK_THAT(what, Catch::Contains("COST: 2"));
+    CHECK_THAT(what, Catch::Contains("compile error"));
+  }
+}
+
+TEST_CASE("hooks run in balanced pairs and the post-hook sees failures", "[tune][autotuner][hooks]") {
+  private_cache cache;
+  kernel_source k{.name = "maybe_throw",
+                  .code = "#include <stdexcept>\nextern \"C\" void maybe_throw(int* x) {\n"
+                          "  if (FAIL) throw std::runtime_error(\"launch failed on purpose\");\n  *x += 1;\n}\n",
+                  .entry = "maybe_throw"};
+  std::atomic<int> pre{0}, post{0}, post_with_error{0};
+  autotuner<void(int*)> tuner{k,
+                              {config{{"FAIL", 1}}, config{{"FAIL", 0}}},
+                              {.arg_names = {"x"},
+                               .pre_hook = [&](int*&) { ++pre; },
+                               .post_hook =
+                                   [&](std::exception_ptr e, int*&) {
+                                     ++post;
+                                     if (e) ++post_with_error;
+                                   },
+                               .bench = quick_bench()}};
+  int x = 0;
+  const auto& r = tuner.tune_now(&x);
+  CHECK(pre.load() == post.load());
+  CHECK(pre.load() > 2);
+  CHECK(post_with_error.load() >= 1);
+  CHECK(r.candidates[0].status == candidate_status::error);
+  CHECK_THAT(r.candidates[0].reason, Catch::Contains("launch failed on purpose"));
+  CHECK(r.best().at("FAIL").as_int() == 0);
+}
+
+TEST_CASE("restore_value leaves an in-place kernel applied exactly once", "[tune][autotuner][hooks]") {
+  private_cache cache;
+  kernel_source k{.name = "add_one",
+                  .code = "extern \"C\" void add_one(float* x, int n) { for (int i = 0; i < n; ++i) x[i] += STEP; }",
+                  .entry = "add_one"};
+  std::vector<float> data(1000, 5.0f);
+  autotuner<void(host_span<float>, int)> tuner{
+      k, {config{{"STEP", 1}}.with_launch({.num_warps = 4}), config{{"STEP", 1}}.with_launch({.num_warps = 8})},
+      {.arg_names = {"x", "n"}, .key = {"n"}, .restore_value = {"x"}, .bench = quick_bench()}};
+  tuner(host_span<float>(data), 1000);
+  for (float v : data) REQUIRE(v == 6.0f);
+}
+
+TEST_CASE("reset_to_zero zeroes a buffer before each run and before the real launch", "[tune][autotuner][hooks]") {
+  private_cache cache;
+  kernel_source k{.name = "accumulate",
+                  .code = "extern \"C\" void accumulate(int* acc, int n) { for (int i = 0; i < n; ++i) acc[i] += WEIGHT; }",
+                  .entry = "accumulate"};
+  std::vector<int> acc(64, 123);
+  autotuner<void(host_span<int>, int)> tuner{
+      k, {config{{"WEIGHT", 3}}, config{{"WEIGHT", 3}}.with_launch({.num_warps = 2})},
+      {.arg_names = {"acc", "n"}, .reset_to_zero = {"acc"}, .bench = quick_bench()}};
+  tuner(host_span<int>(acc), 64);
+  for (int v : acc) REQUIRE(v == 3);
+}
+
+TEST_CASE("a config's named pre-hook runs before its runs and sees the arguments", "[tune][autotuner][hooks]") {
+  private_cache cache;
+  std::atomic<int> calls{0};
+  auto hooked = config{{"COST", 2}}.with_pre_hook("count", [&](const hook_args& a) {
+    CHECK(a.arg<int>("n") == 50);
+    ++calls;
+  });
+  work_tuner tuner{work_kernel("work_hooked"), {hooked, config{{"COST", 64}}},
+                   {.arg_names = {"out", "n"}, .bench = quick_bench()}};
+  int out = 0;
+  tuner(&out, 50);
+  const int after_tuning = calls.load();
+  CHECK(after_tuning > 0);
+  tuner(&out, 50);
+  CHECK(calls.load() == after_tuning + 1);
+}
+
+TEST_CASE("8 threads calling one untuned key cause one tuning", "[tune][autotuner][concurrency]") {
+  private_cache cache;
+  work_tuner tuner{work_kernel("work_flight"), cost_configs({1, 2, 3}),
+                   {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench()}};
+  std::vector<std::thread> threads;
+  std::vector<int> outs(8, 0);
+  std::atomic<int> errors{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        tuner(&outs[t], 500);
+      } catch (...) {
+        ++errors;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(errors.load() == 0);
+  CHECK(tuner.measured_tunings() == 1);
+  CHECK(tuner.compiles() == 3);
+  for (int v : outs) CHECK(v == 500 * 499 / 2);
+}
+
+TEST_CASE("the async API lets callers overlap tunings and shares one tuning per key", "[tune][autotuner][concurrency]") {
+  private_cache cache;
+  work_tuner tuner{work_kernel("work_async"), cost_configs({1, 2}),
+                   {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench()}};
+  int out = 0;
+  std::vector<std::future<const tuning_result*>> futures;
+  for (int i = 0; i < 4; ++i)
+    futures.push_back(boost::asio::co_spawn(engine::shared().coordinator(), tuner.tune(&out, i % 2 ? 100 : 200),
+                                            boost::asio::use_future));
+  std::vector<const tuning_result*> results;
+  for (auto& f : futures) results.push_back(f.get());
+  CHECK(tuner.measured_tunings() == 2);
+  CHECK(results[0] == results[2]);
+  CHECK(results[1] == results[3]);
+  CHECK(results[0] != results[1]);
+}
+
+TEST_CASE("a result-cache hit in a second process compiles only the winner", "[tune][autotuner][cache]") {
+  private_cache cache;
+  auto run_child = [&] {
+    auto r = detail::run_process({COTUNE_CHILD_TUNER, cache.dir.string(), "3000"}, std::chrono::seconds(120));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return r.output;
+  };
+  auto first = run_child();
+  CHECK_THAT(first, Catch::Contains("measured=1 cached=0 compiles=4"));
+  auto second = run_child();
+  CHECK_THAT(second, Catch::Contains("measured=0 cached=1 compiles=1"));
+  CHECK_THAT(second, Catch::Contains("best=COST: 1,"));
+}
+
+TEST_CASE("a corrupt tuning result is a miss and is replaced", "[tune][autotuner][cache]") {
+  private_cache cache;
+  auto make = [] {
+    return std::make_unique<work_tuner>(work_kernel("work_corrupt"), cost_configs({2, 1}),
+                                        work_tuner::options{.arg_names = {"out", "n"}, .key = {"n"},
+                                                            .cache_results = true, .bench = quick_bench()});
+  };
+  int out = 0;
+  make()->tune_now(&out, 100);
+  // Damage every stored result (one byte flipped in the middle), keeping the files in place.
+  int damaged = 0;
+  for (auto& e : std::filesystem::recursive_directory_iterator(cache.dir))
+    if (e.path().filename() == "work_corrupt.autotune.json") {
+      auto text = *detail::read_file(e.path());
+      text[text.size() / 2] ^= 0x20;
+      std::FILE* f = std::fopen(e.path().c_str(), "wb");
+      std::fwrite(text.data(), 1, text.size(), f);
+      std::fclose(f);
+      ++damaged;
+    }
+  REQUIRE(damaged == 1);
+  auto second = make();
+  second->tune_now(&out, 100);
+  CHECK(second->measured_tunings() == 1);
+  auto third = make();
+  third->tune_now(&out, 100);
+  CHECK(third->cached_tunings() == 1);
+}
+
+TEST_CASE("pruning: early_config_prune sees configs and arguments, an empty result is an error",
+          "[tune][autotuner][prune]") {
+  private_cache cache;
+  std::size_t seen = 0;
+  int seen_n = 0;
+  work_tuner tuner{work_kernel("work_prune"), cost_configs({1, 2, 3, 4}),
+                   {.arg_names = {"out", "n"},
+                    .key = {"n"},
+                    .early_config_prune =
+                        [&](const std::vector<config>& cs, int* const&, const int& n) {
+                          seen = cs.size();
+                          seen_n = n;
+                          std::vector<config> kept;
+                          if (n > 0)
+                            for (const auto& c : cs)
+                              if (c.at("COST").as_int() % 2 == 0) kept.push_back(c);
+                          return kept;
+                        },
+                    .bench = quick_bench()}};
+  int out = 0;
+  const auto& r = tuner.tune_now(&out, 10);
+  CHECK(seen == 4);
+  CHECK(seen_n == 10);
+  CHECK(r.candidates.size() == 2);
+  CHECK_THROWS_WITH(tuner(&out, -1), Catch::Contains("no configs left after early_config_prune"));
+}
+
+TEST_CASE("pruning: perf_model with top_k keeps the best predicted, a fraction never rounds to 0",
+          "[tune][autotuner][prune]") {
+  private_cache cache;
+  auto model = [](const config& c, int* const&, const int&) { return double(c.at("COST").as_int()); };
+  SECTION("an integer top_k") {
+    work_tuner tuner{work_kernel("work_topk"), cost_configs({5, 3, 4, 1}),
+                     {.arg_names = {"out", "n"}, .perf_model = model, .top_k = std::int64_t{2}, .bench = quick_bench()}};
+    int out = 0;
+    const auto& r = tuner.tune_now(&out, 10);
+    REQUIRE(r.candidates.size() == 2);
+    CHECK(r.candidates[0].cfg.at("COST").as_int() == 1);
+    CHECK(r.candidates[1].cfg.at("COST").as_int() == 3);
+  }
+  SECTION("a fraction of the early-pruned list, at least one") {
+    work_tuner tuner{work_kernel("work_topf"), cost_configs({5, 3, 4, 1}),
+                     {.arg_names = {"out", "n"},
+                      .early_config_prune = [](const std::vector<config>& cs, int* const&,
+                                               const int&) { return std::vector<config>(cs.begin(), cs.begin() + 3); },
+                      .perf_model = model,
+                      .top_k = 0.1,
+                      .bench = quick_bench()}};
+    int out = 0;
+    const auto& r = tuner.tune_now(&out, 10);
+    REQUIRE(r.candidates.size() == 1);
+    CHECK(r.candidates[0].cfg.at("COST").as_int() == 3);
+  }
+  SECTION("a bad top_k is a clear error") {
+    work_tuner tuner{work_kernel("work_topbad"), cost_configs({5, 3}),
+                     {.arg_names = {"out", "n"}, .perf_model = model, .top_k = 1.5, .bench = quick_bench()}};
+    int out = 0;
+    CHECK_THROWS_WITH(tuner(&out, 10), Catch::Contains("top_k"));
+  }
+}
+
+TEST_CASE("key semantics: selected values, buffer element types and extents, heuristics", "[tune][autotuner][key]") {
+  private_cache cache;
+  kernel_source k{.name = "fill",
+                  .code = "extern \"C\" void fill(float* x, int n, int unused) { (void)unused; for (int i = 0; i < n; ++i) "
+                          "x[i] = VALUE + EVEN; }",
+                  .entry = "fill"};
+  using fill_tuner = autotuner<void(host_span<float>, int, int)>;
+  fill_tuner tuner{k,
+                   {config{{"VALUE", 1}}, config{{"VALUE", 1}}.with_launch({.num_warps = 8})},
+                   {.arg_names = {"x", "n", "unused"},
+                    .key = {"x"},
+                    .heuristics = {{"EVEN", [](const host_span<float>&, const int& n, const int&) { return value(n % 2 == 0 ? 1 : 0); }}},
+                    .bench = quick_bench()}};
+  std::vector<float> a(10), b(20);
+  tuner(host_span<float>(a), 10, 7);
+  CHECK(a[0] == 2.0f); // VALUE + EVEN(10)
+  tuner(host_span<float>(a), 10, 8); // 'unused' is not in the key
+  CHECK(tuner.measured_tunings() == 1);
+  tuner(host_span<float>(b), 20, 7); // another extent
+  CHECK(tuner.measured_tunings() == 2);
+  tuner(host_span<float>(a), 9, 7); // same extent, another heuristic value
+  CHECK(tuner.measured_tunings() == 3);
+  CHECK(a[0] == 1.0f);
+  CHECK(tuner.key_text(host_span<float>(a), 10, 0) == "x: float32[10], EVEN=1");
+
+  CHECK_THROWS_WITH((fill_tuner{k, {config{{"VALUE", 1}}}, {.arg_names = {"x", "n", "unused"}, .key = {"m"}}}),
+                    Catch::Contains("'m', which is not an argument"));
+  CHECK_THROWS_WITH((fill_tuner{k, {config{{"VALUE", 1}}}, {.arg_names = {"x", "n"}}}),
+                    Catch::Contains("2 argument names given, but the kernel takes 3"));
+  CHECK_THROWS_WITH((fill_tuner{k, {config{{"VALUE", 1}}}, {.arg_names = {"x", "n", "unused"}, .reset_to_zero = {"n"}}}),
+                    Catch::Contains("cannot be used in reset_to_zero"));
+}
+
+TEST_CASE("a heuristic that redefines a tuned parameter is an error", "[tune][autotuner][key]") {
+  private_cache cache;
+  work_tuner tuner{work_kernel("work_conflict"), cost_configs({1, 2}),
+                   {.arg_names = {"out", "n"}, .heuristics = {{"COST", [](int* const&, const int&) { return value(1); }}},
+                    .bench = quick_bench()}};
+  int out = 0;
+  CHECK_THROWS_WITH(tuner(&out, 1), Catch::Contains("conflicting meta-parameters"));
+}
+
+TEST_CASE("warmup compiles every candidate and measures nothing", "[tune][autotuner]") {
+  private_cache cache;
+  work_tuner tuner{work_kernel("work_warm"), cost_configs({1, 2, 3}), {.arg_names = {"out", "n"}}};
+  int out = 0;
+  auto results = tuner.warmup(&out, 1);
+  REQUIRE(results.size() == 3);
+  for (const auto& r : results) CHECK(r.status == candidate_status::ok);
+  CHECK(tuner.measured_tunings() == 0);
+  auto again = tuner.warmup(&out, 1);
+  for (const auto& r : again) CHECK(r.binary_from_cache);
+}
+
+TEST_CASE("a compile past its deadline is cancelled and recorded as a timeout", "[tune][autotuner][timeout]") {
+  private_cache cache;
+  auto deadline = knobs().autotuning.compile_timeout_ms.scoped(1500);
+  kernel_source k = work_kernel("work_slow");
+  // SLOW makes the compiler evaluate ~10^9 constexpr steps: far past the deadline.
+  k.code = R"(
+#if SLOW
+constexpr long spin(int seed) { long s = 0; for (int i = 0; i < 250000; ++i) s += (i ^ seed) % 7; return s; }
+template <int... I> constexpr long spin_all(int) { return (spin(I) + ...); }
+template <int N, int... I> struct seq : seq<N - 1, N - 1, I...> {};
+template <int... I> struct seq<0, I...> { static constexpr long value = spin_all<I...>(0); };
+static_assert(seq<4000>::value > 0);
+#endif
+)" + k.code;
+  k.options = {"-fconstexpr-ops-limit=100000000000", "-ftemplate-depth=5000"};
+  work_tuner tuner{k,
+                   {config{{"COST", 1}, {"SLOW", 1}}, config{{"COST", 2}, {"SLOW", 0}}},
+                   {.arg_names = {"out", "n"}, .bench = quick_bench()}};
+  int out = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto& r = tuner.tune_now(&out, 10);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60));
+  CHECK(r.candidates[0].status == candidate_status::timeout);
+  CHECK_THAT(r.candidates[0].reason, Catch::Contains("COTUNE_COMPILE_TIMEOUT_MS"));
+  CHECK(r.winner == 1);
+}
+
+TEST_CASE("one config is launched without measuring", "[tune][autotuner]") {
+  private_cache cache;
+  work_tuner tuner{work_kernel("work_single"), cost_configs({1}), {.arg_names = {"out", "n"}}};
+  int out = 0;
+  tuner(&out, 10);
+  CHECK(out == 45);
+  CHECK(tuner.measured_tunings() == 1);
+}
