@@ -1,0 +1,68 @@
+#pragma once
+/// \file `cotune::cuda::availability()`: whether CUDA can be used here, and if not, why.
+
+#include <string>
+
+#include <fmt/format.h>
+
+#include <cotune/cuda/device.hpp>
+#include <cotune/cuda/driver_api.hpp>
+#include <cotune/cuda/nvrtc_api.hpp>
+
+namespace cotune::cuda {
+
+/// What this process can do with CUDA. Nothing here throws: a missing library is a message.
+struct availability_report {
+  bool driver_loaded = false; ///< libcuda opened and every function resolved
+  std::string driver_path;    ///< where it was looked for
+  std::string driver_version; ///< "13.0", empty when not loaded
+  int device_count = 0;
+  bool nvrtc_loaded = false;
+  std::string nvrtc_path;     ///< the library that loaded, empty when none did
+  std::string nvrtc_version;  ///< "13.0"
+  /// Why there are no devices or no compiler (empty when both are there).
+  std::string message;
+
+  /// Devices are present to run on.
+  [[nodiscard]] bool can_run() const noexcept { return driver_loaded && device_count > 0; }
+  /// Kernels can be compiled (no GPU needed).
+  [[nodiscard]] bool can_compile() const noexcept { return nvrtc_loaded; }
+
+  /// One line per library, for logs and `cotune` tool output.
+  [[nodiscard]] std::string text() const {
+    std::string out = driver_loaded ? fmt::format("CUDA driver {} from '{}': {} device(s)", driver_version, driver_path,
+                                                  device_count)
+                                    : fmt::format("CUDA driver: not loaded ('{}')", driver_path);
+    out += nvrtc_loaded ? fmt::format("\nNVRTC {} from '{}'", nvrtc_version, nvrtc_path) : "\nNVRTC: not loaded";
+    if (!message.empty()) out += "\n" + message;
+    return out;
+  }
+};
+
+/// Loads (once per library path) the driver and NVRTC as the knobs say, and reports.
+[[nodiscard]] inline availability_report availability() {
+  availability_report r;
+  r.driver_path = detail::driver_path();
+  std::string why;
+  if (const driver_library* lib = try_driver()) {
+    r.driver_loaded = true;
+    r.driver_version = lib->version_text();
+    r.device_count = lib->device_count();
+    if (r.device_count == 0)
+      why = lib->init_error().empty() ? "the CUDA driver reports no devices"
+                                      : "the CUDA driver reports no devices: " + lib->init_error();
+  } else {
+    why = driver_error();
+  }
+  if (const nvrtc_library* nv = try_nvrtc()) {
+    r.nvrtc_loaded = true;
+    r.nvrtc_path = nv->path();
+    r.nvrtc_version = nv->version_text();
+  } else {
+    why += (why.empty() ? "" : "\n") + nvrtc_error();
+  }
+  r.message = why;
+  return r;
+}
+
+} // namespace cotune::cuda

@@ -1,0 +1,433 @@
+#pragma once
+/// \file `cotune::cuda::cuda_backend`: CUDA kernels compiled by NVRTC into cubins kept in a cache,
+/// loaded and launched through the driver API. Both libraries are opened at run time.
+///
+/// A kernel is CUDA C++ source; its entry is a kernel name or a name expression such as
+/// `"gemm<BLOCK_M, BLOCK_N>"` (NVRTC instantiates and names it). Each config parameter becomes a
+/// `-D NAME=value` macro, and the launch options become COTUNE_NUM_WARPS, COTUNE_NUM_STAGES and
+/// COTUNE_THREADS_PER_BLOCK (for `__launch_bounds__`). A launch runs `threads(32)` threads per
+/// block (num_warps x 32 unless threads_per_block is set) on the grid the caller gives.
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <cuda.h>
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <cotune/backend/backend.hpp>
+#include <cotune/cache/cache_manager.hpp>
+#include <cotune/cache/file_cache.hpp>
+#include <cotune/core/buffer.hpp>
+#include <cotune/core/config.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/kernel_source.hpp>
+#include <cotune/core/version.hpp>
+#include <cotune/cuda/cuda_knobs.hpp>
+#include <cotune/cuda/device.hpp>
+#include <cotune/cuda/driver_api.hpp>
+#include <cotune/cuda/nvrtc_api.hpp>
+#include <cotune/detail/hashing.hpp>
+#include <cotune/detail/json.hpp>
+#include <cotune/knobs/knob.hpp>
+#include <cotune/knobs/knobs.hpp>
+
+namespace cotune::cuda {
+
+namespace detail {
+
+/// A loaded module, unloaded when the last function that uses it goes.
+struct loaded_module {
+  const device_context* context;
+  CUmodule module;
+  std::string kernel_name;
+  std::string config_text;
+  /// Dynamic shared memory the function may use now (raised by opting in, never lowered).
+  std::atomic<int> dynamic_shared_allowed{0};
+  std::mutex opt_in_mutex; ///< serialises opting in, so the attribute only grows
+
+  loaded_module(const device_context& ctx, CUmodule m, std::string name, std::string cfg)
+      : context(&ctx), module(m), kernel_name(std::move(name)), config_text(std::move(cfg)) {}
+  loaded_module(const loaded_module&) = delete;
+  loaded_module& operator=(const loaded_module&) = delete;
+  ~loaded_module() {
+    // Errors are ignored: after a sticky error the context is lost and the module with it.
+    CUcontext current = nullptr;
+    const auto& api = context->api();
+    if (api.ctx_get_current(&current) != CUDA_SUCCESS || current != context->context())
+      (void)api.ctx_set_current(context->context());
+    (void)api.module_unload(module);
+  }
+};
+
+/// The architecture named by `-arch=X`, `-arch X`, `--gpu-architecture=X` or `--gpu-architecture X`
+/// among `options`, if any.
+[[nodiscard]] inline std::optional<std::string> requested_arch(const std::vector<std::string>& options) {
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    for (std::string_view flag : {"-arch", "--gpu-architecture"}) {
+      std::string_view o = options[i];
+      if (!o.starts_with(flag)) continue;
+      o.remove_prefix(flag.size());
+      if (o.starts_with("=")) return std::string(o.substr(1));
+      if (o.empty() && i + 1 < options.size()) return options[i + 1];
+    }
+  }
+  return std::nullopt;
+}
+
+/// Reads ptxas's "uses too much shared data (0x32000 bytes, 0xc000 max)" from an NVRTC log.
+[[nodiscard]] inline std::optional<std::pair<std::int64_t, std::int64_t>> shared_overflow(const std::string& log) {
+  constexpr std::string_view marker = "uses too much shared data (";
+  auto at = log.find(marker);
+  if (at == std::string::npos) return std::nullopt;
+  const char* p = log.c_str() + at + marker.size();
+  char* end = nullptr;
+  const long long required = std::strtoll(p, &end, 0);
+  if (end == p) return std::nullopt;
+  const char* limit_at = std::strstr(end, ", ");
+  if (!limit_at) return std::nullopt;
+  const long long limit = std::strtoll(limit_at + 2, &end, 0);
+  if (end == limit_at + 2) return std::nullopt;
+  return std::pair<std::int64_t, std::int64_t>{required, limit};
+}
+
+[[nodiscard]] inline std::vector<std::string> split_options(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && text[i] == ' ') ++i;
+    std::size_t j = i;
+    while (j < text.size() && text[j] != ' ') ++j;
+    if (j > i) out.emplace_back(text.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+} // namespace detail
+
+/// Compiles with NVRTC, caches cubins in `Cache`, loads and launches with the driver API.
+/// Satisfies `cotune::Backend`; `launch` takes any arguments, device spans passing their address.
+template <CacheManager Cache = file_cache>
+class basic_cuda_backend {
+public:
+  using device = cuda::device;
+
+  /// A compiled kernel: the cubin (or PTX, for a virtual `-arch=compute_XY`) and its symbol.
+  struct binary {
+    std::string image;        ///< cubin bytes, or PTX text when `is_ptx`
+    bool is_ptx = false;
+    std::string lowered_name; ///< the symbol NVRTC gave the entry (name expression)
+    std::string arch;         ///< "sm_90", or what the kernel's options asked for
+    std::string log;          ///< NVRTC's diagnostics (warnings), empty when clean
+    bool from_cache = false;  ///< found in the cache rather than compiled now
+    std::string key;          ///< hex key of the cache entry
+  };
+
+  /// A loaded kernel, bound to one device. Copies share the module.
+  struct function {
+    std::shared_ptr<detail::loaded_module> module;
+    CUfunction handle = nullptr;
+    const device_context* context = nullptr;
+    unsigned threads_per_block = 0;
+    int registers = 0;                   ///< per thread
+    int static_shared_bytes = 0;
+    int local_bytes = 0;                 ///< per thread (spills and stack)
+    std::int64_t max_dynamic_shared = 0; ///< the opt-in limit minus static shared memory
+  };
+
+  /// How the backend starts.
+  struct options {
+    /// Open NVRTC on a background thread as soon as the driver is open (see `preload_nvrtc`).
+    bool preload_nvrtc = true;
+  };
+
+  basic_cuda_backend() : basic_cuda_backend(options{}) {}
+  explicit basic_cuda_backend(options o) {
+    (void)cuda_knobs(); // registers the CUDA knobs, so that invalidating_text() sees them in every key
+    if (o.preload_nvrtc) {
+      // Started once the driver is open (now, or when it opens): dlopen holds the loader's lock, so
+      // opening NVRTC while libcuda is being opened would delay the driver instead of overlapping
+      // with cuInit and context creation.
+      cuda::detail::driver_opened_hook().store(&cuda::preload_nvrtc);
+      if (cuda::detail::driver_opened().load()) cuda::preload_nvrtc();
+    }
+  }
+
+  /// Every CUDA device; empty (never an error) without a driver or a device.
+  [[nodiscard]] std::vector<device> devices() const { return cuda::devices(); }
+
+  /// `cuda;nvrtc 13.0;driver 13.0;sm_90`: NVRTC's version, the driver's, and the architecture.
+  /// Throws cotune::error if NVRTC cannot be loaded.
+  [[nodiscard]] std::string fingerprint(const device& d) const {
+    const auto* lib = try_driver();
+    return fmt::format("cuda;nvrtc {};driver {};{}", nvrtc().version_text(),
+                       lib ? lib->version_text() : std::string("none"), d.arch());
+  }
+
+  /// "NVIDIA H200 (CUDA device 0, sm_90)".
+  [[nodiscard]] std::string device_name(const device& d) const {
+    return fmt::format("{} (CUDA device {}, {})", d.name.empty() ? std::string("unnamed device") : d.name, d.ordinal,
+                       d.arch());
+  }
+
+  /// The architecture a kernel is compiled for on `d`: the kernel's own `-arch` option (from
+  /// kernel_source::options or COTUNE_NVRTC_OPTIONS) if it has one, else `d.arch()`.
+  [[nodiscard]] std::string target_arch(const kernel_source& k, const device& d) const {
+    if (auto a = detail::requested_arch(k.options)) return *a;
+    if (auto a = detail::requested_arch(detail::split_options(cuda_knobs().nvrtc_options.get()))) return *a;
+    return d.arch();
+  }
+
+  /// The NVRTC options for `k` under `c` on `d` (without the toolkit's include directory, which
+  /// `compile` appends). Exposed for tests and `--debug`.
+  [[nodiscard]] std::vector<std::string> options_for(const kernel_source& k, const config& c, const device& d) const {
+    std::vector<std::string> out;
+    const auto extra = detail::split_options(cuda_knobs().nvrtc_options.get());
+    if (!detail::requested_arch(k.options) && !detail::requested_arch(extra)) out.push_back("-arch=" + d.arch());
+    for (const auto& [name, v] : c.params()) out.push_back(fmt::format("-D{}={}", name, v.macro_text()));
+    const auto& launch = c.launch();
+    out.push_back(fmt::format("-DCOTUNE_NUM_WARPS={}", launch.num_warps));
+    out.push_back(fmt::format("-DCOTUNE_NUM_STAGES={}", launch.num_stages));
+    out.push_back(fmt::format("-DCOTUNE_THREADS_PER_BLOCK={}", launch.threads(d.warp_size)));
+    if (launch.maxnreg) out.push_back(fmt::format("--maxrregcount={}", *launch.maxnreg));
+    if (knobs().runtime.debug.get()) out.push_back("-lineinfo");
+    for (const auto& o : k.options) out.push_back(o);
+    for (const auto& dir : k.include_dirs) out.push_back("--include-path=" + dir);
+    out.insert(out.end(), extra.begin(), extra.end());
+    return out;
+  }
+
+  /// The compiled-binary cache key: SHA-256 over cotune's version and cache format, NVRTC's version,
+  /// the target architecture, the kernel (source, entry or name expression, options, include dirs),
+  /// the config's canonical text, every NVRTC option and the cache-invalidating knobs that are set.
+  /// The toolkit's include directory is left out: its headers belong to the NVRTC version, and
+  /// leaving its path out lets machines with the toolkit in different places share cubins.
+  [[nodiscard]] std::string binary_key(const kernel_source& k, const config& c, const device& d) const {
+    const auto& nv = nvrtc();
+    cotune::detail::sha256_hasher h;
+    h.field("cotune-cuda-binary").field(version).field(std::to_string(cache_format_version));
+    h.field("nvrtc " + nv.version_text()).field(target_arch(k, d));
+    h.field(k.digest()).field(k.entry).field(c.text());
+    const auto opts = options_for(k, c, d);
+    h.field(std::to_string(opts.size()));
+    for (const auto& o : opts) h.field(o);
+    h.field(knob_registry::instance().invalidating_text());
+    return cotune::detail::to_hex(h.digest());
+  }
+
+  /// Compiles `k` under `c` for `d`'s architecture, or finds the cubin in the cache. Thread-safe;
+  /// touches no device state, so `d` may be a hand-made description on a machine without a GPU.
+  /// Throws compile_error (NVRTC's log and the config), out_of_resources (ptxas found too much
+  /// static shared memory) or cotune::error (NVRTC missing). `stop` is checked before compiling
+  /// (an NVRTC compilation cannot be interrupted).
+  [[nodiscard]] binary compile(const kernel_source& k, const config& c, const device& d,
+                               std::stop_token stop = {}) const {
+    if (!is_identifier(k.name))
+      throw error(fmt::format("cuda backend: kernel name '{}' must be a C identifier", k.name));
+    if (k.entry.empty())
+      throw error(fmt::format("cuda backend: kernel '{}' has no entry (a kernel name or name expression)", k.name));
+    const auto& nv = nvrtc();
+    const std::string arch = target_arch(k, d);
+    const std::string key = binary_key(k, c, d);
+    Cache cache(key);
+    if (auto hit = read_cached(cache, k, key)) return *std::move(hit);
+
+    if (arch == d.arch() && !nv.supports(d.cc.major * 10 + d.cc.minor))
+      throw compile_error(fmt::format("cuda backend: NVRTC {} cannot compile for {} (device {}); it supports {}; use "
+                                      "a CUDA toolkit that supports this GPU (COTUNE_LIBNVRTC_PATH)",
+                                      nv.version_text(), arch, device_name(d), supported_text(nv)),
+                          "");
+    if (stop.stop_requested())
+      throw timeout_error(fmt::format("cuda backend: compiling kernel '{}' with config {{{}}} was cancelled", k.name,
+                                      c.text()));
+    auto opts = options_for(k, c, d);
+    if (!nv.toolkit_include_dir().empty()) opts.push_back("--include-path=" + nv.toolkit_include_dir().string());
+    auto out = nv.compile(k.code, k.name + ".cu", opts, k.entry);
+    if (!out.ok) {
+      if (auto overflow = detail::shared_overflow(out.log))
+        throw out_of_resources("shared memory", overflow->first, overflow->second);
+      std::string shown;
+      for (const auto& o : opts) shown += (shown.empty() ? "" : " ") + o;
+      throw compile_error(fmt::format("cuda backend: kernel '{}' (entry '{}') with config {{{}}} does not compile "
+                                      "for {} with NVRTC {}: {}; options: {}\n{}",
+                                      k.name, k.entry, c.text(), arch, nv.version_text(), out.error, shown, out.log),
+                          out.log);
+    }
+    binary bin{std::move(out.image), out.is_ptx, std::move(out.lowered_name), arch, std::move(out.log), false, key};
+    store(cache, k, bin);
+    return bin;
+  }
+
+  /// Loads the binary into `d`'s primary context and checks its resources before any launch:
+  /// threads per block (device limit, registers x threads, the kernel's own limit) and static
+  /// shared memory. Throws out_of_resources naming the resource, launch_error otherwise.
+  [[nodiscard]] function load(const binary& bin, const kernel_source& k, const config& c, const device& d) const {
+    const device_context* ctx = nullptr;
+    try {
+      ctx = &driver().context(d.ordinal);
+    } catch (const error& e) {
+      throw launch_error(fmt::format("cuda backend: cannot load kernel '{}' on {}: {}", k.name, device_name(d), e.what()));
+    }
+    ctx->make_current();
+    const auto& api = ctx->api();
+    const std::string what = fmt::format("loading kernel '{}' with config {{{}}}", k.name, c.text());
+    CUmodule mod = nullptr;
+    if (CUresult r = api.module_load_data(&mod, bin.image.c_str()); r != CUDA_SUCCESS) {
+      if (is_sticky_error(r)) ctx->check(r, what);
+      throw launch_error(fmt::format("cuda backend: {} on {} failed: {} (the binary is {} for {})", what, device_name(d),
+                                     ctx->library().error_text(r), bin.is_ptx ? "PTX" : "a cubin", bin.arch));
+    }
+    auto module = std::make_shared<detail::loaded_module>(*ctx, mod, k.name, c.text());
+    function f;
+    f.module = module;
+    f.context = ctx;
+    if (CUresult r = api.module_get_function(&f.handle, mod, bin.lowered_name.c_str()); r != CUDA_SUCCESS)
+      ctx->check(r, fmt::format("{}: cuModuleGetFunction('{}')", what, bin.lowered_name));
+    auto attribute = [&](CUfunction_attribute a, const char* name) {
+      int v = 0;
+      ctx->check(api.func_get_attribute(&v, a, f.handle), fmt::format("{}: cuFuncGetAttribute({})", what, name));
+      return v;
+    };
+    f.registers = attribute(CU_FUNC_ATTRIBUTE_NUM_REGS, "NUM_REGS");
+    f.static_shared_bytes = attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "SHARED_SIZE_BYTES");
+    f.local_bytes = attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "LOCAL_SIZE_BYTES");
+    const int kernel_max_threads = attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "MAX_THREADS_PER_BLOCK");
+
+    const int threads = c.launch().threads(d.warp_size);
+    if (threads <= 0)
+      throw launch_error(fmt::format("cuda backend: config {{{}}} asks for {} threads per block; use num_warps >= 1 "
+                                     "or threads_per_block >= 1",
+                                     c.text(), threads));
+    if (threads > d.max_threads_per_block) throw out_of_resources("threads per block", threads, d.max_threads_per_block);
+    const std::int64_t registers = std::int64_t{f.registers} * threads;
+    if (registers > d.max_registers_per_block) throw out_of_resources("registers", registers, d.max_registers_per_block);
+    // The kernel's own limit also counts register allocation granularity and __launch_bounds__.
+    if (threads > kernel_max_threads)
+      throw out_of_resources(fmt::format("threads per block (at {} registers per thread)", f.registers), threads,
+                             kernel_max_threads);
+    if (f.static_shared_bytes > d.max_shared_per_block_optin)
+      throw out_of_resources("shared memory", f.static_shared_bytes, d.max_shared_per_block_optin);
+    f.threads_per_block = static_cast<unsigned>(threads);
+    f.max_dynamic_shared = d.max_shared_per_block_optin - f.static_shared_bytes;
+    module->dynamic_shared_allowed.store(
+        static_cast<int>(std::max<std::int64_t>(0, d.max_shared_per_block - f.static_shared_bytes)),
+        std::memory_order_relaxed);
+    return f;
+  }
+
+  /// Launches `f` on `grid` (block size from its config) on the device's stream. Each argument is
+  /// passed as `cotune::kernel_arg(arg)`: device spans and buffers as their device address, the
+  /// rest by value; the kernel's parameters must match these types. Dynamic shared memory above
+  /// 48 KB is opted into once per function; above the device's limit it is out_of_resources.
+  template <class... Args>
+  void launch(const function& f, const launch_grid& grid, Args&... args) const {
+    std::tuple<std::decay_t<decltype(cotune::kernel_arg(args))>...> values(cotune::kernel_arg(args)...);
+    std::apply(
+        [&](auto&... v) {
+          void* params[] = {static_cast<void*>(&v)..., nullptr};
+          launch_raw(f, grid, params);
+        },
+        values);
+  }
+
+  /// Launches with a prepared parameter array (`params[i]` points at argument i).
+  void launch_raw(const function& f, const launch_grid& grid, void** params) const {
+    const device_context& ctx = *f.context;
+    ctx.make_current();
+    if (static_cast<int>(grid.shared_bytes) > f.module->dynamic_shared_allowed.load(std::memory_order_relaxed))
+      opt_in_dynamic_shared(f, grid.shared_bytes);
+    CUresult r = ctx.api().launch_kernel(f.handle, grid.x, grid.y, grid.z, f.threads_per_block, 1, 1, grid.shared_bytes,
+                                         ctx.stream(), params, nullptr);
+    if (r != CUDA_SUCCESS)
+      ctx.check(r, fmt::format("launching kernel '{}' with config {{{}}} (grid {}x{}x{}, {} threads per block, {} bytes "
+                               "of dynamic shared memory)",
+                               f.module->kernel_name, f.module->config_text, grid.x, grid.y, grid.z,
+                               f.threads_per_block, grid.shared_bytes));
+  }
+
+  /// The stream cotune launches on for `d` (for the caller's own copies and launches in order with ours).
+  [[nodiscard]] CUstream stream(const device& d) const { return driver().context(d.ordinal).stream(); }
+
+  /// Waits for everything cotune queued on `d`; a kernel's failure surfaces here as launch_error.
+  void synchronize(const device& d) const {
+    const auto& ctx = driver().context(d.ordinal);
+    ctx.make_current();
+    ctx.synchronize("synchronizing");
+  }
+
+private:
+  static std::string supported_text(const nvrtc_library& nv) {
+    std::string out;
+    for (int a : nv.supported_archs()) out += fmt::format("{}sm_{}", out.empty() ? "" : " ", a);
+    return out.empty() ? std::string("(unknown)") : out;
+  }
+
+  static std::string image_file(const kernel_source& k, bool is_ptx) { return k.name + (is_ptx ? ".ptx" : ".cubin"); }
+  static std::string meta_file(const kernel_source& k) { return k.name + ".json"; }
+
+  /// The cubin and its metadata if both are present and agree; a partial or damaged entry is a miss.
+  static std::optional<binary> read_cached(const Cache& cache, const kernel_source& k, const std::string& key) {
+    auto meta = cache.get(meta_file(k));
+    if (!meta) return std::nullopt;
+    simdjson::dom::parser parser;
+    simdjson::dom::object root;
+    if (parser.parse(*meta).get(root) != simdjson::SUCCESS) return std::nullopt;
+    std::string_view lowered, arch, log, digest;
+    bool is_ptx = false;
+    if (root["lowered_name"].get(lowered) != simdjson::SUCCESS || root["arch"].get(arch) != simdjson::SUCCESS ||
+        root["log"].get(log) != simdjson::SUCCESS || root["image_sha256"].get(digest) != simdjson::SUCCESS ||
+        root["is_ptx"].get(is_ptx) != simdjson::SUCCESS)
+      return std::nullopt;
+    auto image = cache.get(image_file(k, is_ptx));
+    if (!image || cotune::detail::sha256_hex(*image) != digest) return std::nullopt;
+    return binary{std::move(*image), is_ptx, std::string(lowered), std::string(arch), std::string(log), true, key};
+  }
+
+  /// The image first and the metadata last: a reader that finds the metadata finds the image too.
+  static void store(Cache& cache, const kernel_source& k, const binary& bin) {
+    cache.put(bin.image, image_file(k, bin.is_ptx));
+    std::string meta = "{\"format\": 1, \"lowered_name\": ";
+    cotune::detail::json_quote(meta, bin.lowered_name);
+    meta += ", \"arch\": ";
+    cotune::detail::json_quote(meta, bin.arch);
+    meta += fmt::format(", \"is_ptx\": {}, \"image_sha256\": \"{}\", \"log\": ", bin.is_ptx ? "true" : "false",
+                        cotune::detail::sha256_hex(bin.image));
+    cotune::detail::json_quote(meta, bin.log);
+    meta += "}";
+    cache.put(meta, meta_file(k));
+  }
+
+  static void opt_in_dynamic_shared(const function& f, unsigned bytes) {
+    if (static_cast<std::int64_t>(bytes) > f.max_dynamic_shared)
+      throw out_of_resources("shared memory", std::int64_t{f.static_shared_bytes} + bytes,
+                             std::int64_t{f.static_shared_bytes} + f.max_dynamic_shared);
+    std::lock_guard lock(f.module->opt_in_mutex);
+    if (static_cast<int>(bytes) <= f.module->dynamic_shared_allowed.load(std::memory_order_relaxed)) return;
+    f.context->check(f.context->api().func_set_attribute(f.handle, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                          static_cast<int>(bytes)),
+                     fmt::format("opting kernel '{}' into {} bytes of dynamic shared memory", f.module->kernel_name,
+                                 bytes));
+    f.module->dynamic_shared_allowed.store(static_cast<int>(bytes), std::memory_order_relaxed);
+  }
+};
+
+/// The CUDA backend over the local file cache.
+using cuda_backend = basic_cuda_backend<file_cache>;
+
+static_assert(Backend<cuda_backend>);
+
+} // namespace cotune::cuda

@@ -1,0 +1,47 @@
+#pragma once
+/// \file `cotune::cuda::cuda_knobs()`: the CUDA module's settings, each bound to an environment variable.
+
+#include <optional>
+#include <string>
+
+#include <cotune/knobs/knob.hpp>
+#include <cotune/knobs/knobs.hpp>
+
+namespace cotune::cuda {
+
+/// Where the CUDA libraries come from, how kernels are compiled and how they are timed.
+struct cuda_knobs_group {
+  knob<std::optional<std::string>> libcuda_path{
+      {.name = "cuda.libcuda_path", .env = "COTUNE_LIBCUDA_PATH",
+       .doc = "the CUDA driver library to dlopen; unset = libcuda.so.1 from the loader's search path. "
+              "A library that does not load means no CUDA devices (cotune::cuda::availability() says why)"}};
+  knob<std::optional<std::string>> libnvrtc_path{
+      {.name = "cuda.libnvrtc_path", .env = "COTUNE_LIBNVRTC_PATH",
+       .doc = "the NVRTC library to dlopen; unset = libnvrtc.so.<toolkit major> from the loader's search path, "
+              "then $CUDA_HOME/lib64 and /usr/local/cuda/lib64"}};
+  // 1x: measured on an H200 (60 MB L2; the "[gpu][.probe]" case of tests/cuda/test_cuda_benchmarker.cpp),
+  // a kernel reading 31 MB ran in 8.0 us warm, 11.3 us after a 0.25x flush, and 15.0-15.8 us after
+  // any flush from 0.5x to 4x: eviction is complete from 0.5x, so 1x keeps a 2x margin at a quarter
+  // of the cost of Triton's fixed 256 MiB (and more measured runs fit in each budget).
+  knob<double> flush_factor{
+      {.name = "cuda.flush_factor", .env = "COTUNE_CUDA_FLUSH_FACTOR", .fallback = 1.0,
+       .doc = "size of the L2 flush written before each timed run, as a multiple of the device's L2 size; "
+              "0 = no flush (kernels are then timed with a warm cache)",
+       .validate = cotune::detail::at_least(0.0, "COTUNE_CUDA_FLUSH_FACTOR")}};
+  knob<bool> graph{{.name = "cuda.graph", .env = "COTUNE_CUDA_GRAPH", .fallback = false,
+                    .doc = "benchmark by replaying a CUDA graph of many launches (Triton's do_bench_cudagraph): "
+                           "removes launch overhead from microsecond kernels' timings; no L2 flush"}};
+  knob<std::string> nvrtc_options{
+      {.name = "cuda.nvrtc_options", .env = "COTUNE_NVRTC_OPTIONS", .fallback = "",
+       .doc = "extra NVRTC options for every CUDA kernel, split on spaces (e.g. -lineinfo --use_fast_math); "
+              "part of every cache key",
+       .invalidating = true}};
+};
+
+/// The process's CUDA knobs.
+[[nodiscard]] inline cuda_knobs_group& cuda_knobs() {
+  static cuda_knobs_group k;
+  return k;
+}
+
+} // namespace cotune::cuda

@@ -1,0 +1,107 @@
+#pragma once
+/// \file `cotune::cuda::device`: what cotune knows about one CUDA device, and the list of devices.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cuda.h>
+#include <fmt/format.h>
+
+#include <cotune/cuda/driver_api.hpp>
+
+namespace cotune::cuda {
+
+/// A compute capability (9.0 for the H100 and H200).
+struct compute_capability {
+  int major = 0;
+  int minor = 0;
+  friend constexpr bool operator==(const compute_capability&, const compute_capability&) = default;
+  friend constexpr auto operator<=>(const compute_capability&, const compute_capability&) = default;
+};
+
+/// One CUDA device: its ordinal, architecture and limits. `devices()` fills every field from the
+/// driver; a hand-made description (`device{.cc = {9, 0}}`) is enough to compile for an
+/// architecture on a machine without a GPU. Defaults are those of every GPU since Volta.
+struct device {
+  int ordinal = 0;                                  ///< the driver's device index
+  compute_capability cc{};                          ///< e.g. {9, 0}
+  std::string name{};                               ///< e.g. "NVIDIA H200"
+  int sm_count = 0;                                 ///< multiprocessors
+  std::int64_t l2_bytes = 0;                        ///< L2 cache size (sizes the benchmark's flush)
+  std::int64_t memory_bytes = 0;                    ///< global memory
+  int warp_size = 32;
+  int max_threads_per_block = 1024;
+  int max_registers_per_block = 65536;
+  std::int64_t max_shared_per_block = 48 * 1024;    ///< static + dynamic, without opting in
+  std::int64_t max_shared_per_block_optin = 48 * 1024; ///< with cuFuncSetAttribute's opt-in (227 KB on sm_90)
+  std::string pci_bus_id{};                         ///< "0000:3b:00.0"; tells physical devices apart
+
+  /// The real architecture NVRTC targets: "sm_90".
+  [[nodiscard]] std::string arch() const { return fmt::format("sm_{}{}", cc.major, cc.minor); }
+
+  friend bool operator==(const device&, const device&) = default;
+};
+
+/// True when two devices are the same model with the same limits, so that a candidate timed on one
+/// stands for the other (one candidate list can be split across them). Ordinals and PCI ids differ.
+[[nodiscard]] inline bool interchangeable(const device& a, const device& b) {
+  return a.cc == b.cc && a.name == b.name && a.sm_count == b.sm_count && a.l2_bytes == b.l2_bytes &&
+         a.memory_bytes == b.memory_bytes && a.warp_size == b.warp_size &&
+         a.max_threads_per_block == b.max_threads_per_block && a.max_registers_per_block == b.max_registers_per_block &&
+         a.max_shared_per_block == b.max_shared_per_block && a.max_shared_per_block_optin == b.max_shared_per_block_optin;
+}
+
+/// Describes device `ordinal` of `lib` (attribute queries only: no context is created).
+[[nodiscard]] inline device describe_device(const driver_library& lib, int ordinal) {
+  const auto& api = lib.api();
+  CUdevice handle = 0;
+  auto check = [&](CUresult r, const char* what) {
+    if (r != CUDA_SUCCESS)
+      throw error(fmt::format("CUDA device {}: {} failed: {}", ordinal, what, lib.error_text(r)));
+  };
+  check(api.device_get(&handle, ordinal), "cuDeviceGet");
+  auto attribute = [&](CUdevice_attribute a) {
+    int v = 0;
+    check(api.device_get_attribute(&v, a, handle), "cuDeviceGetAttribute");
+    return v;
+  };
+  device d;
+  d.ordinal = ordinal;
+  char name[256] = {};
+  check(api.device_get_name(name, sizeof name - 1, handle), "cuDeviceGetName");
+  d.name = name;
+  d.cc = {attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)};
+  d.sm_count = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  d.l2_bytes = attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+  std::size_t total = 0;
+  check(api.device_total_mem(&total, handle), "cuDeviceTotalMem");
+  d.memory_bytes = static_cast<std::int64_t>(total);
+  d.warp_size = attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+  d.max_threads_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  d.max_registers_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+  d.max_shared_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  d.max_shared_per_block_optin = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  if (d.max_shared_per_block_optin < d.max_shared_per_block) d.max_shared_per_block_optin = d.max_shared_per_block;
+  d.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", attribute(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+                             attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID), attribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID));
+  return d;
+}
+
+/// Every CUDA device, in the driver's order. Empty, never an error, when there is no driver or no
+/// device (`availability()` says why).
+[[nodiscard]] inline std::vector<device> devices() {
+  std::vector<device> out;
+  const driver_library* lib = try_driver();
+  if (!lib) return out;
+  for (int i = 0; i < lib->device_count(); ++i) {
+    try {
+      out.push_back(describe_device(*lib, i));
+    } catch (const error&) {
+      // A device the driver lists but cannot describe (lost, or being reset) is left out.
+    }
+  }
+  return out;
+}
+
+} // namespace cotune::cuda

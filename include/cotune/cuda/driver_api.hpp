@@ -1,0 +1,362 @@
+#pragma once
+/// \file `cotune::cuda::driver_library`: the CUDA driver API, loaded at run time with dlopen.
+///
+/// Nothing links against libcuda: a program built with cotune starts on a machine without a GPU and
+/// simply sees no CUDA devices. The library is opened on first use (from COTUNE_LIBCUDA_PATH, else
+/// libcuda.so.1), and every function is looked up under the symbol name that cuda.h gives it
+/// (cuda.h #defines many names to versioned symbols, e.g. cuMemAlloc -> cuMemAlloc_v2), so the
+/// function pointer and the prototype cotune was compiled against always agree.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <dlfcn.h>
+
+#include <cuda.h>
+#include <fmt/format.h>
+
+#include <cotune/core/errors.hpp>
+#include <cotune/cuda/cuda_knobs.hpp>
+
+// Two-level stringification, so that the argument is macro-expanded first: COTUNE_CUDA_SYMBOL(cuMemAlloc)
+// is "cuMemAlloc_v2" under cuda.h's definitions.
+#define COTUNE_CUDA_SYMBOL_TEXT(name) #name
+#define COTUNE_CUDA_SYMBOL(name) COTUNE_CUDA_SYMBOL_TEXT(name)
+
+// Every driver function cotune calls: member name, cuda.h name.
+#define COTUNE_CUDA_DRIVER_FUNCTIONS(X)                                                                     \
+  X(init, cuInit)                                                                                           \
+  X(driver_get_version, cuDriverGetVersion)                                                                 \
+  X(get_error_name, cuGetErrorName)                                                                         \
+  X(get_error_string, cuGetErrorString)                                                                     \
+  X(device_get_count, cuDeviceGetCount)                                                                     \
+  X(device_get, cuDeviceGet)                                                                                \
+  X(device_get_name, cuDeviceGetName)                                                                       \
+  X(device_get_attribute, cuDeviceGetAttribute)                                                             \
+  X(device_total_mem, cuDeviceTotalMem)                                                                     \
+  X(device_primary_ctx_retain, cuDevicePrimaryCtxRetain)                                                    \
+  X(ctx_get_current, cuCtxGetCurrent)                                                                       \
+  X(ctx_set_current, cuCtxSetCurrent)                                                                       \
+  X(ctx_synchronize, cuCtxSynchronize)                                                                      \
+  X(module_load_data, cuModuleLoadData)                                                                     \
+  X(module_unload, cuModuleUnload)                                                                          \
+  X(module_get_function, cuModuleGetFunction)                                                               \
+  X(func_get_attribute, cuFuncGetAttribute)                                                                 \
+  X(func_set_attribute, cuFuncSetAttribute)                                                                 \
+  X(launch_kernel, cuLaunchKernel)                                                                          \
+  X(mem_alloc, cuMemAlloc)                                                                                  \
+  X(mem_free, cuMemFree)                                                                                    \
+  X(memset_d8_async, cuMemsetD8Async)                                                                       \
+  X(memset_d32_async, cuMemsetD32Async)                                                                     \
+  X(memcpy_htod_async, cuMemcpyHtoDAsync)                                                                   \
+  X(memcpy_dtoh_async, cuMemcpyDtoHAsync)                                                                   \
+  X(memcpy_dtod_async, cuMemcpyDtoDAsync)                                                                   \
+  X(stream_create, cuStreamCreate)                                                                          \
+  X(stream_destroy, cuStreamDestroy)                                                                        \
+  X(stream_synchronize, cuStreamSynchronize)                                                                \
+  X(stream_query, cuStreamQuery)                                                                            \
+  X(stream_begin_capture, cuStreamBeginCapture)                                                             \
+  X(stream_end_capture, cuStreamEndCapture)                                                                 \
+  X(graph_instantiate, cuGraphInstantiate)                                                                  \
+  X(graph_launch, cuGraphLaunch)                                                                            \
+  X(graph_exec_destroy, cuGraphExecDestroy)                                                                 \
+  X(graph_destroy, cuGraphDestroy)                                                                          \
+  X(event_create, cuEventCreate)                                                                            \
+  X(event_record, cuEventRecord)                                                                            \
+  X(event_synchronize, cuEventSynchronize)                                                                  \
+  X(event_elapsed_time, cuEventElapsedTime)                                                                 \
+  X(event_destroy, cuEventDestroy)
+
+namespace cotune::cuda {
+
+/// The driver functions cotune uses, resolved from libcuda. Members are named after the driver
+/// functions in snake_case (`mem_alloc` is cuMemAlloc, i.e. the symbol cuMemAlloc_v2).
+struct driver_api {
+#define COTUNE_CUDA_MEMBER(member, name) decltype(&::name) member = nullptr;
+  COTUNE_CUDA_DRIVER_FUNCTIONS(COTUNE_CUDA_MEMBER)
+#undef COTUNE_CUDA_MEMBER
+};
+
+/// True for errors after which the CUDA context is unusable: every later call in it fails the
+/// same way, until the process ends (or the primary context is reset, freeing all its memory).
+[[nodiscard]] constexpr bool is_sticky_error(CUresult r) noexcept {
+  switch (static_cast<int>(r)) {
+  case 214: // CUDA_ERROR_ECC_UNCORRECTABLE
+  case 700: // CUDA_ERROR_ILLEGAL_ADDRESS
+  case 702: // CUDA_ERROR_LAUNCH_TIMEOUT
+  case 709: // CUDA_ERROR_CONTEXT_IS_DESTROYED
+  case 710: // CUDA_ERROR_ASSERT
+  case 714: // CUDA_ERROR_HARDWARE_STACK_ERROR
+  case 715: // CUDA_ERROR_ILLEGAL_INSTRUCTION
+  case 716: // CUDA_ERROR_MISALIGNED_ADDRESS
+  case 717: // CUDA_ERROR_INVALID_ADDRESS_SPACE
+  case 718: // CUDA_ERROR_INVALID_PC
+  case 719: // CUDA_ERROR_LAUNCH_FAILED
+  case 721: // CUDA_ERROR_TENSOR_MEMORY_LEAK
+  case 911: // CUDA_ERROR_EXTERNAL_DEVICE
+    return true;
+  default: return false;
+  }
+}
+
+class driver_library;
+
+namespace detail {
+
+/// Called once a driver library is opened, before cuInit: a moment when the loader is free and the
+/// next ~100 ms are spent in the driver. The CUDA backend installs the NVRTC preload here.
+[[nodiscard]] inline std::atomic<void (*)()>& driver_opened_hook() noexcept {
+  static std::atomic<void (*)()> hook{nullptr};
+  return hook;
+}
+
+/// True once some driver library has been opened in this process.
+[[nodiscard]] inline std::atomic<bool>& driver_opened() noexcept {
+  static std::atomic<bool> opened{false};
+  return opened;
+}
+
+} // namespace detail
+
+/// One device's primary context and the stream cotune works on. Device work may run on different
+/// threads over time (a strand hops between pool threads), so every entry point calls
+/// `make_current()` first; it costs one thread-local read when the context is already current.
+class device_context {
+public:
+  device_context(const device_context&) = delete;
+  device_context& operator=(const device_context&) = delete;
+
+  [[nodiscard]] const driver_api& api() const noexcept { return *api_; }
+  [[nodiscard]] const driver_library& library() const noexcept { return *library_; }
+  [[nodiscard]] int ordinal() const noexcept { return ordinal_; }
+  [[nodiscard]] CUdevice handle() const noexcept { return device_; }
+  [[nodiscard]] CUcontext context() const noexcept { return context_; }
+  /// The stream every cotune launch, copy and timing on this device goes to (non-blocking: it does
+  /// not wait for the legacy default stream).
+  [[nodiscard]] CUstream stream() const noexcept { return stream_; }
+
+  /// Makes the device's primary context current on the calling thread (no-op if it already is).
+  void make_current() const {
+    CUcontext current = nullptr;
+    if (api_->ctx_get_current(&current) == CUDA_SUCCESS && current == context_) return;
+    check(api_->ctx_set_current(context_), "cuCtxSetCurrent");
+  }
+
+  /// Throws launch_error for a failed call. Sticky errors say that the context is lost.
+  void check(CUresult r, std::string_view what) const;
+
+  /// Waits for the stream. A `deadline` turns a wait past it into cotune::timeout_error.
+  void synchronize(std::string_view what,
+                   std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt) const;
+
+private:
+  friend class driver_library;
+  device_context(const driver_library& lib, const driver_api& api, int ordinal)
+      : library_(&lib), api_(&api), ordinal_(ordinal) {}
+
+  const driver_library* library_;
+  const driver_api* api_;
+  int ordinal_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUstream stream_ = nullptr;
+  std::once_flag once_;
+};
+
+/// An opened libcuda: its function table, version, device count and the devices' contexts.
+class driver_library {
+public:
+  driver_library(const driver_library&) = delete;
+  driver_library& operator=(const driver_library&) = delete;
+
+  /// Opens `path` (a file name searched by the loader, or a path) and resolves every function.
+  /// On failure, returns nothing and sets `why` to a message saying what to do.
+  [[nodiscard]] static std::unique_ptr<driver_library> open(const std::string& path, std::string& why) {
+    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char* e = ::dlerror();
+      why = fmt::format("cannot load the CUDA driver library '{}': {}; install the NVIDIA driver, or set "
+                        "COTUNE_LIBCUDA_PATH (cotune::cuda::cuda_knobs().libcuda_path) to libcuda.so.1's path",
+                        path, e ? e : "unknown error");
+      return nullptr;
+    }
+    std::unique_ptr<driver_library> lib(new driver_library(handle, path));
+    std::string missing;
+#define COTUNE_CUDA_RESOLVE(member, name)                                                                   \
+  lib->api_.member = reinterpret_cast<decltype(&::name)>(::dlsym(handle, COTUNE_CUDA_SYMBOL(name)));        \
+  if (!lib->api_.member) missing += std::string(missing.empty() ? "" : ", ") + COTUNE_CUDA_SYMBOL(name);
+    COTUNE_CUDA_DRIVER_FUNCTIONS(COTUNE_CUDA_RESOLVE)
+#undef COTUNE_CUDA_RESOLVE
+    if (!missing.empty()) {
+      int version = 0;
+      if (lib->api_.driver_get_version) lib->api_.driver_get_version(&version);
+      why = fmt::format("the CUDA driver library '{}' (CUDA {}.{}) lacks {}; cotune was built against the CUDA "
+                        "{}.{} headers: update the NVIDIA driver to one that supports CUDA {}.{} or newer",
+                        path, version / 1000, version % 1000 / 10, missing, CUDA_VERSION / 1000,
+                        CUDA_VERSION % 1000 / 10, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
+      return nullptr;
+    }
+    lib->api_.driver_get_version(&lib->version_);
+    detail::driver_opened().store(true);
+    if (auto hook = detail::driver_opened_hook().load()) hook();
+    if (CUresult r = lib->api_.init(0); r != CUDA_SUCCESS) {
+      lib->init_error_ = fmt::format("cuInit failed: {}", lib->error_text(r));
+    } else if (CUresult c = lib->api_.device_get_count(&lib->device_count_); c != CUDA_SUCCESS) {
+      lib->init_error_ = fmt::format("cuDeviceGetCount failed: {}", lib->error_text(c));
+      lib->device_count_ = 0;
+    }
+    lib->contexts_.reserve(static_cast<std::size_t>(lib->device_count_));
+    for (int i = 0; i < lib->device_count_; ++i)
+      lib->contexts_.emplace_back(new device_context(*lib, lib->api_, i));
+    return lib;
+  }
+
+  [[nodiscard]] const driver_api& api() const noexcept { return api_; }
+  /// The dlopen handle (for looking up functions cotune does not use).
+  [[nodiscard]] void* handle() const noexcept { return handle_; }
+  /// The path it was opened from.
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  /// cuDriverGetVersion: 1000 * major + 10 * minor (13000 is CUDA 13.0).
+  [[nodiscard]] int version() const noexcept { return version_; }
+  /// "13.0".
+  [[nodiscard]] std::string version_text() const { return fmt::format("{}.{}", version_ / 1000, version_ % 1000 / 10); }
+  /// Number of devices (0 when cuInit failed, e.g. CUDA_ERROR_NO_DEVICE).
+  [[nodiscard]] int device_count() const noexcept { return device_count_; }
+  /// Why there are no devices, when cuInit or cuDeviceGetCount failed; empty otherwise.
+  [[nodiscard]] const std::string& init_error() const noexcept { return init_error_; }
+
+  /// "CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)".
+  [[nodiscard]] std::string error_text(CUresult r) const {
+    const char* name = nullptr;
+    const char* text = nullptr;
+    if (api_.get_error_name) api_.get_error_name(r, &name);
+    if (api_.get_error_string) api_.get_error_string(r, &text);
+    return fmt::format("{} ({})", name ? name : fmt::format("CUresult {}", static_cast<int>(r)),
+                       text ? text : "no description");
+  }
+
+  /// Device `ordinal`'s context, created on first use: the primary context is retained (and kept
+  /// for the life of the process) and a non-blocking stream is created in it.
+  [[nodiscard]] const device_context& context(int ordinal) const {
+    if (ordinal < 0 || ordinal >= device_count_)
+      throw error(fmt::format("CUDA device {} does not exist: the driver reports {} device(s)", ordinal,
+                              device_count_));
+    device_context& ctx = *contexts_[static_cast<std::size_t>(ordinal)];
+    std::call_once(ctx.once_, [&] {
+      auto fail = [&](CUresult r, const char* what) {
+        throw error(fmt::format("CUDA device {}: {} failed: {}", ordinal, what, error_text(r)));
+      };
+      if (CUresult r = api_.device_get(&ctx.device_, ordinal); r != CUDA_SUCCESS) fail(r, "cuDeviceGet");
+      if (CUresult r = api_.device_primary_ctx_retain(&ctx.context_, ctx.device_); r != CUDA_SUCCESS)
+        fail(r, "cuDevicePrimaryCtxRetain");
+      if (CUresult r = api_.ctx_set_current(ctx.context_); r != CUDA_SUCCESS) fail(r, "cuCtxSetCurrent");
+      if (CUresult r = api_.stream_create(&ctx.stream_, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS)
+        fail(r, "cuStreamCreate");
+    });
+    return ctx;
+  }
+
+private:
+  driver_library(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+
+  void* handle_; // never closed: contexts, modules and memory live until the process ends
+  std::string path_;
+  driver_api api_{};
+  int version_ = 0;
+  int device_count_ = 0;
+  std::string init_error_;
+  std::vector<std::unique_ptr<device_context>> contexts_;
+};
+
+inline void device_context::check(CUresult r, std::string_view what) const {
+  if (r == CUDA_SUCCESS) return;
+  if (is_sticky_error(r))
+    throw launch_error(fmt::format(
+        "{} on CUDA device {} failed: {}. This error is sticky: the CUDA context of device {} is lost, and "
+        "every later candidate and launch on that device in this process will fail; restart the process "
+        "(and fix or drop the faulty kernel or config)",
+        what, ordinal_, library_->error_text(r), ordinal_));
+  throw launch_error(fmt::format("{} on CUDA device {} failed: {}", what, ordinal_, library_->error_text(r)));
+}
+
+inline void device_context::synchronize(std::string_view what,
+                                        std::optional<std::chrono::steady_clock::time_point> deadline) const {
+  if (!deadline) {
+    check(api_->stream_synchronize(stream_), what);
+    return;
+  }
+  // Polling instead of blocking, so that a kernel that never ends costs a timeout rather than a hang.
+  // The first millisecond spins (most first runs end within it); then 50 us naps keep a core free.
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    CUresult r = api_->stream_query(stream_);
+    if (r == CUDA_SUCCESS) return;
+    if (r != CUDA_ERROR_NOT_READY) check(r, what);
+    const auto now = std::chrono::steady_clock::now();
+    if (now > *deadline)
+      throw timeout_error(fmt::format("{} on CUDA device {}: the work did not finish before its deadline "
+                                      "(COTUNE_BENCH_TIMEOUT_MS); it may still be running and delay later work "
+                                      "on this device",
+                                      what, ordinal_));
+    if (now - start < std::chrono::milliseconds(1)) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+namespace detail {
+
+struct driver_entry {
+  std::unique_ptr<driver_library> library;
+  std::string message;
+};
+
+/// The driver loaded from `path`; each path is tried once per process and the outcome kept.
+[[nodiscard]] inline const driver_entry& driver_entry_for(const std::string& path) {
+  static std::mutex mutex;
+  // Never destroyed: device contexts and modules may be used by other static objects' destructors,
+  // and the driver tears everything down at process exit anyway.
+  static auto* entries = new std::map<std::string, std::unique_ptr<driver_entry>>;
+  std::lock_guard lock(mutex);
+  auto& slot = (*entries)[path];
+  if (!slot) {
+    slot = std::make_unique<driver_entry>();
+    slot->library = driver_library::open(path, slot->message);
+  }
+  return *slot;
+}
+
+/// The library path the knob names, else libcuda.so.1.
+[[nodiscard]] inline std::string driver_path() {
+  return cuda_knobs().libcuda_path.get().value_or("libcuda.so.1");
+}
+
+} // namespace detail
+
+/// The CUDA driver as the `cuda.libcuda_path` knob says, or nullptr if it cannot be loaded
+/// (`driver_error()` then says why). Never throws for a missing library.
+[[nodiscard]] inline const driver_library* try_driver() { return detail::driver_entry_for(detail::driver_path()).library.get(); }
+
+/// Why `try_driver()` is null (empty when the driver loaded).
+[[nodiscard]] inline std::string driver_error() { return detail::driver_entry_for(detail::driver_path()).message; }
+
+/// The CUDA driver; throws cotune::error with the reason when it cannot be loaded.
+[[nodiscard]] inline const driver_library& driver() {
+  const auto& entry = detail::driver_entry_for(detail::driver_path());
+  if (!entry.library) throw error(entry.message);
+  return *entry.library;
+}
+
+} // namespace cotune::cuda
+
+#undef COTUNE_CUDA_DRIVER_FUNCTIONS
+#undef COTUNE_CUDA_SYMBOL
+#undef COTUNE_CUDA_SYMBOL_TEXT

@@ -1,0 +1,148 @@
+// Tests of cotune::cuda::device_buffer and device_span. Type-level properties are checked
+// everywhere; memory operations are [gpu] tests that skip without a device.
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <type_traits>
+#include <utility>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <cotune/core/buffer.hpp>
+#include <cotune/cuda/availability.hpp>
+#include <cotune/cuda/device_buffer.hpp>
+#include <cotune/cuda/float16.hpp>
+
+namespace cuda = cotune::cuda;
+
+namespace {
+
+std::optional<cuda::device> first_gpu() {
+  auto all = cuda::devices();
+  if (all.empty()) return std::nullopt;
+  return all.front();
+}
+
+std::string skip_reason() { return "skipped: no CUDA device here (" + cuda::availability().message + ")"; }
+
+template <class T>
+concept zeroable = requires(T& t) { t.zero(); };
+
+} // namespace
+
+TEST_CASE("device spans and buffers are Buffers that pass their device address", "[cuda][device_buffer]") {
+  static_assert(cotune::Buffer<cuda::device_span<float>>);
+  static_assert(cotune::Buffer<cuda::device_span<cuda::float16>>);
+  static_assert(cotune::Buffer<cuda::device_buffer<std::int32_t>>);
+  static_assert(std::is_same_v<cuda::device_span<float>::snapshot_type, cuda::device_buffer<float>>);
+  static_assert(std::is_same_v<decltype(cotune::kernel_arg(std::declval<cuda::device_span<float>&>())), CUdeviceptr>);
+  static_assert(std::is_same_v<decltype(cotune::kernel_arg(std::declval<cuda::device_buffer<float>&>())), CUdeviceptr>);
+  // A read-only span cannot be zeroed or restored, so it is not a Buffer (it is still an argument).
+  static_assert(!zeroable<cuda::device_span<const float>>);
+  static_assert(!cotune::Buffer<cuda::device_span<const float>>);
+  static_assert(!std::is_copy_constructible_v<cuda::device_buffer<float>>);
+  static_assert(std::is_nothrow_move_constructible_v<cuda::device_buffer<float>>);
+
+  cuda::device_span<float> empty;
+  CHECK(empty.size() == 0);
+  CHECK(empty.element_type_name() == "float32");
+  CHECK(cuda::device_span<cuda::bfloat16>().element_type_name() == "bfloat16");
+  CHECK(cuda::device_buffer<double>().element_type_name() == "float64");
+  CHECK(empty.ordinal() == -1);
+  empty.zero(); // harmless without a device
+  CHECK(empty.to_vector().empty());
+  CHECK_THROWS_AS(empty.subspan(0, 1), cotune::error);
+}
+
+TEST_CASE("copies to and from the host round-trip", "[cuda][device_buffer][gpu]") {
+  auto d = first_gpu();
+  if (!d) {
+    WARN(skip_reason());
+    return;
+  }
+  std::vector<std::int32_t> host(100000);
+  std::iota(host.begin(), host.end(), -50);
+  cuda::device_buffer<std::int32_t> buf(*d, host);
+  CHECK(buf.size() == host.size());
+  CHECK(buf.size_bytes() == host.size() * 4);
+  CHECK(buf.ordinal() == d->ordinal);
+  CHECK(buf.to_vector() == host);
+  CHECK(buf.span().subspan(10, 5).to_vector() == std::vector<std::int32_t>(host.begin() + 10, host.begin() + 15));
+  std::vector<std::int32_t> wrong(3);
+  CHECK_THROWS_AS(buf.copy_to(wrong), cotune::error);
+  CHECK_THROWS_AS(buf.copy_from(wrong), cotune::error);
+}
+
+TEST_CASE("zero clears a span, of any byte length", "[cuda][device_buffer][gpu]") {
+  auto d = first_gpu();
+  if (!d) {
+    WARN(skip_reason());
+    return;
+  }
+  std::vector<std::uint8_t> bytes(1001, 0xab); // not a multiple of 4: the byte-wise memset
+  cuda::device_buffer<std::uint8_t> b(*d, bytes);
+  b.span().subspan(1, 999).zero();
+  auto got = b.to_vector();
+  CHECK(got.front() == 0xab);
+  CHECK(got.back() == 0xab);
+  CHECK(std::all_of(got.begin() + 1, got.end() - 1, [](std::uint8_t v) { return v == 0; }));
+
+  std::vector<float> floats(4096, 3.5f);
+  cuda::device_buffer<float> f(*d, floats);
+  f.zero();
+  CHECK(f.to_vector() == std::vector<float>(4096, 0.0f));
+}
+
+TEST_CASE("snapshot and restore put back the contents on the device", "[cuda][device_buffer][gpu]") {
+  auto d = first_gpu();
+  if (!d) {
+    WARN(skip_reason());
+    return;
+  }
+  std::vector<float> original(12345);
+  std::iota(original.begin(), original.end(), 1.0f);
+  cuda::device_buffer<float> buf(*d, original);
+  cuda::device_span<float> span = buf;
+  auto snap = span.snapshot();
+  CHECK(snap.size() == original.size());
+  span.zero();
+  CHECK(buf.to_vector() == std::vector<float>(original.size(), 0.0f));
+  span.restore(snap);
+  CHECK(buf.to_vector() == original);
+  CHECK(snap.to_vector() == original); // the snapshot is its own memory
+
+  cuda::device_buffer<float> other(*d, 10);
+  CHECK_THROWS_AS(other.restore(snap), cotune::error);
+}
+
+TEST_CASE("16-bit floats round-trip through device memory", "[cuda][device_buffer][gpu]") {
+  auto d = first_gpu();
+  if (!d) {
+    WARN(skip_reason());
+    return;
+  }
+  std::vector<cuda::float16> h{cuda::float16(1.0f), cuda::float16(-2.5f), cuda::float16(65504.0f)};
+  cuda::device_buffer<cuda::float16> buf(*d, h);
+  CHECK(buf.to_vector() == h);
+  CHECK(buf.element_type_name() == "float16");
+}
+
+TEST_CASE("a buffer moves without freeing twice", "[cuda][device_buffer][gpu]") {
+  auto d = first_gpu();
+  if (!d) {
+    WARN(skip_reason());
+    return;
+  }
+  cuda::device_buffer<float> a(*d, std::vector<float>{1, 2, 3});
+  const auto address = a.data();
+  cuda::device_buffer<float> b = std::move(a);
+  CHECK(b.data() == address);
+  CHECK(a.data() == 0); // NOLINT(bugprone-use-after-move): moved-from is empty by contract
+  CHECK(a.size() == 0);
+  a = std::move(b);
+  CHECK(a.to_vector() == std::vector<float>{1, 2, 3});
+}
