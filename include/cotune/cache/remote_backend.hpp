@@ -1,0 +1,130 @@
+#pragma once
+/// \file The `RemoteBackend` concept: a shared store of byte values under (hex key, file name), as
+/// used by `basic_remote_cache` (spec §6.3), and the rules every remote key obeys.
+///
+/// A backend moves opaque bytes. What those bytes mean (the envelope with its checksum and signature)
+/// is the remote cache's business, so every backend, Redis or one a user brings, gets the same
+/// integrity checks.
+
+#include <concepts>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include <cotune/cache/file_cache.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/detail/hashing.hpp>
+
+namespace cotune {
+
+/// Values found by a remote lookup: file name -> stored bytes. Names that were not found are absent.
+using remote_values = std::map<std::string, std::string, std::less<>>;
+
+namespace detail {
+
+/// Shows a refused name with control characters escaped, so an error message cannot itself carry
+/// a line break or a terminal escape.
+[[nodiscard]] inline std::string shown_name(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F) out += fmt::format("\\x{:02x}", u);
+    else out.push_back(c);
+  }
+  return out;
+}
+
+} // namespace detail
+
+/// True when `prefix` can start a remote key: 1 to 64 characters of [A-Za-z0-9_.-].
+[[nodiscard]] constexpr bool is_valid_remote_prefix(std::string_view prefix) noexcept {
+  if (prefix.empty() || prefix.size() > 64) return false;
+  for (char c : prefix) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/// Throws cache_error unless `prefix` is a valid remote key prefix ([A-Za-z0-9_.-], 1 to 64 characters).
+inline void validate_remote_prefix(std::string_view prefix) {
+  if (!is_valid_remote_prefix(prefix))
+    throw cache_error(fmt::format("remote key prefix '{}' is refused: use 1 to 64 characters of [A-Za-z0-9_.-] "
+                                  "(set COTUNE_REDIS_PREFIX accordingly)",
+                                  detail::shown_name(prefix)));
+}
+
+/// Throws cache_error unless `key` is a lower-case hex digest (what every cache key is).
+inline void validate_remote_key(std::string_view key) {
+  if (!detail::is_hex(key) || key.size() > 128)
+    throw cache_error(fmt::format("remote cache key '{}' is refused: a key must be a lower-case hex digest of at "
+                                  "most 128 digits",
+                                  detail::shown_name(key)));
+}
+
+/// Throws cache_error unless `name` is a plain cache file name (validate_cache_file_name's rule)
+/// that also holds no ':' (the remote key separator), no whitespace and no control character, so a
+/// name can never reach another key or, printed, forge a log line.
+inline void validate_remote_file_name(std::string_view name) {
+  validate_cache_file_name(name);
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == ':' || c == ' ' || u < 0x20 || u == 0x7F)
+      throw cache_error(fmt::format("remote cache file name '{}' is refused: a remote name may not hold ':', "
+                                    "spaces or control characters",
+                                    detail::shown_name(name)));
+  }
+}
+
+/// The remote key `<prefix>:<hex key>:<file name>`, every part validated (throws cache_error).
+[[nodiscard]] inline std::string remote_key(std::string_view prefix, std::string_view key, std::string_view name) {
+  validate_remote_prefix(prefix);
+  validate_remote_key(key);
+  validate_remote_file_name(name);
+  std::string out;
+  out.reserve(prefix.size() + key.size() + name.size() + 2);
+  out.append(prefix).append(":").append(key).append(":").append(name);
+  return out;
+}
+
+/// Reads many names under one key in one request: the found values, misses absent. Must not throw
+/// for an unreachable store (a miss instead); throws cache_error for an invalid key or name.
+template <class R>
+concept RemoteReader = requires(R& r, std::string_view key, std::span<const std::string> names) {
+  { r.get(key, names) } -> std::same_as<remote_values>;
+};
+
+/// Stores one value: true when it was stored. Must not throw for an unreachable store (false instead).
+template <class R>
+concept RemoteWriter = requires(R& r, std::string_view key, std::string_view name, std::string_view value) {
+  { r.put(key, name, value) } -> std::same_as<bool>;
+};
+
+/// What the remote cache should trust and do: the shared secret entries are signed with (empty =
+/// unsigned), and whether this client only reads.
+template <class R>
+concept RemoteTrustPolicy = requires(const R& r) {
+  { r.secret() } -> std::convertible_to<std::string>;
+  { r.read_only() } -> std::same_as<bool>;
+};
+
+/// A remote store of cache entries (Redis through `cotune::redis::redis_backend`, or your own).
+template <class R>
+concept RemoteBackend = RemoteReader<R> && RemoteWriter<R> && RemoteTrustPolicy<R>;
+
+/// A backend with one process-wide instance, so a cache manager can be built from a key alone.
+template <class R>
+concept SharedRemoteBackend = RemoteBackend<R> && requires {
+  { R::shared() } -> std::same_as<R&>;
+};
+
+/// Optional: the backend counts entries the remote cache refused (bad envelope or signature), so
+/// that one counter tells every reason an entry was not used.
+template <class R>
+concept RemoteRefusalCounter = requires(R& r) { r.count_refused(); };
+
+} // namespace cotune

@@ -1,0 +1,391 @@
+#pragma once
+/// \file `cotune::basic_remote_cache`: a cache manager over a `RemoteBackend`, backed by a local cache
+/// (spec §6.3, without its bugs).
+///
+/// Differences from Triton's RemoteCacheManager, each deliberate:
+/// - a local hit never touches the network (Triton queries the backend on every lookup);
+/// - every remote value is an envelope (format version, checksum bound to key + file name, optional
+///   HMAC-SHA256 signature); anything that does not check out is a miss, counted, and never written
+///   to the local cache, so a dlopen or a module load only ever sees verified bytes;
+/// - groups are stored in the same format as the file cache's, and their children are fetched in one
+///   request, so a compiled kernel costs at most two round trips (group, then children);
+/// - a read-only client never writes to the remote store;
+/// - names are validated, and remote keys are built from validated parts only.
+
+#include <concepts>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <cotune/cache/cache_manager.hpp>
+#include <cotune/cache/file_cache.hpp>
+#include <cotune/cache/remote_backend.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/detail/hashing.hpp>
+#include <cotune/detail/json.hpp>
+
+namespace cotune {
+
+/// Why a remote value was not accepted.
+enum class remote_entry_fault {
+  none,          ///< accepted
+  malformed,     ///< too short, or not an envelope at all (no magic)
+  bad_version,   ///< another envelope format version
+  truncated,     ///< the recorded length is not the content's length
+  bad_checksum,  ///< content, key or file name differ from what was sealed
+  unsigned_entry, ///< a secret is set and the entry carries no signature
+  bad_signature, ///< signed with another secret, or for another key or file name
+};
+
+/// Text for a fault, for messages and reports.
+[[nodiscard]] constexpr std::string_view to_string(remote_entry_fault f) noexcept {
+  switch (f) {
+  case remote_entry_fault::none: return "none";
+  case remote_entry_fault::malformed: return "malformed";
+  case remote_entry_fault::bad_version: return "bad version";
+  case remote_entry_fault::truncated: return "truncated";
+  case remote_entry_fault::bad_checksum: return "bad checksum";
+  case remote_entry_fault::unsigned_entry: return "unsigned";
+  case remote_entry_fault::bad_signature: return "bad signature";
+  }
+  return "unknown";
+}
+
+namespace detail {
+
+/// Length-prefixed fields (as sha256_hasher::field does), so ("ab","c") and ("a","bc") differ.
+[[nodiscard]] inline std::string remote_entry_fields(std::string_view domain, std::string_view version,
+                                                     std::string_view key, std::string_view name,
+                                                     std::string_view content) {
+  std::string m;
+  m.reserve(domain.size() + version.size() + key.size() + name.size() + content.size() + 64);
+  for (auto part : {domain, version, key, name, content}) {
+    m += std::to_string(part.size());
+    m += ':';
+    m.append(part);
+  }
+  return m;
+}
+
+inline void put_le(std::string& out, std::uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+
+[[nodiscard]] inline std::uint64_t get_le(std::string_view in, std::size_t offset, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i)
+    v |= std::uint64_t(static_cast<unsigned char>(in[offset + static_cast<std::size_t>(i)])) << (8 * i);
+  return v;
+}
+
+} // namespace detail
+
+/// Layout of a remote value: a fixed header, then the content.
+///   magic "CTREMOTE" (8) | format version u32 LE | flags u32 LE (bit 0: signed) | content length u64 LE
+///   | SHA-256(key, name, content) (32 raw) | HMAC-SHA256(secret; key, name, content) (64 hex, or 64 '0')
+/// Key and file name are bound into both digests, so a value copied under another key or name fails.
+namespace remote_entry {
+
+inline constexpr std::string_view magic = "CTREMOTE";
+inline constexpr std::uint32_t format_version = 1;
+inline constexpr std::uint32_t flag_signed = 1;
+inline constexpr std::size_t header_size = 8 + 4 + 4 + 8 + 32 + 64;
+
+/// SHA-256 over (key, name, content): the checksum every value carries.
+[[nodiscard]] inline detail::sha256_digest checksum(std::string_view key, std::string_view name,
+                                                    std::string_view content) {
+  return detail::sha256_hasher{}
+      .field("cotune-remote-entry")
+      .field(std::to_string(format_version))
+      .field(key)
+      .field(name)
+      .field(content)
+      .digest();
+}
+
+/// HMAC-SHA256 under `secret` over (key, name, content), as hex: the signature of a signed value.
+[[nodiscard]] inline std::string signature(std::string_view secret, std::string_view key, std::string_view name,
+                                           std::string_view content) {
+  const std::string version = std::to_string(format_version);
+  return detail::hmac_sha256_hex(secret,
+                                 detail::remote_entry_fields("cotune-remote-signature", version, key, name, content));
+}
+
+
+/// The value to store for `content` filed as (`key`, `name`); signed when `secret` is not empty.
+[[nodiscard]] inline std::string seal(std::string_view key, std::string_view name, std::string_view content,
+                                      std::string_view secret) {
+  std::string out;
+  out.reserve(header_size + content.size());
+  out.append(magic);
+  detail::put_le(out, format_version, 4);
+  detail::put_le(out, secret.empty() ? 0 : flag_signed, 4);
+  detail::put_le(out, content.size(), 8);
+  const auto sum = checksum(key, name, content);
+  out.append(reinterpret_cast<const char*>(sum.data()), sum.size());
+  if (secret.empty()) out.append(64, '0');
+  else out += signature(secret, key, name, content);
+  out.append(content);
+  return out;
+}
+
+/// The outcome of opening a value: the content (a view into the value) when `fault` is none.
+struct opened {
+  remote_entry_fault fault = remote_entry_fault::malformed;
+  std::string_view content;
+  bool was_signed = false;
+  [[nodiscard]] explicit operator bool() const noexcept { return fault == remote_entry_fault::none; }
+};
+
+/// Checks a stored value against (`key`, `name`). With a secret, only entries signed with that secret
+/// for this key and name are accepted; without one, signed and unsigned entries are accepted once
+/// their checksum matches (a reader without the secret cannot check a signature).
+[[nodiscard]] inline opened open(std::string_view key, std::string_view name, std::string_view value,
+                                 std::string_view secret) {
+  opened r;
+  if (value.size() < header_size || !value.starts_with(magic)) return r;
+  if (detail::get_le(value, 8, 4) != format_version) return {remote_entry_fault::bad_version, {}, false};
+  const auto flags = detail::get_le(value, 12, 4);
+  const auto length = detail::get_le(value, 16, 8);
+  if (length != value.size() - header_size) return {remote_entry_fault::truncated, {}, false};
+  const auto content = value.substr(header_size);
+  const auto sum = checksum(key, name, content);
+  if (!detail::constant_time_equal(
+          value.substr(24, 32), std::string_view(reinterpret_cast<const char*>(sum.data()), sum.size())))
+    return {remote_entry_fault::bad_checksum, {}, false};
+  const bool is_signed = (flags & flag_signed) != 0;
+  if (!secret.empty()) {
+    if (!is_signed) return {remote_entry_fault::unsigned_entry, {}, false};
+    if (!detail::constant_time_equal(value.substr(56, 64), signature(secret, key, name, content)))
+      return {remote_entry_fault::bad_signature, {}, false};
+  }
+  return {remote_entry_fault::none, content, is_signed};
+}
+
+} // namespace remote_entry
+
+namespace detail {
+
+/// A task type used only to ask whether a backend can run blocking work off the caller's thread.
+struct remote_probe_task {
+  int operator()() const { return 0; }
+};
+
+} // namespace detail
+
+/// Optional: the backend runs a blocking callable on its own threads and resumes the awaiting
+/// coroutine on its executor (`co_await r.async_run(f)` gives f's result). Enables the cache's
+/// async_* members.
+template <class R>
+concept AsyncRemoteRunner = requires(R& r, detail::remote_probe_task task) { r.async_run(task); };
+
+/// What the remote cache needs of its local cache: a reader and writer constructible from a key.
+template <class L>
+concept LocalCache = std::constructible_from<L, std::string_view> && ReadableCache<L> && WritableCache<L>;
+
+/// A cache manager that keeps entries in a remote store shared by many machines and serves them from
+/// a local cache: lookups try the local cache first, then the remote one, and a verified remote hit
+/// is written into the local cache, so `get_file` always gives a local path (a shared object or a
+/// cubin loads the same way as from the file cache). `put` writes locally and, unless the backend is
+/// read-only, remotely. Remote failures are misses: tuning never fails because the remote store did.
+template <RemoteBackend R, LocalCache Local = file_cache>
+class basic_remote_cache {
+public:
+  using backend_type = R;
+  using local_type = Local;
+
+  /// Files under `hex_key`, with the process-wide backend `R::shared()`.
+  explicit basic_remote_cache(std::string_view hex_key)
+    requires SharedRemoteBackend<R>
+      : basic_remote_cache(hex_key, R::shared()) {}
+
+  /// Files under `hex_key`, with the given backend (which must outlive this cache).
+  basic_remote_cache(std::string_view hex_key, R& backend) : key_(hex_key), local_(hex_key), backend_(&backend) {
+    validate_remote_key(key_);
+  }
+
+  /// Files under `hex_key` in a local cache of another mode (dump, override): these are local-only,
+  /// as in Triton, and never touch the remote store.
+  basic_remote_cache(std::string_view hex_key, cache_mode mode)
+    requires SharedRemoteBackend<R> && std::constructible_from<Local, std::string_view, cache_mode>
+      : key_(hex_key), local_(hex_key, mode), backend_(&R::shared()), remote_(mode == cache_mode::normal) {
+    validate_remote_key(key_);
+  }
+
+  [[nodiscard]] const std::string& key() const noexcept { return key_; }
+  [[nodiscard]] R& backend() const noexcept { return *backend_; }
+  [[nodiscard]] const Local& local() const noexcept { return local_; }
+  [[nodiscard]] Local& local() noexcept { return local_; }
+
+  /// Local path of a verified entry (fetched from the remote store into the local cache if needed),
+  /// or nothing. Throws cache_error for an invalid name.
+  [[nodiscard]] std::optional<std::filesystem::path> get_file(std::string_view name) const {
+    validate_remote_file_name(name);
+    if (auto path = local_.get_file(name)) return path;
+    if (auto fetched = fetch_one(name)) return std::move(fetched->path);
+    return std::nullopt;
+  }
+
+  /// Content of a verified entry (local first, then remote; a remote hit is kept locally), or nothing.
+  [[nodiscard]] std::optional<std::string> get(std::string_view name) const {
+    validate_remote_file_name(name);
+    if (auto content = local_.get(name)) return content;
+    if (auto fetched = fetch_one(name)) return std::move(fetched->content);
+    return std::nullopt;
+  }
+
+  /// Stores `data` as `name` locally and (unless read-only) remotely; returns the local path. A
+  /// remote failure is not an error: the entry is still cached locally.
+  std::filesystem::path put(std::string_view data, std::string_view name) {
+    validate_remote_file_name(name);
+    auto path = local_.put(data, name);
+    if (writes_remote()) (void)backend_->put(key_, name, remote_entry::seal(key_, name, data, backend_->secret()));
+    return path;
+  }
+
+  /// The children of group `name` that are present and valid (fetched in one remote request when not
+  /// local), or nothing if there is no such group. A group naming an invalid file is foreign: nothing.
+  [[nodiscard]] std::optional<cache_group> get_group(std::string_view name) const {
+    auto text = get(group_file_name(name));
+    if (!text) return std::nullopt;
+    auto children = parse_group(*text);
+    if (!children) return std::nullopt;
+    cache_group group;
+    std::vector<std::string> missing;
+    for (auto& child : *children) {
+      if (auto path = local_.get_file(child)) group.emplace(child, *path);
+      else missing.push_back(child);
+    }
+    if (!missing.empty() && remote_) {
+      for (auto& [child, content] : fetch(missing)) group.emplace(child, local_.put(content, child));
+    }
+    return group;
+  }
+
+  /// Records a group of children (by name; their content is stored by `put`). Same format as the
+  /// file cache's groups: `{"children": [names]}` in `__grp__<name>.json`.
+  std::filesystem::path put_group(std::string_view name, const cache_group& children) {
+    std::string json = "{\"children\": [";
+    bool first = true;
+    for (const auto& [child, path] : children) {
+      validate_remote_file_name(child);
+      if (!first) json += ", ";
+      first = false;
+      detail::json_quote(json, child);
+    }
+    json += "]}";
+    return put(json, group_file_name(name));
+  }
+
+  /// `get_file` run off the caller's thread (on the backend's pool); resumes on the caller's executor.
+  [[nodiscard]] auto async_get_file(std::string_view name) const
+    requires AsyncRemoteRunner<R>
+  {
+    return backend_->async_run([self = *this, name = std::string(name)] { return self.get_file(name); });
+  }
+  /// `get` run off the caller's thread.
+  [[nodiscard]] auto async_get(std::string_view name) const
+    requires AsyncRemoteRunner<R>
+  {
+    return backend_->async_run([self = *this, name = std::string(name)] { return self.get(name); });
+  }
+  /// `put` run off the caller's thread (the data is copied).
+  [[nodiscard]] auto async_put(std::string_view data, std::string_view name)
+    requires AsyncRemoteRunner<R>
+  {
+    return backend_->async_run([self = *this, data = std::string(data), name = std::string(name)]() mutable {
+      return self.put(data, name);
+    });
+  }
+  /// `get_group` run off the caller's thread.
+  [[nodiscard]] auto async_get_group(std::string_view name) const
+    requires AsyncRemoteRunner<R>
+  {
+    return backend_->async_run([self = *this, name = std::string(name)] { return self.get_group(name); });
+  }
+  /// `put_group` run off the caller's thread.
+  [[nodiscard]] auto async_put_group(std::string_view name, cache_group children)
+    requires AsyncRemoteRunner<R>
+  {
+    return backend_->async_run([self = *this, name = std::string(name), children = std::move(children)]() mutable {
+      return self.put_group(name, children);
+    });
+  }
+
+private:
+  static std::string group_file_name(std::string_view name) {
+    validate_remote_file_name(name);
+    return "__grp__" + std::string(name) + ".json";
+  }
+
+  /// Children listed by a group file, or nothing if it is corrupt or names an invalid file.
+  static std::optional<std::vector<std::string>> parse_group(const std::string& text) {
+    simdjson::dom::parser parser;
+    simdjson::dom::object root;
+    simdjson::dom::array list;
+    if (parser.parse(text).get(root) != simdjson::SUCCESS || root["children"].get_array().get(list) != simdjson::SUCCESS)
+      return std::nullopt;
+    std::vector<std::string> children;
+    for (auto child : list) {
+      std::string_view child_name;
+      if (child.get_string().get(child_name) != simdjson::SUCCESS) return std::nullopt;
+      try {
+        validate_remote_file_name(child_name);
+      } catch (const cache_error&) {
+        return std::nullopt;
+      }
+      children.emplace_back(child_name);
+    }
+    return children;
+  }
+
+  [[nodiscard]] bool writes_remote() const { return remote_ && !backend_->read_only(); }
+
+  /// Fetches `names` in one request and returns the verified contents; refused values are counted.
+  remote_values fetch(std::span<const std::string> names) const {
+    remote_values found = backend_->get(key_, names);
+    const std::string secret = backend_->secret();
+    remote_values accepted;
+    for (auto& [name, value] : found) {
+      auto opened = remote_entry::open(key_, name, value, secret);
+      if (!opened) {
+        if constexpr (RemoteRefusalCounter<R>) backend_->count_refused();
+        continue;
+      }
+      accepted.emplace(name, std::string(opened.content));
+    }
+    return accepted;
+  }
+
+  struct fetched_entry {
+    std::filesystem::path path; ///< where it now is in the local cache
+    std::string content;
+  };
+
+  /// Fetches one name; a verified hit is written to the local cache.
+  std::optional<fetched_entry> fetch_one(std::string_view name) const {
+    if (!remote_) return std::nullopt;
+    const std::string names[] = {std::string(name)};
+    auto found = fetch(names);
+    auto it = found.find(name);
+    if (it == found.end()) return std::nullopt;
+    auto path = local_.put(it->second, name);
+    return fetched_entry{std::move(path), std::move(it->second)};
+  }
+
+  std::string key_;
+  mutable Local local_; // lookups fill it with verified remote hits
+  R* backend_;
+  bool remote_ = true;
+};
+
+} // namespace cotune
