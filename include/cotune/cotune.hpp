@@ -23,3 +23,4 @@
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/tuning_key.hpp>
 #include <cotune/tune/tuning_result.hpp>
+#include <cotune/tune/tune_many.hpp>
