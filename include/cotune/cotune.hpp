@@ -19,6 +19,7 @@
 #include <cotune/knobs/knob.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/autotuner.hpp>
+#include <cotune/tune/coordination.hpp>
 #include <cotune/tune/engine.hpp>
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/tuning_key.hpp>

@@ -6,3 +6,4 @@
 #include <cotune/redis/redis_backend.hpp>
 #include <cotune/redis/redis_knobs.hpp>
 #include <cotune/redis/redis_lease.hpp>
+#include <cotune/redis/tuning_coordination.hpp>

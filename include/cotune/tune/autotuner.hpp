@@ -48,6 +48,7 @@
 #include <cotune/detail/hashing.hpp>
 #include <cotune/detail/read_mostly_map.hpp>
 #include <cotune/knobs/knobs.hpp>
+#include <cotune/tune/coordination.hpp>
 #include <cotune/tune/engine.hpp>
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/tuning_key.hpp>
@@ -600,14 +601,30 @@ private:
     const std::size_t launch_dev = opts_.device;
 
     std::optional<Cache> cache;
+    std::shared_ptr<void> lease; // held while this process tunes a key others may be waiting for
     if (cache_results()) {
       try {
-        cache.emplace(result_key(key_txt, pruned));
-        if (auto text = cache->get(result_file())) {
-          if (auto stored = tuning_result::from_json(*text); stored && matches(*stored, pruned)) {
-            emit(cache_hit{kernel_.name, key_txt, "file"});
-            co_return co_await finish_from_cache(key, std::move(*stored), pruned, start);
-          }
+        const std::string rkey = result_key(key_txt, pruned);
+        cache.emplace(rkey);
+        if (auto stored = co_await read_result(*cache, pruned)) {
+          emit(cache_hit{kernel_.name, key_txt, "result"});
+          co_return co_await finish_from_cache(key, std::move(*stored), pruned, start);
+        }
+        if constexpr (CoordinatingCache<Cache>) {
+          // One tuning per key across processes: take the key's lease or wait for its holder's result.
+          Cache* c = &*cache;
+          const std::string file = result_file();
+          std::function<bool()> ready = [c, file] {
+            auto text = c->get(file);
+            return text && tuning_result::from_json(*text).has_value();
+          };
+          tuning_coordination coord = co_await coordinate_tuning(*cache, rkey, ready);
+          if (coord.result_ready)
+            if (auto stored = co_await read_result(*cache, pruned)) {
+              emit(cache_hit{kernel_.name, key_txt, "result (tuned by another process)"});
+              co_return co_await finish_from_cache(key, std::move(*stored), pruned, start);
+            }
+          lease = std::move(coord.guard);
         }
       } catch (const cache_error& e) {
         fmt::print(stderr, "cotune: warning: the tuning-result cache is unusable ({}); tuning without it\n", e.what());
@@ -726,14 +743,29 @@ private:
     result.wall_ms = std::chrono::duration<double, std::milli>(clock::now() - start).count();
     if (cache) {
       try {
-        cache->put(result.json(), result_file());
+        const std::string json = result.json(), file = result_file();
+        if constexpr (requires { cache->async_put(json, file); }) co_await cache->async_put(json, file);
+        else cache->put(json, file);
       } catch (const std::exception& e) {
         fmt::print(stderr, "cotune: warning: could not store the tuning result of '{}': {}\n", kernel_.name, e.what());
       }
     }
+    lease.reset(); // the result is stored: waiters elsewhere can read it
     ++measured_;
     std::optional<function_type> fn = std::move(state->loaded[result.winner]);
     co_return co_await publish(key, std::move(result), std::move(fn));
+  }
+
+  /// A stored result for exactly these candidates, or nothing. Remote reads run off the engine's threads.
+  boost::asio::awaitable<std::optional<tuning_result>> read_result(Cache& cache, const std::vector<config>& pruned) const {
+    const std::string file = result_file();
+    std::optional<std::string> text;
+    if constexpr (requires { cache.async_get(file); }) text = co_await cache.async_get(file);
+    else text = cache.get(file);
+    if (!text) co_return std::nullopt;
+    auto stored = tuning_result::from_json(*text);
+    if (!stored || !matches(*stored, pruned)) co_return std::nullopt;
+    co_return stored;
   }
 
   /// The stored result is for exactly these candidates, in this order.

@@ -1,0 +1,31 @@
+#pragma once
+/// \file One tuning per key across processes and machines: the autotuner's coordination hook
+/// (tune/coordination.hpp) for the Redis remote cache, over a lease in Redis.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cotune/cache/remote_cache.hpp>
+#include <cotune/redis/redis_backend.hpp>
+#include <cotune/redis/redis_lease.hpp>
+#include <cotune/tune/coordination.hpp>
+
+namespace cotune::redis {
+
+/// Takes the key's lease, or waits (bounded by COTUNE_REDIS_LEASE_WAIT_MS) for the holder's result;
+/// takes over if the holder dies and its lease expires. With Redis unavailable, the caller tunes alone.
+template <class Local>
+boost::asio::awaitable<tuning_coordination> coordinate_tuning(basic_remote_cache<redis_backend, Local>& cache,
+                                                              std::string hex_key, std::function<bool()> result_ready) {
+  lease_result r = co_await async_acquire_or_wait(cache.backend(), std::move(hex_key), std::move(result_ready));
+  tuning_coordination out;
+  out.result_ready = r.status == lease_status::ready;
+  if (r.lease) out.guard = std::make_shared<redis_lease>(std::move(*r.lease));
+  co_return out;
+}
+
+} // namespace cotune::redis
