@@ -2,17 +2,20 @@
 JOBS ?= $(shell nproc)
 BUILD ?= build/dev
 
-.PHONY: demo test deps build clean
+.PHONY: demo test deps configure build clean
 
 deps:
 	@scripts/install-deps
 
-build: deps
+configure: deps
 	cmake --preset dev
+
+build: configure
 	cmake --build --preset dev -j $(JOBS)
 
-demo: build
-	$(BUILD)/examples/02_tune_cpu_matmul
+demo: configure
+	cmake --build $(BUILD) -j $(JOBS) --target cotune_examples
+	scripts/demo $(BUILD)
 
 test: build
 	ctest --preset dev -j $(JOBS)
