@@ -153,3 +153,17 @@ TEST_CASE("flushing between runs does not change the number of calls", "[bench][
   CHECK(r.size() == 7);
   CHECK(calls == 1 + 5 + 1 + 7);
 }
+
+TEST_CASE("a run longer than COTUNE_BENCH_TIMEOUT_MS is a timeout and is not repeated", "[bench][host_benchmarker]") {
+  auto limit = cotune::knobs().bench.timeout_ms.scoped(20);
+  host_benchmarker b;
+  int calls = 0;
+  CHECK_THROWS_AS(b.bench(
+                      [&] {
+                        ++calls;
+                        std::this_thread::sleep_for(std::chrono::milliseconds(60));
+                      },
+                      budgets(0, 1000)),
+                  cotune::timeout_error);
+  CHECK(calls == 1);
+}

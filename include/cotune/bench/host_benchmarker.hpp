@@ -10,6 +10,10 @@
 
 #include <cotune/bench/benchmarker.hpp>
 #include <cotune/bench/summary.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/knobs/knobs.hpp>
+
+#include <fmt/format.h>
 
 namespace cotune {
 
@@ -35,7 +39,14 @@ public:
       return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
     };
     check_quantiles(opts.quantiles);
+    const auto first = clock::now();
     fn();
+    // A candidate whose single run exceeds the deadline is not measured further: its repetitions
+    // would take far longer still. (An in-process CPU kernel cannot be preempted, only not rerun.)
+    if (const auto limit = knobs().bench.timeout_ms.get(); limit > 0 && ms_since(first) > static_cast<double>(limit))
+      throw timeout_error(fmt::format("host benchmarker: one run took {:.0f} ms, more than COTUNE_BENCH_TIMEOUT_MS={} ms; "
+                                      "the candidate is not measured further (raise the knob to measure it)",
+                                      ms_since(first), limit));
     if (options_.flush_bytes) flush_.resize(options_.flush_bytes);
 
     auto t0 = clock::now();
