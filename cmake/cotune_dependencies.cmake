@@ -1,34 +1,116 @@
-# Finds cotune's dependencies once and gives each an imported target.
+# Finds cotune's dependencies and gives each an imported target. Used in two ways:
+#  - by cotune's CMakeLists.txt (build mode: top level, add_subdirectory, FetchContent): a missing
+#    required dependency stops the configure with what to install;
+#  - by the installed cotune-config.cmake, which sets COTUNE_PACKAGE_MODE (package mode): a missing
+#    dependency makes find_package(cotune) report "not found" with the reason, as find_dependency does,
+#    and only the optional modules cotune was installed with are looked for.
 # Debian 12: Boost 1.81 from libboost1.81-dev (the unversioned 1.74 package conflicts with it);
-# Crypto++ ships only pkg-config and hiredis 0.14 no imported target, so both are wrapped here.
-include_guard(GLOBAL)
+# Crypto++ ships only pkg-config and hiredis 0.14 no imported target, so both are wrapped below.
+# Every target is created once (guarded), so including this file again is harmless.
 include(CMakeFindDependencyMacro)
 
-find_package(Threads REQUIRED)
-find_package(Boost 1.81 CONFIG REQUIRED)
-find_package(fmt CONFIG REQUIRED)
-find_package(simdjson CONFIG REQUIRED)
-
-if(NOT TARGET cotune_deps::cryptopp)
-  find_package(PkgConfig REQUIRED)
-  pkg_check_modules(COTUNE_CRYPTOPP REQUIRED IMPORTED_TARGET GLOBAL libcrypto++)
-  add_library(cotune_deps::cryptopp ALIAS PkgConfig::COTUNE_CRYPTOPP)
+# Optional modules in build mode: AUTO builds a module when its dependency is found, ON requires the
+# dependency, OFF leaves the module out. Package managers pass ON or OFF (their feature/option), so
+# that what gets built does not depend on what happens to be installed on the build machine.
+if(NOT COTUNE_PACKAGE_MODE)
+  set(COTUNE_WITH_REDIS AUTO CACHE STRING "Build cotune::redis (needs hiredis): AUTO, ON or OFF")
+  set(COTUNE_WITH_CUDA AUTO CACHE STRING "Build cotune::cuda (needs the CUDA toolkit headers): AUTO, ON or OFF")
+  set_property(CACHE COTUNE_WITH_REDIS PROPERTY STRINGS AUTO ON OFF)
+  set_property(CACHE COTUNE_WITH_CUDA PROPERTY STRINGS AUTO ON OFF)
+  # Normalised to AUTO, ON or OFF (any CMake truth value is accepted).
+  foreach(module IN ITEMS redis cuda)
+    string(TOUPPER "${module}" cotune_module)
+    string(TOUPPER "${COTUNE_WITH_${cotune_module}}" cotune_want_${module})
+    if(NOT cotune_want_${module} STREQUAL "AUTO")
+      if(cotune_want_${module})
+        set(cotune_want_${module} ON)
+      else()
+        set(cotune_want_${module} OFF)
+      endif()
+    endif()
+  endforeach()
+  unset(cotune_module)
+else()
+  # What the installed package holds (set by cotune-config.cmake): look only for those modules, and
+  # never fail the whole package over one; cotune-config.cmake reports them as components.
+  set(cotune_want_redis AUTO)
+  set(cotune_want_cuda AUTO)
+  if(NOT COTUNE_PACKAGE_HAS_REDIS)
+    set(cotune_want_redis OFF)
+  endif()
+  if(NOT COTUNE_PACKAGE_HAS_CUDA)
+    set(cotune_want_cuda OFF)
+  endif()
 endif()
 
-if(NOT TARGET cotune_deps::hiredis)
-  find_path(COTUNE_HIREDIS_INCLUDE_DIR hiredis/hiredis.h)
-  find_library(COTUNE_HIREDIS_LIBRARY NAMES hiredis)
-  if(COTUNE_HIREDIS_INCLUDE_DIR AND COTUNE_HIREDIS_LIBRARY)
-    add_library(cotune_deps::hiredis UNKNOWN IMPORTED GLOBAL)
-    set_target_properties(cotune_deps::hiredis PROPERTIES
-      IMPORTED_LOCATION "${COTUNE_HIREDIS_LIBRARY}"
-      INTERFACE_INCLUDE_DIRECTORIES "${COTUNE_HIREDIS_INCLUDE_DIR}")
+# A required dependency: find_dependency in package mode (it returns from this file with cotune_FOUND
+# set to FALSE and the reason in cotune_NOT_FOUND_MESSAGE), a hard requirement in build mode.
+macro(cotune_require_dependency)
+  if(COTUNE_PACKAGE_MODE)
+    find_dependency(${ARGN})
+  else()
+    find_package(${ARGN} REQUIRED)
+  endif()
+endmacro()
+
+cotune_require_dependency(Threads)
+cotune_require_dependency(Boost 1.81 CONFIG)
+cotune_require_dependency(fmt CONFIG)
+cotune_require_dependency(simdjson CONFIG)
+
+# Crypto++ and hiredis each become one cotune_deps:: target (an imported target of its own, not an
+# alias, so that the installed package names it and each consumer binds it to what it finds).
+# Package managers' CMake configs come first (vcpkg and Conan both give cryptopp::cryptopp and
+# hiredis::hiredis), then what Debian ships: pkg-config for Crypto++, a bare header and library for
+# hiredis 0.14.
+if(NOT TARGET cotune_deps::cryptopp)
+  find_package(cryptopp CONFIG QUIET)
+  if(TARGET cryptopp::cryptopp)
+    add_library(cotune_deps::cryptopp INTERFACE IMPORTED GLOBAL)
+    target_link_libraries(cotune_deps::cryptopp INTERFACE cryptopp::cryptopp)
+  else()
+    cotune_require_dependency(PkgConfig)
+    pkg_check_modules(COTUNE_CRYPTOPP QUIET IMPORTED_TARGET GLOBAL libcrypto++)
+    if(NOT COTUNE_CRYPTOPP_FOUND)
+      set(cotune_missing "Crypto++ was not found (neither a cryptopp CMake package nor the pkg-config module "
+                         "libcrypto++): install libcrypto++-dev (Debian/Ubuntu) or add its prefix to "
+                         "CMAKE_PREFIX_PATH / PKG_CONFIG_PATH")
+      if(COTUNE_PACKAGE_MODE)
+        string(CONCAT cotune_NOT_FOUND_MESSAGE ${cotune_missing})
+        set(cotune_FOUND FALSE)
+        return()
+      endif()
+      message(FATAL_ERROR ${cotune_missing})
+    endif()
+    add_library(cotune_deps::cryptopp INTERFACE IMPORTED GLOBAL)
+    target_link_libraries(cotune_deps::cryptopp INTERFACE PkgConfig::COTUNE_CRYPTOPP)
+  endif()
+endif()
+
+if(NOT TARGET cotune_deps::hiredis AND NOT cotune_want_redis STREQUAL "OFF")
+  find_package(hiredis CONFIG QUIET)
+  if(TARGET hiredis::hiredis)
+    add_library(cotune_deps::hiredis INTERFACE IMPORTED GLOBAL)
+    target_link_libraries(cotune_deps::hiredis INTERFACE hiredis::hiredis)
+  else()
+    find_path(COTUNE_HIREDIS_INCLUDE_DIR hiredis/hiredis.h)
+    find_library(COTUNE_HIREDIS_LIBRARY NAMES hiredis)
+    if(COTUNE_HIREDIS_INCLUDE_DIR AND COTUNE_HIREDIS_LIBRARY)
+      add_library(cotune_deps::hiredis UNKNOWN IMPORTED GLOBAL)
+      set_target_properties(cotune_deps::hiredis PROPERTIES
+        IMPORTED_LOCATION "${COTUNE_HIREDIS_LIBRARY}"
+        INTERFACE_INCLUDE_DIRECTORIES "${COTUNE_HIREDIS_INCLUDE_DIR}")
+    elseif(NOT cotune_want_redis STREQUAL "AUTO")
+      message(FATAL_ERROR "COTUNE_WITH_REDIS=${COTUNE_WITH_REDIS} but hiredis was not found: install "
+                          "libhiredis-dev, set COTUNE_HIREDIS_INCLUDE_DIR and COTUNE_HIREDIS_LIBRARY, or pass "
+                          "-DCOTUNE_WITH_REDIS=OFF")
+    endif()
   endif()
 endif()
 
 # CUDA: only the headers (cuda.h, nvrtc.h); libcuda and libnvrtc are dlopen'ed at run time, so a
 # program built with cotune starts on a machine without a GPU.
-if(NOT TARGET cotune_deps::cuda_headers)
+if(NOT TARGET cotune_deps::cuda_headers AND NOT cotune_want_cuda STREQUAL "OFF")
   find_path(COTUNE_CUDA_INCLUDE_DIR NAMES cuda.h nvrtc.h
             HINTS ENV CUDA_HOME ENV CUDA_PATH PATHS /usr/local/cuda/include /usr/local/cuda/targets/x86_64-linux/include
             PATH_SUFFIXES include)
@@ -36,5 +118,12 @@ if(NOT TARGET cotune_deps::cuda_headers)
     add_library(cotune_deps::cuda_headers INTERFACE IMPORTED GLOBAL)
     set_target_properties(cotune_deps::cuda_headers PROPERTIES
       INTERFACE_INCLUDE_DIRECTORIES "${COTUNE_CUDA_INCLUDE_DIR}")
+  elseif(NOT cotune_want_cuda STREQUAL "AUTO")
+    message(FATAL_ERROR "COTUNE_WITH_CUDA=${COTUNE_WITH_CUDA} but the CUDA headers (cuda.h and nvrtc.h) were "
+                        "not found: set CUDA_HOME or COTUNE_CUDA_INCLUDE_DIR, or pass -DCOTUNE_WITH_CUDA=OFF")
   endif()
 endif()
+
+unset(cotune_want_redis)
+unset(cotune_want_cuda)
+unset(cotune_missing)

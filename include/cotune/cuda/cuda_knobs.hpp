@@ -44,4 +44,10 @@ struct cuda_knobs_group {
   return k;
 }
 
+namespace detail {
+/// Registers the CUDA knobs during static initialisation, so that the invalidating ones enter every
+/// key computed in a program that includes this module, even before any CUDA call.
+inline cuda_knobs_group& cuda_knobs_registered = cuda_knobs();
+} // namespace detail
+
 } // namespace cotune::cuda

@@ -1,0 +1,128 @@
+"""Conan 2 recipe for cotune, a header-only C++20 autotuner.
+
+Lives in conan/ beside the sources: `conan create conan/` packages the working tree. Options:
+  with_redis  the remote cache over hiredis (component cotune::redis, defines COTUNE_HAS_REDIS)
+  with_cuda   the NVRTC + driver API backend (component cotune::cuda, defines COTUNE_HAS_CUDA). It
+              needs only the CUDA toolkit's headers (libcuda and libnvrtc are opened at run time);
+              ConanCenter has no CUDA toolkit package, so the headers come from the one installed
+              here: conf `user.cotune:cuda_root`, else $CUDA_PATH, $CUDA_HOME, /usr/local/cuda.
+"""
+import os
+import re
+
+from conan import ConanFile
+from conan.errors import ConanInvalidConfiguration
+from conan.tools.build import check_min_cppstd
+from conan.tools.files import copy, load
+from conan.tools.layout import basic_layout
+
+required_conan_version = ">=2.0"
+
+
+class CotuneConan(ConanFile):
+    name = "cotune"
+    description = "Header-only C++20 autotuner for GPU and CPU kernels (Triton's runtime rebuilt for C++)"
+    # The project has no LICENSE file yet: set the SPDX identifier here when it picks one.
+    license = "LicenseRef-cotune"
+    topics = ("autotuning", "gpu", "cuda", "jit", "benchmarking", "header-only")
+    package_type = "header-library"
+    settings = "os", "arch", "compiler", "build_type"
+    options = {
+        "with_redis": [True, False],
+        "with_cuda": [True, False],
+    }
+    default_options = {
+        "with_redis": False,
+        "with_cuda": False,
+    }
+    # The same headers whatever the settings and options: one package id (options only change which
+    # components package_info declares and which dependencies are pulled in).
+    implements = ["auto_header_only"]
+    no_copy_source = True
+
+    @property
+    def _source_root(self):
+        return os.path.join(self.recipe_folder, "..")
+
+    def set_version(self):
+        # The version lives in one place: project(cotune VERSION x.y.z) in CMakeLists.txt.
+        if self.version:
+            return
+        text = load(self, os.path.join(self._source_root, "CMakeLists.txt"))
+        match = re.search(r"project\(\s*cotune\s+VERSION\s+([0-9][0-9.]*)", text)
+        if not match:
+            raise ConanInvalidConfiguration("cannot find project(cotune VERSION ...) in CMakeLists.txt")
+        self.version = match.group(1)
+
+    def export_sources(self):
+        copy(self, "include/*", src=self._source_root, dst=self.export_sources_folder)
+        copy(self, "LICENSE*", src=self._source_root, dst=self.export_sources_folder)
+
+    def layout(self):
+        basic_layout(self, src_folder=".")
+
+    def requirements(self):
+        # transitive_headers: cotune's public headers include theirs.
+        self.requires("boost/1.81.0", transitive_headers=True)  # Asio (header-only use)
+        self.requires("fmt/[>=9.1 <12]", transitive_headers=True)
+        self.requires("simdjson/[>=3.0 <4]", transitive_headers=True)
+        self.requires("cryptopp/[>=8.7 <9]", transitive_headers=True)
+        if self.options.with_redis:
+            # cotune is developed against Debian 12's hiredis 0.14; it uses only the synchronous
+            # API, which 1.x keeps.
+            self.requires("hiredis/[>=1.0 <2]", transitive_headers=True)
+
+    def validate(self):
+        check_min_cppstd(self, 20)
+        if self.settings.os not in ("Linux", "FreeBSD", "Macos"):
+            raise ConanInvalidConfiguration(f"{self.ref} needs a POSIX system (fork/exec, dlopen); "
+                                            f"{self.settings.os} is not supported")
+        if self.options.with_cuda and self.settings.os != "Linux":
+            raise ConanInvalidConfiguration(f"{self.ref}: with_cuda is supported on Linux only")
+
+
+    def package(self):
+        copy(self, "LICENSE*", src=self.source_folder, dst=os.path.join(self.package_folder, "licenses"))
+        copy(self, "*.hpp", src=os.path.join(self.source_folder, "include"),
+             dst=os.path.join(self.package_folder, "include"))
+
+    def _cuda_include_dir(self):
+        root = (self.conf.get("user.cotune:cuda_root") or os.environ.get("CUDA_PATH")
+                or os.environ.get("CUDA_HOME") or "/usr/local/cuda")
+        return os.path.join(root, "include")
+
+    def package_info(self):
+        # find_package(cotune) and the same target names as cotune's own CMake package config.
+        self.cpp_info.set_property("cmake_file_name", "cotune")
+        # The root target aggregates the components; cotune::cotune is the core component's name.
+        self.cpp_info.set_property("cmake_target_name", "cotune::cotune_all")
+        self.cpp_info.bindirs = []
+        self.cpp_info.libdirs = []
+
+        core = self.cpp_info.components["core"]
+        core.set_property("cmake_target_name", "cotune::cotune")
+        core.set_property("pkg_config_name", "cotune")
+        core.bindirs = []
+        core.libdirs = []
+        core.requires = ["boost::headers", "fmt::fmt", "simdjson::simdjson", "cryptopp::cryptopp"]
+        core.defines = [f'COTUNE_VERSION_STRING="{self.version}"', "BOOST_ASIO_NO_DEPRECATED"]
+        if self.settings.os in ("Linux", "FreeBSD"):
+            core.system_libs = ["pthread", "dl"]
+
+        if self.options.with_cuda:
+            cuda = self.cpp_info.components["cuda"]
+            cuda.set_property("cmake_target_name", "cotune::cuda")
+            cuda.bindirs = []
+            cuda.libdirs = []
+            cuda.requires = ["core"]
+            cuda.defines = ["COTUNE_HAS_CUDA=1"]
+            # cuda.h and nvrtc.h only: an absolute include directory outside the package.
+            cuda.includedirs = ["include", self._cuda_include_dir()]
+
+        if self.options.with_redis:
+            redis = self.cpp_info.components["redis"]
+            redis.set_property("cmake_target_name", "cotune::redis")
+            redis.bindirs = []
+            redis.libdirs = []
+            redis.requires = ["core", "hiredis::hiredis"]
+            redis.defines = ["COTUNE_HAS_REDIS=1"]
