@@ -1,7 +1,9 @@
 #pragma once
-/// \file The CUDA module's umbrella header: NVRTC + driver API backend, device buffers, benchmarker.
+/// \file The CUDA module's umbrella header: NVRTC + driver API backend, device buffers, benchmarker,
+/// and the autotuner's CUDA defaults.
 /// Link `cotune::cuda` (it defines COTUNE_HAS_CUDA); libcuda and libnvrtc are opened at run time.
 
+#include <cotune/cuda/autotune.hpp>
 #include <cotune/cuda/availability.hpp>
 #include <cotune/cuda/cuda_backend.hpp>
 #include <cotune/cuda/cuda_benchmarker.hpp>

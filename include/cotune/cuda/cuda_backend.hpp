@@ -121,10 +121,17 @@ struct loaded_module {
 
 /// Compiles with NVRTC, caches cubins in `Cache`, loads and launches with the driver API.
 /// Satisfies `cotune::Backend`; `launch` takes any arguments, device spans passing their address.
+class cuda_benchmarker; // cuda_benchmarker.hpp
+
 template <CacheManager Cache = file_cache>
 class basic_cuda_backend {
 public:
   using device = cuda::device;
+  /// What an autotuner over this backend measures with unless told otherwise (include
+  /// cotune/cuda/cuda_benchmarker.hpp, or cotune/cuda/cuda.hpp, to use it).
+  using default_benchmarker_type = cuda_benchmarker;
+  /// Candidates may be split between devices only when they are the same model.
+  [[nodiscard]] static bool interchangeable(const device& a, const device& b) { return cuda::interchangeable(a, b); }
 
   /// A compiled kernel: the cubin (or PTX, for a virtual `-arch=compute_XY`) and its symbol.
   struct binary {

@@ -99,17 +99,16 @@ public:
     return context_ ? device_span(*context_, ptr_ + offset * sizeof(T), count) : device_span();
   }
 
-  /// Sets every byte to 0 (queued on the device's stream).
-  void zero() const
-    requires(!std::is_const_v<T>)
-  {
-    if (context_) detail::memset_zero(*context_, ptr_, size_bytes());
+  /// Sets every byte to 0 (queued on the device's stream). A span of const elements is still a
+  /// Buffer (its element type and extent enter tuning keys) but refuses to be zeroed.
+  void zero() const {
+    if constexpr (std::is_const_v<T>) throw error("cotune::cuda::device_span: cannot zero a span of const elements");
+    else if (context_) detail::memset_zero(*context_, ptr_, size_bytes());
   }
   /// A device-side copy of the contents (queued on the device's stream).
   [[nodiscard]] snapshot_type snapshot() const;
   /// Puts back what `snapshot()` copied (queued on the device's stream).
-  void restore(const snapshot_type& s) const
-    requires(!std::is_const_v<T>);
+  void restore(const snapshot_type& s) const;
 
   /// Copies `host` into the span (sizes must match) and waits for the copy.
   void copy_from(std::span<const value_type> host) const
@@ -230,15 +229,15 @@ typename device_span<T>::snapshot_type device_span<T>::snapshot() const {
 }
 
 template <class T>
-void device_span<T>::restore(const snapshot_type& s) const
-  requires(!std::is_const_v<T>)
-{
+void device_span<T>::restore(const snapshot_type& s) const {
+  if constexpr (std::is_const_v<T>) throw error("cotune::cuda::device_span: cannot restore a span of const elements");
   if (s.size() != size_)
     throw error(fmt::format("device_span::restore: the snapshot holds {} elements, the span {}", s.size(), size_));
   if (context_) detail::copy_device(*context_, ptr_, s.data(), size_bytes());
 }
 
 static_assert(Buffer<device_span<float>>);
+static_assert(Buffer<device_span<const float>>);
 static_assert(Buffer<device_buffer<float>>);
 
 } // namespace cotune::cuda

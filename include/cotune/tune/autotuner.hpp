@@ -56,10 +56,17 @@
 
 namespace cotune {
 
-/// The benchmarker a backend is measured with unless the tuner names another. Backends specialise it.
+/// The benchmarker a backend is measured with unless the tuner names another: the backend's
+/// `default_benchmarker_type` if it declares one (so that the choice cannot depend on include order),
+/// else the host clock.
 template <class B>
 struct default_benchmarker {
   using type = host_benchmarker;
+};
+template <class B>
+  requires requires { typename B::default_benchmarker_type; }
+struct default_benchmarker<B> {
+  using type = typename B::default_benchmarker_type;
 };
 template <class B>
 using default_benchmarker_t = typename default_benchmarker<B>::type;
@@ -356,7 +363,9 @@ private:
     std::tuple<Args&...> t(args...);
     detail::for_each_indexed(t, [&](auto& a, std::size_t i) {
       if constexpr (Buffer<detail::bare<decltype(a)>>)
-        if (is_restore_[i]) saved[i] = a.snapshot();
+        // Held through a shared_ptr: std::any needs a copyable value, and device snapshots are move-only.
+        if (is_restore_[i])
+          saved[i] = std::make_shared<const typename detail::bare<decltype(a)>::snapshot_type>(a.snapshot());
     });
   }
   void builtin_post(std::vector<std::any>& saved, Args&... args) const {
@@ -365,7 +374,7 @@ private:
       using A = detail::bare<decltype(a)>;
       if constexpr (Buffer<A>)
         if (is_restore_[i] && saved[i].has_value()) {
-          a.restore(std::any_cast<const typename A::snapshot_type&>(saved[i]));
+          a.restore(*std::any_cast<const std::shared_ptr<const typename A::snapshot_type>&>(saved[i]));
           saved[i].reset();
         }
     });
@@ -634,19 +643,18 @@ private:
 
     auto state = std::make_shared<job>(n);
     for (auto& c : pruned) state->results.push_back(candidate_result{c});
-    emit(tuning_started{kernel_.name, key_txt, n, 1});
 
     // Devices measuring this job: the launch device, plus identical ones when arguments can be made for them.
     std::vector<std::size_t> devs{launch_dev};
     std::vector<std::optional<std::tuple<Args...>>> dev_args(devices_.size());
     if (opts_.args_for_device && n > 1) {
-      const auto fp = backend_.fingerprint(devices_[launch_dev]);
       for (std::size_t d = 0; d < devices_.size(); ++d)
-        if (d != launch_dev && backend_.fingerprint(devices_[d]) == fp) {
+        if (d != launch_dev && interchangeable(devices_[launch_dev], devices_[d])) {
           dev_args[d].emplace(opts_.args_for_device(d, args...));
           devs.push_back(d);
         }
     }
+    emit(tuning_started{kernel_.name, key_txt, n, devs.size()});
 
     // Compile every candidate on the pool; each reports to the job's channel when done.
     for (std::size_t i = 0; i < n; ++i) {
@@ -766,6 +774,13 @@ private:
     auto stored = tuning_result::from_json(*text);
     if (!stored || !matches(*stored, pruned)) co_return std::nullopt;
     co_return stored;
+  }
+
+  /// Devices whose timings are comparable (same model, not only the same architecture): the
+  /// backend's `interchangeable` if it has one, else equal fingerprints.
+  bool interchangeable(const device_type& a, const device_type& b) const {
+    if constexpr (requires { backend_.interchangeable(a, b); }) return backend_.interchangeable(a, b);
+    else return backend_.fingerprint(a) == backend_.fingerprint(b);
   }
 
   /// The stored result is for exactly these candidates, in this order.

@@ -1,0 +1,482 @@
+// Tests of cotune/cuda/autotune.hpp: `cotune::autotuner` over the CUDA backend. The defaults, the
+// grid helpers and the compilation of the examples' kernels run everywhere (NVRTC needs no GPU);
+// tuning, failures, the warm start and several GPUs are [gpu] tests that skip without a device.
+// The hidden case "warm start child" is the second process of the warm-start test.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <cotune/cotune.hpp>
+#include <cotune/cuda/cuda.hpp>
+#include <cotune/detail/process.hpp>
+
+// The examples' kernels, configs and tuner options, without their main().
+#define COTUNE_EXAMPLE_NO_MAIN
+#include "../../examples/03_tune_cuda_vector.cpp"
+#include "../../examples/04_tune_cuda_gemm.cpp"
+
+#include "../support/temp_dir.hpp"
+
+using cotune::config;
+using cotune::kernel_source;
+using cotune::launch_options;
+
+namespace {
+
+std::string skip_reason() { return "skipped: no CUDA device here (" + cuda::availability().message + ")"; }
+
+/// A hand-made description of an H100/H200-class device: enough to compile for sm_90 without a GPU.
+cuda::device sm90() { return cuda::device{.ordinal = 0, .cc = {9, 0}, .name = "hand-made sm_90"}; }
+
+/// Small budgets: the tests check choices and outputs, never timings.
+cotune::bench_options quick_bench() { return {.warmup_ms = 2.0, .rep_ms = 10.0}; }
+
+/// x, y with small integers (exact sums) and the expected x + y.
+struct vector_data {
+  std::vector<float> x, y, expected;
+  explicit vector_data(int n) : x(std::size_t(n)), y(std::size_t(n)), expected(std::size_t(n)) {
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      x[i] = static_cast<float>(i % 1000);
+      y[i] = static_cast<float>(2 * (i % 13));
+      expected[i] = x[i] + y[i];
+    }
+  }
+};
+
+/// The vector kernel without __launch_bounds__ (which the compiler refuses above 1024 threads), so
+/// that a 2048-thread candidate compiles and is caught by the resource check at load; a BROKEN
+/// candidate does not compile.
+const char* plain_vector_add_code = R"(
+#if BROKEN
+this line is not C++;
+#endif
+extern "C" __global__ void plain_vector_add(const float* x, const float* y, float* out, int n) {
+  const long long base = (long long)blockIdx.x * BLOCK;
+  for (int k = threadIdx.x; k < BLOCK; k += blockDim.x) {
+    const long long i = base + k;
+    if (i < n) out[i] = x[i] + y[i];
+  }
+}
+)";
+
+kernel_source plain_vector_add(const std::string& name) {
+  std::string code = plain_vector_add_code;
+  code.replace(code.find("plain_vector_add("), 16, name);
+  return {.name = name, .code = code, .entry = name};
+}
+
+config vector_config(int block, launch_options launch, int broken = 0) {
+  return config({{"BLOCK", block}, {"BROKEN", broken}}, launch);
+}
+
+// Each thread runs COST x iters dependent multiply-adds: candidates differ in speed by their COST
+// ratio (4x between neighbours below), so any two devices agree on the winner. The result does not
+// depend on COST, so every candidate's output can be checked.
+const kernel_source busy{.name = "busy",
+                         .code = R"(
+extern "C" __global__ void busy(float* out, int n, int iters) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float x = (float)(i & 1023) * 1e-4f;
+  for (int k = 0; k < COST * iters; ++k) x = x * 0.999f + 0.001f;
+  if (i < n) out[i] = (float)i + (x > 1e30f ? 1.0f : 0.0f);
+}
+)",
+                         .entry = "busy"};
+
+/// The COST order of the candidates; the fastest (COST 1) is third.
+std::vector<config> busy_configs() {
+  std::vector<config> out;
+  for (int cost : {16, 64, 1, 256, 4}) out.emplace_back(config({{"COST", cost}}, launch_options{.num_warps = 8}));
+  return out;
+}
+
+using busy_tuner = cotune::autotuner<void(cuda::device_span<float>, int, int), cuda::cuda_backend>;
+
+busy_tuner::options busy_options() {
+  return {.arg_names = {"out", "n", "iters"},
+          .key = {"n"},
+          .grid = [](const config& c, const cuda::device_span<float>&, const int& n,
+                     const int&) { return cotune::launch_grid{.x = cuda::cdiv(n, c.launch().threads())}; },
+          .cache_results = false,
+          .bench = quick_bench()};
+}
+
+// About 50 us per run for COST 1 on an H200 (2.5e4 dependent FMAs at ~2 ns each).
+constexpr int busy_iters = 25000;
+
+bool is_iota(const std::vector<float>& v) {
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (v[i] != static_cast<float>(i)) return false;
+  return true;
+}
+
+std::string self_path() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
+
+} // namespace
+
+TEST_CASE("CUDA tuners measure with the CUDA benchmarker by default", "[cuda][autotune]") {
+  static_assert(std::is_same_v<cotune::default_benchmarker_t<cuda::cuda_backend>, cuda::cuda_benchmarker>);
+  static_assert(std::is_same_v<cotune::default_benchmarker_t<cuda::basic_cuda_backend<cotune::file_cache>>,
+                               cuda::cuda_benchmarker>);
+  static_assert(std::is_same_v<cotune::default_benchmarker_t<cotune::host_backend>, cotune::host_benchmarker>);
+  static_assert(std::is_same_v<example04::gemm_tuner,
+                               cotune::autotuner<example04::gemm_signature, cuda::cuda_backend, cuda::cuda_benchmarker>>);
+  SUCCEED();
+}
+
+TEST_CASE("grid helpers divide sizes into blocks of a config's parameters", "[cuda][autotune]") {
+  static_assert(cuda::cdiv(10, 4) == 3 && cuda::cdiv(8, 4) == 2 && cuda::cdiv(0, 4) == 0 && cuda::cdiv(1, 1024) == 1);
+  CHECK(cuda::cdiv(10, 4) == 3);
+  CHECK(cuda::cdiv(-5, 4) == 0);
+  CHECK_THROWS_AS(cuda::cdiv(10, 0), cotune::error);
+  CHECK_THROWS_AS(cuda::cdiv(std::int64_t{1} << 40, 1), cotune::error);
+
+  const config c({{"BLOCK", 256}, {"BLOCK_M", 128}, {"BLOCK_N", 64}, {"MODE", "fast"}});
+  CHECK(cuda::grid_1d(c, 1000) == cotune::launch_grid{.x = 4});
+  CHECK(cuda::grid_2d(c, 1000, 1000, "BLOCK_M", "BLOCK_N", 4096) ==
+        cotune::launch_grid{.x = 16, .y = 8, .shared_bytes = 4096});
+  CHECK_THROWS_WITH(cuda::grid_1d(c, 10, "MODE"), Catch::Contains("'MODE'") && Catch::Contains("integer"));
+  CHECK_THROWS_AS(cuda::grid_1d(c, 10, "NO_SUCH"), cotune::error);
+}
+
+TEST_CASE("the GEMM example prunes to tiles that divide the problem and sizes its shared memory",
+          "[cuda][autotune]") {
+  const auto configs = example04::gemm_configs();
+  REQUIRE(configs.size() == 16);
+  const auto opts = example04::gemm_options();
+  const example04::A_span a;
+  const example04::C_span c;
+  CHECK(opts.early_config_prune(configs, a, a, c, 1024, 1024, 1024).size() == 16);
+  // 192 = 64 x 3: only 64-row (and 64-column) tiles divide it.
+  CHECK(opts.early_config_prune(configs, a, a, c, 192, 1024, 1024).size() == 8);
+  CHECK(opts.early_config_prune(configs, a, a, c, 192, 192, 1024).size() == 4);
+  for (const auto& cfg : configs) {
+    INFO(cfg.text());
+    // Within an sm_90 block's opt-in limit (227 KB), so that no candidate is refused on an H200.
+    CHECK(example04::gemm_shared_bytes(cfg) <= 227u * 1024u);
+  }
+  const auto g = opts.grid(configs.back(), a, a, c, 1024, 2048, 512);
+  CHECK(g.x == 2048 / 128);
+  CHECK(g.y == 1024 / 128);
+  CHECK(g.shared_bytes == example04::gemm_shared_bytes(configs.back()));
+}
+
+TEST_CASE("every candidate of the examples' kernels compiles for sm_90 without a GPU", "[cuda][autotune]") {
+  cotune_test::private_cache cache;
+  const cuda::cuda_backend backend;
+  std::vector<std::pair<kernel_source, config>> jobs;
+  for (const auto& c : example04::gemm_configs()) jobs.emplace_back(example04::gemm_kernel(), c);
+  for (const auto& c : example03::vector_add_configs()) jobs.emplace_back(example03::vector_add_kernel(), c);
+  std::vector<std::string> failures(jobs.size());
+  std::vector<std::thread> threads;
+  const std::size_t workers = std::max(2u, std::thread::hardware_concurrency());
+  for (std::size_t w = 0; w < workers; ++w)
+    threads.emplace_back([&, w] {
+      for (std::size_t i = w; i < jobs.size(); i += workers) {
+        try {
+          auto bin = backend.compile(jobs[i].first, jobs[i].second, sm90());
+          if (bin.image.empty()) failures[i] = "empty image";
+        } catch (const std::exception& e) {
+          failures[i] = e.what();
+        }
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    INFO(jobs[i].first.name << " {" << jobs[i].second.text() << "}");
+    CHECK(failures[i].empty());
+    if (!failures[i].empty()) WARN(failures[i].substr(0, 2000));
+  }
+}
+
+// ---- [gpu] ---------------------------------------------------------------------------------------
+
+TEST_CASE("a tuned vector kernel's output matches a CPU reference", "[cuda][autotune][gpu]") {
+  const auto devices = cuda::devices();
+  if (devices.empty()) {
+    WARN(skip_reason());
+    return;
+  }
+  cotune_test::private_cache cache;
+  const auto& d = devices.front();
+  const int n = (1 << 20) + 123; // not a multiple of any block: the tail is handled
+  vector_data data(n);
+  cuda::device_buffer<float> x(d, data.x), y(d, data.y), out(d, std::size_t(n));
+
+  auto opts = example03::vector_add_options();
+  opts.cache_results = false;
+  opts.bench = quick_bench();
+  example03::vector_add_tuner tuner{example03::vector_add_kernel("test_vector_add"), example03::vector_add_configs(),
+                                    opts};
+  const auto& result = tuner.tune_now(x, y, out, n);
+  CHECK_FALSE(result.from_cache);
+  for (const auto& c : result.candidates) {
+    INFO(c.cfg.text() << ": " << c.reason);
+    CHECK(c.status == cotune::candidate_status::ok);
+    CHECK(c.device == 0);
+    CHECK(c.time[0] > 0.0);
+  }
+  REQUIRE(tuner.best_config(x, y, out, n) != nullptr);
+  CHECK(*tuner.best_config(x, y, out, n) == result.best());
+
+  out.zero();
+  tuner(x, y, out, n);
+  CHECK(out.to_vector() == data.expected);
+  // Another size is another key: tuned anew.
+  const int m = 4096;
+  tuner(x.span().subspan(0, m), y.span().subspan(0, m), out.span().subspan(0, m), m);
+  CHECK(tuner.measured_tunings() == 2);
+  WARN("vector winner {" << result.best().text() << "} at " << result.candidates[result.winner].time[0] * 1e3
+                         << " us for " << n << " floats");
+}
+
+TEST_CASE("an over-limit candidate is rejected before launch as out_of_resources and tuning goes on",
+          "[cuda][autotune][gpu]") {
+  const auto devices = cuda::devices();
+  if (devices.empty()) {
+    WARN(skip_reason());
+    return;
+  }
+  cotune_test::private_cache cache;
+  const auto& d = devices.front();
+  const int n = 1 << 20;
+  vector_data data(n);
+  cuda::device_buffer<float> x(d, data.x), y(d, data.y), out(d, std::size_t(n));
+
+  // Each config's pre-hook counts its runs: a config refused before launch never runs its hook.
+  auto runs = std::make_shared<std::map<std::string, int>>();
+  auto counted = [&](config c, std::string name) {
+    return c.with_pre_hook(name, [runs, name](const cotune::hook_args&) { ++(*runs)[name]; });
+  };
+  std::vector<config> configs{counted(vector_config(1024, {.num_warps = 4}), "small"),
+                              counted(vector_config(2048, {.threads_per_block = 2048}), "over_limit"),
+                              counted(vector_config(4096, {.num_warps = 8}), "large")};
+  using tuner_t = cotune::autotuner<example03::vector_add_signature, cuda::cuda_backend>;
+  tuner_t tuner{plain_vector_add("over_limit_add"), configs,
+                {.arg_names = {"x", "y", "out", "n"},
+                 .key = {"n"},
+                 .grid = [](const config& c, const cuda::device_span<const float>&, const cuda::device_span<const float>&,
+                            const cuda::device_span<float>&, const int& n) { return cuda::grid_1d(c, n); },
+                 .cache_results = false,
+                 .bench = quick_bench()}};
+  const auto& result = tuner.tune_now(x, y, out, n);
+  REQUIRE(result.candidates.size() == 3);
+  const auto& refused = result.candidates[1];
+  INFO(refused.reason);
+  CHECK(refused.status == cotune::candidate_status::out_of_resources);
+  CHECK_THAT(refused.reason, Catch::Contains("threads per block") && Catch::Contains("required 2048") &&
+                                 Catch::Contains(fmt::format("hardware limit {}", d.max_threads_per_block)));
+  CHECK(runs->count("over_limit") == 0);
+  CHECK(runs->at("small") > 0);
+  CHECK(runs->at("large") > 0);
+  CHECK(result.candidates[0].status == cotune::candidate_status::ok);
+  CHECK(result.candidates[2].status == cotune::candidate_status::ok);
+  CHECK(result.winner != 1);
+
+  out.zero();
+  tuner(x, y, out, n);
+  CHECK(out.to_vector() == data.expected);
+}
+
+TEST_CASE("a candidate that fails to compile is skipped and the others are measured", "[cuda][autotune][gpu]") {
+  const auto devices = cuda::devices();
+  if (devices.empty()) {
+    WARN(skip_reason());
+    return;
+  }
+  cotune_test::private_cache cache;
+  const auto& d = devices.front();
+  const int n = 1 << 20;
+  vector_data data(n);
+  cuda::device_buffer<float> x(d, data.x), y(d, data.y), out(d, std::size_t(n));
+
+  std::vector<config> configs{vector_config(1024, {.num_warps = 4}, 1), vector_config(2048, {.num_warps = 4}),
+                              vector_config(4096, {.num_warps = 8})};
+  using tuner_t = cotune::autotuner<example03::vector_add_signature, cuda::cuda_backend>;
+  std::vector<std::string> failed;
+  struct recorder final : cotune::observer {
+    std::vector<std::string>* failed;
+    explicit recorder(std::vector<std::string>* f) : failed(f) {}
+    void on_event(const cotune::tuning_event& e) override {
+      if (auto* f = std::get_if<cotune::candidate_failed>(&e)) failed->push_back(f->result->cfg.text());
+    }
+  };
+  tuner_t tuner{plain_vector_add("broken_add"), configs,
+                {.arg_names = {"x", "y", "out", "n"},
+                 .key = {"n"},
+                 .grid = [](const config& c, const cuda::device_span<const float>&, const cuda::device_span<const float>&,
+                            const cuda::device_span<float>&, const int& n) { return cuda::grid_1d(c, n); },
+                 .cache_results = false,
+                 .bench = quick_bench(),
+                 .observers = {std::make_shared<recorder>(&failed)}}};
+  const auto& result = tuner.tune_now(x, y, out, n);
+  const auto& broken = result.candidates[0];
+  INFO(broken.reason);
+  CHECK(broken.status == cotune::candidate_status::compile_error);
+  CHECK_THAT(broken.reason, Catch::Contains("broken_add") && Catch::Contains("BROKEN: 1"));
+  CHECK(failed == std::vector<std::string>{configs[0].text()});
+  CHECK(result.candidates[1].status == cotune::candidate_status::ok);
+  CHECK(result.candidates[2].status == cotune::candidate_status::ok);
+  CHECK(result.winner != 0);
+
+  out.zero();
+  tuner(x, y, out, n);
+  CHECK(out.to_vector() == data.expected);
+}
+
+namespace {
+constexpr int warm_n = 1 << 20;
+const char* warm_kernel_name = "warm_vector_add";
+} // namespace
+
+// The second process of the next test: it tunes the same kernel and key against the cache that the
+// parent left (COTUNE_CACHE_DIR) and prints what it did. Hidden: it runs only when asked by name.
+TEST_CASE("warm start child", "[.][cuda][autotune][gpu]") {
+  if (!std::getenv("COTUNE_TEST_WARM_CHILD")) return;
+  const auto devices = cuda::devices();
+  if (devices.empty()) {
+    std::printf("warm-child: no device\n");
+    return;
+  }
+  const auto& d = devices.front();
+  vector_data data(warm_n);
+  cuda::device_buffer<float> x(d, data.x), y(d, data.y), out(d, std::size_t(warm_n));
+  out.zero();
+  auto opts = example03::vector_add_options(); // cache_results = true
+  opts.bench = quick_bench();
+  example03::vector_add_tuner tuner{example03::vector_add_kernel(warm_kernel_name), example03::vector_add_configs(),
+                                    opts};
+  tuner(x, y, out, warm_n);
+  const bool correct = out.to_vector() == data.expected;
+  const auto* best = tuner.best_config(x, y, out, warm_n);
+  std::printf("warm-child: compilations=%llu measured=%zu cached=%zu correct=%d best={%s}\n",
+              static_cast<unsigned long long>(cuda::nvrtc().compilations()), tuner.measured_tunings(),
+              tuner.cached_tunings(), correct ? 1 : 0, best ? best->text().c_str() : "none");
+  std::fflush(stdout);
+}
+
+TEST_CASE("a warm start in a new process compiles nothing and takes the result from the cache",
+          "[cuda][autotune][gpu]") {
+  const auto devices = cuda::devices();
+  if (devices.empty()) {
+    WARN(skip_reason());
+    return;
+  }
+  cotune_test::private_cache cache;
+  const auto& d = devices.front();
+  vector_data data(warm_n);
+  cuda::device_buffer<float> x(d, data.x), y(d, data.y), out(d, std::size_t(warm_n));
+  auto opts = example03::vector_add_options();
+  opts.bench = quick_bench();
+  example03::vector_add_tuner tuner{example03::vector_add_kernel(warm_kernel_name), example03::vector_add_configs(),
+                                    opts};
+  const auto& cold = tuner.tune_now(x, y, out, warm_n);
+  REQUIRE_FALSE(cold.from_cache);
+
+  auto child = cotune::detail::run_process(
+      {self_path(), "warm start child"}, std::chrono::seconds(120), {},
+      {"COTUNE_CACHE_DIR=" + cache.cache_dir().string(), "COTUNE_TEST_WARM_CHILD=1", "COTUNE_PRINT_AUTOTUNING=0"});
+  INFO(child.output);
+  REQUIRE(child.exit_code == 0);
+  const auto at = child.output.find("warm-child: ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = child.output.substr(at, child.output.find('\n', at) - at);
+  WARN(line);
+  CHECK_THAT(line, Catch::Contains("compilations=0 ") && Catch::Contains("measured=0 ") &&
+                       Catch::Contains("cached=1 ") && Catch::Contains("correct=1 "));
+  CHECK_THAT(line, Catch::Contains("best={" + cold.best().text() + "}"));
+}
+
+TEST_CASE("two GPUs split a candidate list and agree with one GPU on the winner", "[cuda][autotune][gpu]") {
+  const auto devices = cuda::devices();
+  if (devices.size() < 2 || !cuda::interchangeable(devices[0], devices[1])) {
+    WARN((devices.empty() ? skip_reason()
+                          : "skipped: this test needs two identical CUDA devices, found " + std::to_string(devices.size())));
+    return;
+  }
+  cotune_test::private_cache cache;
+  const int n = 1 << 18;
+  std::vector<cuda::device_buffer<float>> outs;
+  for (std::size_t i = 0; i < 2; ++i) outs.emplace_back(devices[i], std::size_t(n));
+
+  busy_tuner one{busy, busy_configs(), busy_options()};
+  const auto& single = one.tune_now(outs[0], n, busy_iters);
+
+  auto opts = busy_options();
+  opts.args_for_device = [&](std::size_t dev, const cuda::device_span<float>&, const int& size, const int& iters) {
+    return std::tuple<cuda::device_span<float>, int, int>(outs.at(dev).span(), size, iters);
+  };
+  busy_tuner two{busy, busy_configs(), opts};
+  // Binaries first (cache hits for the tuning), so that candidates become ready together and both
+  // devices have work at once.
+  for (const auto& r : two.warmup(outs[0], n, busy_iters)) REQUIRE(r.status == cotune::candidate_status::ok);
+  const auto& split = two.tune_now(outs[0], n, busy_iters);
+
+  std::set<int> used;
+  for (const auto& c : split.candidates) {
+    INFO(c.cfg.text() << ": " << c.reason);
+    CHECK(c.status == cotune::candidate_status::ok);
+    used.insert(c.device);
+  }
+  CHECK(used == std::set<int>{0, 1});
+  CHECK(single.winner == 2);
+  CHECK(split.winner == single.winner);
+  CHECK(split.best() == single.best());
+  std::string timings;
+  for (const auto& c : split.candidates)
+    timings += fmt::format(" COST {} on GPU {}: {:.3f} ms;", c.cfg.at("COST").as_int(), c.device, c.time[0]);
+  WARN("split over 2 GPUs:" << timings);
+
+  outs[0].zero();
+  two(outs[0], n, busy_iters); // launches on device 0, the launch device
+  CHECK(is_iota(outs[0].to_vector()));
+}
+
+TEST_CASE("tune_many tunes keys on every device at once", "[cuda][autotune][gpu]") {
+  const auto devices = cuda::devices();
+  if (devices.empty()) {
+    WARN(skip_reason());
+    return;
+  }
+  cotune_test::private_cache cache;
+  const std::size_t count = std::min<std::size_t>(devices.size(), 2);
+  std::vector<cuda::device_buffer<float>> outs;
+  std::vector<std::unique_ptr<busy_tuner>> tuners;
+  std::vector<int> sizes;
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::size_t dev = i % count; // with one GPU, both jobs take turns on it
+    auto opts = busy_options();
+    opts.device = dev;
+    sizes.push_back((1 << 17) * int(i + 1));
+    outs.emplace_back(devices[dev], std::size_t(sizes.back()));
+    tuners.push_back(std::make_unique<busy_tuner>(busy, busy_configs(), opts));
+  }
+  std::vector<cotune::tuning_job> jobs;
+  for (std::size_t i = 0; i < 2; ++i)
+    jobs.push_back([&, i] { return tuners[i]->tune(outs[i], sizes[i], busy_iters); });
+  const auto outcomes = cotune::tune_many(std::move(jobs));
+  REQUIRE(outcomes.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    INFO("job " << i);
+    REQUIRE(outcomes[i].ok());
+    CHECK(outcomes[i].result->winner == 2);
+    for (const auto& c : outcomes[i].result->candidates) CHECK(c.device == int(i % count));
+    outs[i].zero();
+    (*tuners[i])(outs[i], sizes[i], busy_iters);
+    CHECK(is_iota(outs[i].to_vector()));
+  }
+}
