@@ -422,3 +422,36 @@ TEST_CASE("one config is launched without measuring", "[tune][autotuner]") {
   CHECK(out == 45);
   CHECK(tuner.measured_tunings() == 1);
 }
+
+TEST_CASE("screening measures every candidate briefly and only the close ones fully", "[tune][autotuner][screening]") {
+  private_cache cache;
+  auto rep = knobs().bench.screen_rep_ms.scoped(2.0);
+  auto margin = knobs().bench.screen_margin.scoped(0.15);
+  // COST 1 and COST 1 (another launch option) tie; COST 8 and 32 lose by far more than the margin.
+  std::vector<config> configs{config{{"COST", 8}}, config{{"COST", 1}}, config{{"COST", 32}},
+                              config{{"COST", 1}}.with_launch({.num_warps = 8})};
+  work_tuner tuner{work_kernel("work_screen"), configs,
+                   {.arg_names = {"out", "n"}, .bench = bench_options{.warmup_ms = 2, .rep_ms = 20}}};
+  int out = 0;
+  const auto& r = tuner.tune_now(&out, 20000);
+  CHECK(r.best().at("COST").as_int() == 1);
+  CHECK(r.candidates[0].screened_only);
+  CHECK(r.candidates[2].screened_only);
+  CHECK_FALSE(r.candidates[1].screened_only);
+  CHECK_FALSE(r.candidates[3].screened_only);
+  for (const auto& c : r.candidates) CHECK(c.status == candidate_status::ok);
+  // The flag survives the JSON round trip of the result cache.
+  auto back = tuning_result::from_json(r.json());
+  REQUIRE(back);
+  CHECK(back->candidates[0].screened_only);
+  CHECK_FALSE(back->candidates[1].screened_only);
+}
+
+TEST_CASE("screening is off when the budgets are already short", "[tune][autotuner][screening]") {
+  private_cache cache;
+  work_tuner tuner{work_kernel("work_noscreen"), cost_configs({8, 1, 32}),
+                   {.arg_names = {"out", "n"}, .bench = quick_bench()}};
+  int out = 0;
+  const auto& r = tuner.tune_now(&out, 2000);
+  for (const auto& c : r.candidates) CHECK_FALSE(c.screened_only);
+}

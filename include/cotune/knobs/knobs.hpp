@@ -75,6 +75,16 @@ struct bench_knobs {
   knob<double> rep_ms{{.name = "bench.rep_ms", .env = "COTUNE_BENCH_REP_MS", .fallback = 100.0,
                        .doc = "measurement budget per candidate, in ms",
                        .validate = detail::at_least(0.0, "COTUNE_BENCH_REP_MS")}};
+  // 10 ms: a tenth of the full budget. A 20 us GPU kernel still gets ~400 timed runs and a 1 ms CPU
+  // kernel ~10, enough to rank candidates whose medians differ by more than the margin below.
+  knob<double> screen_rep_ms{{.name = "bench.screen_rep_ms", .env = "COTUNE_BENCH_SCREEN_REP_MS", .fallback = 10.0,
+                              .doc = "budget of the screening pass that measures every candidate before the finalists get the full budget; 0 = measure every candidate fully (Triton's behaviour)",
+                              .validate = detail::at_least(0.0, "COTUNE_BENCH_SCREEN_REP_MS")}};
+  // 15%: run-to-run noise of screening medians measured here stays under 5% (H200 GEMMs, CPU matmuls),
+  // so the true winner is re-measured with a wide margin to spare.
+  knob<double> screen_margin{{.name = "bench.screen_margin", .env = "COTUNE_BENCH_SCREEN_MARGIN", .fallback = 0.15,
+                              .doc = "candidates whose screening median is within this fraction of the best are measured again with the full budget",
+                              .validate = detail::at_least(0.0, "COTUNE_BENCH_SCREEN_MARGIN")}};
   // 10 s: a candidate 100x slower than a typical 1 ms kernel still fits its 100 ms budget many times.
   knob<std::int64_t> timeout_ms{{.name = "bench.timeout_ms", .env = "COTUNE_BENCH_TIMEOUT_MS", .fallback = 10000,
                                  .doc = "a candidate whose first run takes longer is recorded as a timeout and not measured further; 0 = no limit",

@@ -674,30 +674,23 @@ private:
 
     // Measure each compiled candidate on a free device, as soon as it is compiled (GPU backends) or
     // once all are compiled (the host backend, whose benchmarks would compete with compiles).
+    //
+    // Screening: unless the budgets are already small, a first pass measures every candidate with a
+    // short budget (bench.screen_rep_ms), and only those within bench.screen_margin of the best are
+    // measured again with the full budget. Triton measures every candidate fully; with 16 candidates
+    // and 125 ms each that is most of a tuning's time, spent mostly on candidates that lose clearly.
+    const bench_options full = bench_settings();
+    const double screen_rep = knobs().bench.screen_rep_ms.get();
+    const bool screening = n > 2 && screen_rep > 0 && 2 * screen_rep <= full.rep_ms;
+    bench_options first_pass = full;
+    if (screening) {
+      first_pass.rep_ms = screen_rep;
+      first_pass.warmup_ms = std::min(full.warmup_ms, screen_rep / 4);
+    }
     std::vector<std::size_t> ready, idle(devs.rbegin(), devs.rend());
     std::size_t compiled = 0, finished = 0;
-    const bench_options bopts = bench_settings();
     std::tuple<Args...> own_args(args...);
-    while (finished < n) {
-      auto ev = co_await state->events.pop();
-      if (ev.compiled) {
-        ++compiled;
-        auto& r = state->results[ev.index];
-        if (!state->binaries[ev.index]) {
-          ++finished;
-          emit(candidate_failed{kernel_.name, key_txt, ev.index, n, &r});
-        } else {
-          emit(candidate_compiled{kernel_.name, key_txt, ev.index, n, &r.cfg, r.compile_ms, r.binary_from_cache});
-          ready.push_back(ev.index);
-        }
-      } else {
-        ++finished;
-        idle.push_back(ev.device);
-        const auto& r = state->results[ev.index];
-        if (r.status == candidate_status::ok) emit(candidate_measured{kernel_.name, key_txt, ev.index, n, &r});
-        else emit(candidate_failed{kernel_.name, key_txt, ev.index, n, &r});
-      }
-      if (!detail::overlaps_compile<B>() && compiled < n) continue;
+    auto dispatch = [&](const bench_options& bopts) {
       std::sort(ready.begin(), ready.end(), std::greater<>()); // measure in config order
       while (!ready.empty() && !idle.empty()) {
         const std::size_t i = ready.back(), d = idle.back();
@@ -731,6 +724,42 @@ private:
           }
           state->events.push(typename job::event{false, i, d});
         });
+      }
+    };
+    while (finished < n) {
+      auto ev = co_await state->events.pop();
+      if (ev.compiled) {
+        ++compiled;
+        auto& r = state->results[ev.index];
+        if (!state->binaries[ev.index]) {
+          ++finished;
+          emit(candidate_failed{kernel_.name, key_txt, ev.index, n, &r});
+        } else {
+          emit(candidate_compiled{kernel_.name, key_txt, ev.index, n, &r.cfg, r.compile_ms, r.binary_from_cache});
+          ready.push_back(ev.index);
+        }
+      } else {
+        ++finished;
+        idle.push_back(ev.device);
+        const auto& r = state->results[ev.index];
+        if (r.status == candidate_status::ok) emit(candidate_measured{kernel_.name, key_txt, ev.index, n, &r});
+        else emit(candidate_failed{kernel_.name, key_txt, ev.index, n, &r});
+      }
+      if (detail::overlaps_compile<B>() || compiled == n) dispatch(first_pass);
+    }
+    if (screening) {
+      auto finalists = screen(state->results, knobs().bench.screen_margin.get());
+      if (finalists.size() > 1) {
+        for (std::size_t i = 0; i < n; ++i)
+          if (state->results[i].status == candidate_status::ok) state->results[i].screened_only = true;
+        for (auto i : finalists) state->results[i].screened_only = false;
+        ready = finalists;
+        dispatch(full);
+        for (std::size_t done = 0; done < finalists.size(); ++done) {
+          auto ev = co_await state->events.pop();
+          idle.push_back(ev.device);
+          dispatch(full);
+        }
       }
     }
 
@@ -781,6 +810,17 @@ private:
   bool interchangeable(const device_type& a, const device_type& b) const {
     if constexpr (requires { backend_.interchangeable(a, b); }) return backend_.interchangeable(a, b);
     else return backend_.fingerprint(a) == backend_.fingerprint(b);
+  }
+
+  /// Candidates whose screening median is within `margin` of the best one (in config order).
+  static std::vector<std::size_t> screen(const std::vector<candidate_result>& rs, double margin) {
+    auto best = select_best(rs);
+    std::vector<std::size_t> out;
+    if (!best) return out;
+    const double limit = rs[*best].time[0] * (1.0 + margin);
+    for (std::size_t i = 0; i < rs.size(); ++i)
+      if (rs[i].status == candidate_status::ok && rs[i].time[0] <= limit) out.push_back(i);
+    return out;
   }
 
   /// The stored result is for exactly these candidates, in this order.

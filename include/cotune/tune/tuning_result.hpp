@@ -61,6 +61,7 @@ struct candidate_result {
   double compile_ms = 0;
   bool binary_from_cache = false;
   int device = -1; ///< index of the device it was measured on
+  bool screened_only = false; ///< timed only by the short screening pass (it lost clearly there)
 };
 
 /// Where and when a result was made.
@@ -119,9 +120,10 @@ struct tuning_result {
       detail::json_quote(out, to_string(c.status));
       out += ", \"reason\": ";
       detail::json_quote(out, c.reason);
-      out += fmt::format(", \"timings_ms\": [{}, {}, {}], \"compile_ms\": {}, \"device\": {}}}",
+      out += fmt::format(", \"timings_ms\": [{}, {}, {}], \"compile_ms\": {}, \"device\": {}, \"screened\": {}}}",
                          detail::json_number(c.time[0]), detail::json_number(c.time[1]),
-                         detail::json_number(c.time[2]), detail::json_number(c.compile_ms), c.device);
+                         detail::json_number(c.time[2]), detail::json_number(c.compile_ms), c.device,
+                         c.screened_only ? "true" : "false");
     }
     out += "],\n \"provenance\": {\"host\": ";
     detail::json_quote(out, made.host);
@@ -175,6 +177,8 @@ struct tuning_result {
         if (c.status != candidate_status::ok) c.time = {inf_ms, inf_ms, inf_ms};
         std::int64_t dev = -1;
         if (e["device"].get_int64().get(dev) == SUCCESS) c.device = static_cast<int>(dev);
+        bool screened = false;
+        if (e["screened"].get_bool().get(screened) == SUCCESS) c.screened_only = screened;
         r.candidates.push_back(std::move(c));
       }
     } catch (const std::exception&) {
