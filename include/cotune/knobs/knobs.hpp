@@ -85,6 +85,11 @@ struct bench_knobs {
   knob<double> screen_margin{{.name = "bench.screen_margin", .env = "COTUNE_BENCH_SCREEN_MARGIN", .fallback = 0.15,
                               .doc = "candidates whose screening median is within this fraction of the best are measured again with the full budget",
                               .validate = detail::at_least(0.0, "COTUNE_BENCH_SCREEN_MARGIN")}};
+  // 4: in the H200 GEMM tables (examples/04), full-budget medians of the top four screening
+  // candidates lie within 5% of each other and the full-budget winner is always among them.
+  knob<int> screen_keep{{.name = "bench.screen_keep", .env = "COTUNE_BENCH_SCREEN_KEEP", .fallback = 4,
+                         .doc = "at most this many finalists (the best by screening median) get the full budget",
+                         .validate = detail::at_least(1, "COTUNE_BENCH_SCREEN_KEEP")}};
   // 10 s: a candidate 100x slower than a typical 1 ms kernel still fits its 100 ms budget many times.
   knob<std::int64_t> timeout_ms{{.name = "bench.timeout_ms", .env = "COTUNE_BENCH_TIMEOUT_MS", .fallback = 10000,
                                  .doc = "a candidate whose first run takes longer is recorded as a timeout and not measured further; 0 = no limit",

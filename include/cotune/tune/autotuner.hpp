@@ -748,7 +748,8 @@ private:
       if (detail::overlaps_compile<B>() || compiled == n) dispatch(first_pass);
     }
     if (screening) {
-      auto finalists = screen(state->results, knobs().bench.screen_margin.get());
+      auto finalists = screen(state->results, knobs().bench.screen_margin.get(),
+                              static_cast<std::size_t>(knobs().bench.screen_keep.get()));
       if (finalists.size() > 1) {
         for (std::size_t i = 0; i < n; ++i)
           if (state->results[i].status == candidate_status::ok) state->results[i].screened_only = true;
@@ -812,14 +813,20 @@ private:
     else return backend_.fingerprint(a) == backend_.fingerprint(b);
   }
 
-  /// Candidates whose screening median is within `margin` of the best one (in config order).
-  static std::vector<std::size_t> screen(const std::vector<candidate_result>& rs, double margin) {
+  /// The finalists: candidates whose screening median is within `margin` of the best one, at most
+  /// `keep` of them (the best by screening), in config order.
+  static std::vector<std::size_t> screen(const std::vector<candidate_result>& rs, double margin, std::size_t keep) {
     auto best = select_best(rs);
     std::vector<std::size_t> out;
     if (!best) return out;
     const double limit = rs[*best].time[0] * (1.0 + margin);
     for (std::size_t i = 0; i < rs.size(); ++i)
       if (rs[i].status == candidate_status::ok && rs[i].time[0] <= limit) out.push_back(i);
+    if (out.size() > keep) {
+      std::stable_sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) { return rs[a].time < rs[b].time; });
+      out.resize(keep);
+      std::sort(out.begin(), out.end());
+    }
     return out;
   }
 
