@@ -10,55 +10,18 @@
 
 #include <cotune/cotune.hpp>
 
-static const char* matmul_code = R"(
-// C = A * B for n x n row-major matrices.
-// ORDER 0: the textbook i-j-k loop (strided reads of B, no vectorisation).
-// ORDER 1: i-k-j loops over BLOCK_I x BLOCK_K x BLOCK_J tiles (unit-stride, vectorisable inner loop).
-static inline int min_int(int a, int b) { return a < b ? a : b; }
+#include "cpu_matmul.hpp"
 
-extern "C" void matmul(const float* __restrict A, const float* __restrict B, float* __restrict C, int n) {
-#if ORDER == 0
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) {
-      float acc = 0;
-      for (int k = 0; k < n; ++k) acc += A[i * n + k] * B[k * n + j];
-      C[i * n + j] = acc;
-    }
-#else
-  for (int i = 0; i < n * n; ++i) C[i] = 0;
-  for (int i0 = 0; i0 < n; i0 += BLOCK_I)
-    for (int k0 = 0; k0 < n; k0 += BLOCK_K)
-      for (int j0 = 0; j0 < n; j0 += BLOCK_J)
-        for (int i = i0; i < min_int(i0 + BLOCK_I, n); ++i)
-          for (int k = k0; k < min_int(k0 + BLOCK_K, n); ++k) {
-            const float a = A[i * n + k];
-            for (int j = j0; j < min_int(j0 + BLOCK_J, n); ++j) C[i * n + j] += a * B[k * n + j];
-          }
-#endif
-}
-)";
 
 int main() {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   constexpr int n = 256;
 
-  cotune::kernel_source kernel{.name = "matmul", .code = matmul_code, .entry = "matmul", .options = {"-std=c++17"}};
-  auto configs = cotune::config_space{}
-                     .axis("ORDER", {0, 1})
-                     .axis("BLOCK_I", {16, 64})
-                     .axis("BLOCK_J", {64, 256})
-                     .axis("BLOCK_K", {8, 32, 128, 512})
-                     .where([](const cotune::config& c) {
-                       // The textbook order ignores the tiles: keep one of its configs.
-                       return c.at("ORDER").as_int() == 1 ||
-                              (c.at("BLOCK_I").as_int() == 16 && c.at("BLOCK_J").as_int() == 64 &&
-                               c.at("BLOCK_K").as_int() == 8);
-                     })
-                     .build();
+  cotune::kernel_source kernel{.name = "matmul", .code = cpu_matmul::matmul_code, .entry = "matmul", .options = {"-std=c++17"}};
+  auto configs = cpu_matmul::configs();
 
-  using signature = void(cotune::host_span<const float>, cotune::host_span<const float>, cotune::host_span<float>, int);
-  cotune::autotuner<signature> tuner{kernel, configs,
+  cotune::autotuner<cpu_matmul::signature> tuner{kernel, configs,
                                      {.arg_names = {"A", "B", "C", "n"}, .key = {"n"}, .cache_results = true}};
 
   std::vector<float> a(n * n), b(n * n), c(n * n), expected(n * n, 0.0f);
