@@ -231,7 +231,7 @@ TEST_CASE("the async API lets callers overlap tunings and shares one tuning per 
 TEST_CASE("a result-cache hit in a second process compiles only the winner", "[tune][autotuner][cache]") {
   private_cache cache;
   auto run_child = [&] {
-    auto r = detail::run_process({COTUNE_CHILD_TUNER, cache.dir.string(), "3000"}, std::chrono::seconds(120));
+    auto r = detail::run_process({COTUNE_CHILD_TUNER, cache.cache_dir().string(), "3000"}, std::chrono::seconds(120));
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     return r.output;
@@ -254,7 +254,7 @@ TEST_CASE("a corrupt tuning result is a miss and is replaced", "[tune][autotuner
   make()->tune_now(&out, 100);
   // Damage every stored result (one byte flipped in the middle), keeping the files in place.
   int damaged = 0;
-  for (auto& e : std::filesystem::recursive_directory_iterator(cache.dir))
+  for (auto& e : std::filesystem::recursive_directory_iterator(cache.cache_dir()))
     if (e.path().filename() == "work_corrupt.autotune.json") {
       auto text = *detail::read_file(e.path());
       text[text.size() / 2] ^= 0x20;

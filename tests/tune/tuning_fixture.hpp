@@ -1,30 +1,13 @@
 #pragma once
-// Shared pieces of the autotuner tests: a private cache directory and small real CPU kernels.
+// Shared pieces of the autotuner tests: small real CPU kernels (private caches: ../support/temp_dir.hpp).
 
-#include <filesystem>
 #include <string>
-
-#include <unistd.h>
 
 #include <cotune/cotune.hpp>
 
-namespace cotune_test {
+#include "../support/temp_dir.hpp"
 
-/// A fresh cache directory for one test, selected through the cache.dir knob and removed afterwards.
-struct private_cache {
-  std::filesystem::path dir;
-  cotune::knob<std::string>::scope scope;
-  private_cache()
-      : dir(make()), scope(cotune::knobs().cache.dir, dir.string()) {}
-  ~private_cache() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-  static std::filesystem::path make() {
-    char tmpl[] = "/tmp/cotune-test-XXXXXX";
-    return ::mkdtemp(tmpl);
-  }
-};
+namespace cotune_test {
 
 /// Busy work whose cost is COST x n iterations: candidates that differ by COST differ in time.
 inline const char* work_code = R"(
