@@ -750,7 +750,8 @@ private:
     if (screening) {
       auto finalists = screen(state->results, knobs().bench.screen_margin.get(),
                               static_cast<std::size_t>(knobs().bench.screen_keep.get()));
-      if (finalists.size() > 1) {
+      // Even a lone finalist is measured again: the winner's stored timing is a full-budget one.
+      if (!finalists.empty()) {
         for (std::size_t i = 0; i < n; ++i)
           if (state->results[i].status == candidate_status::ok) state->results[i].screened_only = true;
         for (auto i : finalists) state->results[i].screened_only = false;
