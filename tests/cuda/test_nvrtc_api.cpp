@@ -1,13 +1,31 @@
 // Tests of the run-time loading of NVRTC and of one compilation through it (no GPU needed).
 
+#include <chrono>
+#include <stop_token>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <signal.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
 #include <cotune/cuda/nvrtc_api.hpp>
 
 namespace cuda = cotune::cuda;
+
+namespace {
+
+/// A kernel NVRTC needs seconds to compile (1.3 s for 20000 lines on the build machine): a compile
+/// process is surely still running when it is told to stop.
+std::string slow_kernel(int lines = 40000) {
+  std::string src = "extern \"C\" __global__ void slow(float* x) {\n  float v = x[threadIdx.x];\n";
+  for (int i = 0; i < lines; ++i) src += "  v = v * v + " + std::to_string(i) + ".5f;\n";
+  return src + "  x[threadIdx.x] = v;\n}\n";
+}
+
+} // namespace
 
 TEST_CASE("NVRTC loads and reports its version, architectures and headers", "[cuda][nvrtc_api]") {
   cuda::preload_nvrtc();
@@ -53,4 +71,68 @@ TEST_CASE("libraries that are not NVRTC are refused with every path tried", "[cu
   CHECK_THAT(why, Catch::Contains("/nonexistent/libnvrtc.so"));
   CHECK_THAT(why, Catch::Contains("libm.so.6: lacks nvrtcVersion"));
   CHECK_THAT(why, Catch::Contains("COTUNE_LIBNVRTC_PATH"));
+}
+
+TEST_CASE("a compilation runs in a compile process unless the knob says otherwise, with the same result",
+          "[cuda][nvrtc_api]") {
+  const auto& nv = cuda::nvrtc();
+  const std::string src = "extern \"C\" __global__ void same(float* x) { x[threadIdx.x] *= 2.0f; }\n";
+  auto forked = nv.compile(src, "same.cu", {"-arch=sm_90"}, "same");
+  REQUIRE(forked.ok);
+  const pid_t server = nv.compile_server_pid();
+  CHECK(server > 0);
+  CHECK(server != ::getpid());
+  CHECK(::kill(server, 0) == 0);
+  auto scope = cuda::cuda_knobs().compile_processes.scoped(false);
+  auto here = nv.compile(src, "same.cu", {"-arch=sm_90"}, "same");
+  REQUIRE(here.ok);
+  CHECK(here.image == forked.image);
+  CHECK(here.lowered_name == forked.lowered_name);
+  CHECK(here.log == forked.log);
+}
+
+TEST_CASE("a compilation past its deadline is killed midway and says so", "[cuda][nvrtc_api]") {
+  const auto& nv = cuda::nvrtc();
+  auto out = nv.compile(slow_kernel(), "slow.cu", {"-arch=sm_90"}, "slow", std::chrono::steady_clock::now());
+  CHECK_FALSE(out.ok);
+  CHECK(out.stopped == cuda::nvrtc_output::stop_cause::deadline);
+  CHECK_THAT(out.error, Catch::Contains("deadline"));
+  CHECK(out.image.empty());
+  // The server goes on serving.
+  CHECK(nv.compile("extern \"C\" __global__ void k() {}\n", "k.cu", {"-arch=sm_90"}, "k").ok);
+}
+
+TEST_CASE("a stop request kills a compilation midway", "[cuda][nvrtc_api]") {
+  std::stop_source stop;
+  stop.request_stop();
+  auto out = cuda::nvrtc().compile(slow_kernel(), "slow.cu", {"-arch=sm_90"}, "slow",
+                                   std::chrono::steady_clock::time_point::max(), stop.get_token());
+  CHECK_FALSE(out.ok);
+  CHECK(out.stopped == cuda::nvrtc_output::stop_cause::stop_request);
+}
+
+TEST_CASE("a compile server that was killed is replaced", "[cuda][nvrtc_api]") {
+  const auto& nv = cuda::nvrtc();
+  const std::string src = "extern \"C\" __global__ void again() {}\n";
+  REQUIRE(nv.compile(src, "again.cu", {"-arch=sm_90"}, "again").ok);
+  const pid_t first = nv.compile_server_pid();
+  REQUIRE(first > 0);
+  REQUIRE(::kill(first, SIGKILL) == 0);
+  auto out = nv.compile(src, "again.cu", {"-arch=sm_90"}, "again");
+  INFO(out.error);
+  CHECK(out.ok);
+  CHECK(nv.compile_server_pid() != first);
+}
+
+TEST_CASE("preloading NVRTC starts the compile server before any compile", "[cuda][nvrtc_api]") {
+  cuda::preload_nvrtc();
+  const auto& nv = cuda::nvrtc();
+  const auto before = nv.compilations();
+  pid_t server = -1;
+  for (int i = 0; i < 500 && server <= 0; ++i) { // the preload runs on a background thread
+    server = nv.compile_server_pid();
+    if (server <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(server > 0);
+  CHECK(nv.compilations() == before);
 }

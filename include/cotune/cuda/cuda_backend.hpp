@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -239,8 +240,9 @@ public:
   /// Compiles `k` under `c` for `d`'s architecture, or finds the cubin in the cache. Thread-safe;
   /// touches no device state, so `d` may be a hand-made description on a machine without a GPU.
   /// Throws compile_error (NVRTC's log and the config), out_of_resources (ptxas found too much
-  /// static shared memory) or cotune::error (NVRTC missing). `stop` is checked before compiling
-  /// (an NVRTC compilation cannot be interrupted).
+  /// static shared memory), timeout_error (past COTUNE_COMPILE_TIMEOUT_MS, or `stop` requested) or
+  /// cotune::error (NVRTC missing). A compile in its own process (the `cuda.compile_processes` knob,
+  /// on by default) is killed midway; an in-process one only sees `stop` before it starts.
   [[nodiscard]] binary compile(const kernel_source& k, const config& c, const device& d,
                                std::stop_token stop = {}) const {
     if (!is_identifier(k.name))
@@ -263,7 +265,18 @@ public:
                                       c.text()));
     auto opts = options_for(k, c, d);
     if (!nv.toolkit_include_dir().empty()) opts.push_back("--include-path=" + nv.toolkit_include_dir().string());
-    auto out = nv.compile(k.code, k.name + ".cu", opts, k.entry);
+    const std::int64_t timeout_ms = knobs().autotuning.compile_timeout_ms.get();
+    const auto deadline = timeout_ms > 0 ? std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms)
+                                         : std::chrono::steady_clock::time_point::max();
+    auto out = nv.compile(k.code, k.name + ".cu", opts, k.entry, deadline, stop);
+    if (out.stopped == nvrtc_output::stop_cause::deadline)
+      throw timeout_error(fmt::format("cuda backend: compiling kernel '{}' with config {{{}}} took longer than "
+                                      "COTUNE_COMPILE_TIMEOUT_MS = {} ms and was stopped; raise the limit (0 = none) "
+                                      "if the kernel needs longer",
+                                      k.name, c.text(), timeout_ms));
+    if (out.stopped == nvrtc_output::stop_cause::stop_request)
+      throw timeout_error(fmt::format("cuda backend: compiling kernel '{}' with config {{{}}} was cancelled", k.name,
+                                      c.text()));
     if (!out.ok) {
       if (auto overflow = detail::shared_overflow(out.log))
         throw out_of_resources("shared memory", overflow->first, overflow->second);

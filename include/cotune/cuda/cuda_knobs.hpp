@@ -31,6 +31,15 @@ struct cuda_knobs_group {
   knob<bool> graph{{.name = "cuda.graph", .env = "COTUNE_CUDA_GRAPH", .fallback = false,
                     .doc = "benchmark by replaying a CUDA graph of many launches (Triton's do_bench_cudagraph): "
                            "removes launch overhead from microsecond kernels' timings; no L2 flush"}};
+  // On by default: measured on the 32-core H200 host (2026-11-30, example 04's GEMM), 16 concurrent
+  // NVRTC compiles took 1.17-1.54 s on threads of one process and 0.34-0.41 s in processes, against
+  // 0.25 s for one compile alone: NVRTC serialises much of its work inside a process.
+  knob<bool> compile_processes{
+      {.name = "cuda.compile_processes", .env = "COTUNE_CUDA_COMPILE_PROCESSES", .fallback = true,
+       .doc = "compile each CUDA kernel in its own process, forked from a compile server (one fork of the program, "
+              "taken when NVRTC is opened): compiles then run in parallel, COTUNE_COMPILE_TIMEOUT_MS and cancellation stop them midway, "
+              "and an NVRTC crash fails that one candidate; 0 = compile on the compile pool's threads (no "
+              "timeout midway)"}};
   knob<std::string> nvrtc_options{
       {.name = "cuda.nvrtc_options", .env = "COTUNE_NVRTC_OPTIONS", .fallback = "",
        .doc = "extra NVRTC options for every CUDA kernel, split on spaces (e.g. -lineinfo --use_fast_math); "

@@ -1,0 +1,197 @@
+// Tests for cotune/detail/fork_server.hpp: jobs in forked worker processes, with replies, failures,
+// crashes, deadlines, stop requests, concurrency and a server that dies.
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <stdexcept>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cotune/detail/fork_server.hpp>
+
+using cotune::detail::fork_server;
+using cotune::detail::job_outcome;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
+/// Waits (up to 5 s) for `pid` to be gone: a killed worker is reaped by its monitor a moment later.
+bool gone_soon(pid_t pid) {
+  for (int i = 0; i < 250 && alive(pid); ++i) std::this_thread::sleep_for(20ms);
+  return !alive(pid);
+}
+
+/// The job under test: the request says what to do.
+std::string job(const void* context, std::string_view request) {
+  const std::string& prefix = *static_cast<const std::string*>(context);
+  if (request == "throw") throw std::runtime_error("the job threw this");
+  if (request == "segv") std::raise(SIGSEGV);
+  if (request == "exit3") ::_exit(3);
+  if (request == "hang")
+    for (;;) ::pause();
+  if (request == "sigterm") {
+    std::raise(SIGTERM); // default action in a worker, whatever handler the caller installed
+    return "survived SIGTERM";
+  }
+  if (request.starts_with("double:")) {
+    std::string out(request.substr(7));
+    out += out;
+    return out;
+  }
+  return prefix + std::string(request);
+}
+
+const std::string prefix = "echo:";
+
+} // namespace
+
+TEST_CASE("a job's reply comes back from a worker process", "[detail][fork_server]") {
+  fork_server server(&job, &prefix);
+  auto r = server.run("hello");
+  REQUIRE(r.outcome == job_outcome::ok);
+  CHECK(r.reply == "echo:hello");
+  CHECK(r.worker > 0);
+  CHECK(r.worker != ::getpid());
+  CHECK(r.worker != server.server_pid());
+  CHECK(gone_soon(r.worker));
+}
+
+TEST_CASE("a job that throws is failed with the exception's message", "[detail][fork_server]") {
+  fork_server server(&job, &prefix);
+  auto r = server.run("throw");
+  CHECK(r.outcome == job_outcome::failed);
+  CHECK(r.detail == "the job threw this");
+  CHECK(r.reply.empty());
+}
+
+TEST_CASE("a crashing worker is reported with its signal, and the next job runs", "[detail][fork_server]") {
+  fork_server server(&job, &prefix);
+  auto r = server.run("segv");
+  CHECK(r.outcome == job_outcome::crashed);
+  CHECK_THAT(r.detail, Catch::Contains("killed by signal 11"));
+  auto next = server.run("after");
+  CHECK(next.outcome == job_outcome::ok);
+  CHECK(next.reply == "echo:after");
+}
+
+TEST_CASE("a worker that exits without replying is crashed with its exit status", "[detail][fork_server]") {
+  fork_server server(&job, &prefix);
+  auto r = server.run("exit3");
+  CHECK(r.outcome == job_outcome::crashed);
+  CHECK_THAT(r.detail, Catch::Contains("exited with status 3"));
+}
+
+TEST_CASE("a worker past its deadline is killed and reported as timed out", "[detail][fork_server]") {
+  fork_server server(&job, &prefix);
+  auto r = server.run("hang", std::chrono::steady_clock::now() + 50ms);
+  CHECK(r.outcome == job_outcome::timed_out);
+  REQUIRE(r.worker > 0);
+  CHECK(gone_soon(r.worker));
+  CHECK(server.run("x").reply == "echo:x");
+}
+
+TEST_CASE("a stop request kills the worker and reports it cancelled", "[detail][fork_server]") {
+  fork_server server(&job, &prefix);
+  std::stop_source stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(50ms);
+    stop.request_stop();
+  });
+  auto r = server.run("hang", std::chrono::steady_clock::time_point::max(), stop.get_token());
+  stopper.join();
+  CHECK(r.outcome == job_outcome::cancelled);
+  REQUIRE(r.worker > 0);
+  CHECK(gone_soon(r.worker));
+}
+
+TEST_CASE("the caller's signal handlers do not run in the server's processes", "[detail][fork_server]") {
+  struct sigaction handler {}, previous{};
+  handler.sa_handler = [](int) {};
+  REQUIRE(::sigaction(SIGTERM, &handler, &previous) == 0);
+  fork_server server(&job, &prefix);
+  auto r = server.run("sigterm");
+  ::sigaction(SIGTERM, &previous, nullptr);
+  CHECK(r.outcome == job_outcome::crashed);
+  CHECK_THAT(r.detail, Catch::Contains("killed by signal 15"));
+}
+
+TEST_CASE("jobs from 8 threads run concurrently, each getting its own reply", "[detail][fork_server]") {
+  fork_server server(&job, &prefix);
+  std::atomic<int> right{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        const std::string request = std::to_string(t) + "/" + std::to_string(i);
+        auto r = server.run(request);
+        if (r.outcome == job_outcome::ok && r.reply == "echo:" + request) ++right;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(right == 80);
+}
+
+TEST_CASE("a large request and reply cross intact", "[detail][fork_server]") {
+  fork_server server(&job, &prefix);
+  std::string big(6 << 20, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7 + (i >> 13));
+  auto r = server.run("double:" + big);
+  REQUIRE(r.outcome == job_outcome::ok);
+  CHECK(r.reply.size() == 2 * big.size());
+  CHECK(r.reply == big + big);
+}
+
+TEST_CASE("a server that was killed is replaced for the next job", "[detail][fork_server]") {
+  fork_server server(&job, &prefix);
+  const pid_t first = server.server_pid();
+  REQUIRE(server.run("a").outcome == job_outcome::ok);
+  // At once: whether the request reaches the dying server or finds its socket closed, the job runs.
+  REQUIRE(::kill(first, SIGKILL) == 0);
+  auto r = server.run("b");
+  CHECK(r.outcome == job_outcome::ok);
+  CHECK(r.reply == "echo:b");
+  CHECK(server.server_pid() != first);
+}
+
+TEST_CASE("the server keeps none of the caller's descriptors", "[detail][fork_server]") {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0); // inheritable on purpose
+  fork_server server(&job, &prefix);
+  REQUIRE(server.run("x").outcome == job_outcome::ok);
+  ::close(fds[1]);
+  // Had the server (or a worker) kept a copy of the write end, this read would never see its end.
+  pollfd pfd{fds[0], POLLIN, 0};
+  REQUIRE(::poll(&pfd, 1, 10'000) == 1);
+  char c;
+  CHECK(::read(fds[0], &c, 1) == 0);
+  ::close(fds[0]);
+}
+
+TEST_CASE("destroying the server ends its process", "[detail][fork_server]") {
+  pid_t pid = -1;
+  {
+    fork_server server(&job, &prefix);
+    pid = server.server_pid();
+    REQUIRE(alive(pid));
+  }
+  CHECK_FALSE(alive(pid));
+}
