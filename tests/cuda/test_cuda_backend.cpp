@@ -2,11 +2,13 @@
 // needs no GPU); loading, resource checks and launches are [gpu] tests that skip without a device.
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -276,6 +278,53 @@ TEST_CASE("compiles run concurrently from several threads", "[cuda][cuda_backend
   for (auto& t : threads) t.join();
   for (const auto& b : bins) CHECK(b.image.size() > 0);
   CHECK(bins[0].key != bins[1].key);
+}
+
+namespace {
+
+/// A kernel NVRTC needs seconds to compile (1.3 s for 20000 lines on the build machine).
+kernel_source slow_to_compile() {
+  std::string code = "extern \"C\" __global__ void slow(float* x) {\n  float v = x[threadIdx.x];\n";
+  for (int i = 0; i < 40000; ++i) code += "  v = v * v + " + std::to_string(i) + ".5f;\n";
+  return {.name = "slow", .code = code + "  x[threadIdx.x] = v;\n}\n", .entry = "slow"};
+}
+
+} // namespace
+
+TEST_CASE("a compile past COTUNE_COMPILE_TIMEOUT_MS is stopped midway with an error naming the knob",
+          "[cuda][cuda_backend]") {
+  cotune_test::private_cache cache;
+  const cuda::cuda_backend backend;
+  auto limit = cotune::knobs().autotuning.compile_timeout_ms.scoped(1);
+  try {
+    (void)backend.compile(slow_to_compile(), config{}, sm90());
+    FAIL("expected a timeout_error");
+  } catch (const cotune::timeout_error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("COTUNE_COMPILE_TIMEOUT_MS = 1 ms"));
+    CHECK_THAT(e.what(), Catch::Contains("kernel 'slow'"));
+  }
+  // Nothing was cached for it, and the next compile (no limit now) works.
+  auto no_limit = cotune::knobs().autotuning.compile_timeout_ms.scoped(0);
+  CHECK(backend.compile(saxpy, saxpy_config(64, 2), sm90()).image.size() > 0);
+}
+
+TEST_CASE("a cancelled compile is stopped and reported as cancelled", "[cuda][cuda_backend]") {
+  cotune_test::private_cache cache;
+  const cuda::cuda_backend backend;
+  std::stop_source stop;
+  std::thread canceller([&] {
+    // Stops the compile while it runs, or before it starts: either way it is cancelled.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    stop.request_stop();
+  });
+  try {
+    (void)backend.compile(slow_to_compile(), config{}, sm90(), stop.get_token());
+    canceller.join();
+    FAIL("expected a timeout_error");
+  } catch (const cotune::timeout_error& e) {
+    canceller.join();
+    CHECK_THAT(e.what(), Catch::Contains("was cancelled"));
+  }
 }
 
 TEST_CASE("a missing NVRTC is a clear error naming COTUNE_LIBNVRTC_PATH", "[cuda][cuda_backend]") {
