@@ -22,6 +22,8 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -106,6 +108,11 @@ int main(int argc, char** argv) {
 
   // The backend first: it has NVRTC opened in the background as soon as the driver opens.
   cuda::cuda_backend backend;
+  // COTUNE_BENCH_EARLY_SERVER=1 (a probe): fork the compile server on another thread while the driver
+  // starts and the context is created, instead of at the first compile (the untimed warm-up below).
+  std::thread early_server;
+  if (const char* e = std::getenv("COTUNE_BENCH_EARLY_SERVER"); e && std::string_view(e) == "1")
+    early_server = std::thread([] { (void)cuda::nvrtc().start_compile_server(); });
   const auto devices = backend.devices();
   if (devices.empty()) {
     std::printf("no CUDA device: skipping (%s)\n", cuda::availability().message.c_str());
@@ -115,6 +122,7 @@ int main(int argc, char** argv) {
   const auto t_ctx0 = clock_type::now();
   (void)cuda::driver().context(d.ordinal);
   const double ctx_ms = ms_since(t_ctx0);
+  if (early_server.joinable()) early_server.join();
   const auto ha = random_halves(std::size_t(size) * std::size_t(size), 1);
   const auto hb = random_halves(std::size_t(size) * std::size_t(size), 2);
   operands ops(d, size, ha, hb);

@@ -124,15 +124,16 @@ TEST_CASE("a compile server that was killed is replaced", "[cuda][nvrtc_api]") {
   CHECK(nv.compile_server_pid() != first);
 }
 
-TEST_CASE("preloading NVRTC starts the compile server before any compile", "[cuda][nvrtc_api]") {
-  cuda::preload_nvrtc();
+TEST_CASE("the compile server can be started before any compile", "[cuda][nvrtc_api]") {
   const auto& nv = cuda::nvrtc();
   const auto before = nv.compilations();
-  pid_t server = -1;
-  for (int i = 0; i < 500 && server <= 0; ++i) { // the preload runs on a background thread
-    server = nv.compile_server_pid();
-    if (server <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  CHECK(nv.start_compile_server());
+  const pid_t server = nv.compile_server_pid();
   CHECK(server > 0);
+  CHECK(::kill(server, 0) == 0);
   CHECK(nv.compilations() == before);
+  CHECK(nv.start_compile_server()); // once started, it stays
+  CHECK(nv.compile_server_pid() == server);
+  auto off = cuda::cuda_knobs().compile_processes.scoped(false);
+  CHECK_FALSE(nv.start_compile_server());
 }

@@ -37,7 +37,7 @@ struct cuda_knobs_group {
   knob<bool> compile_processes{
       {.name = "cuda.compile_processes", .env = "COTUNE_CUDA_COMPILE_PROCESSES", .fallback = true,
        .doc = "compile each CUDA kernel in its own process, forked from a compile server (one fork of the program, "
-              "taken when NVRTC is opened): compiles then run in parallel, COTUNE_COMPILE_TIMEOUT_MS and cancellation stop them midway, "
+              "taken at the first compile or by nvrtc().start_compile_server()): compiles then run in parallel, COTUNE_COMPILE_TIMEOUT_MS and cancellation stop them midway, "
               "and an NVRTC crash fails that one candidate; 0 = compile on the compile pool's threads (no "
               "timeout midway)"}};
   knob<std::string> nvrtc_options{

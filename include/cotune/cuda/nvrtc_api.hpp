@@ -155,11 +155,14 @@ public:
   }
 
   /// Starts the compile server now (if the `cuda.compile_processes` knob is on and none runs yet),
-  /// rather than at the first compile. Each compile forks the server, and forking costs in proportion
-  /// to the memory mapped: from a server forked out of a process holding 2 GB, a GEMM compile took
-  /// 316-431 ms against 187-270 ms from one forked before the 2 GB were allocated (build machine,
-  /// 2026-11-30). preload_nvrtc() calls this, so the server is forked while the program is young.
-  /// Returns whether a server runs.
+  /// rather than at the first compile. Each compile forks the server, and a fork costs in proportion
+  /// to the memory the server holds: from a server forked out of a process holding 2 GB, a GEMM
+  /// compile took 316-431 ms against 187-270 ms from one forked before the 2 GB were allocated (build
+  /// machine, 2026-11-30). A program that will hold many GB when it first compiles can call this
+  /// first, from its main thread. (Started from preload_nvrtc's thread during the driver's start-up,
+  /// 16 concurrent compiles were slower on the H200 host, 1.40-1.54 s against 1.04-1.08 s for a
+  /// server forked at the first compile, so the library does not do that by itself.) Returns whether
+  /// a server runs.
   bool start_compile_server() const { return cuda_knobs().compile_processes.get() && compile_server() != nullptr; }
 
   /// The compile server's pid, or -1 if none has been started (for tests).
@@ -417,8 +420,7 @@ struct nvrtc_entry {
 
 } // namespace detail
 
-/// Starts opening NVRTC (and then the compile server, see nvrtc_library::start_compile_server) on a
-/// background thread, once per process. Opening it costs about 5 ms
+/// Starts opening NVRTC on a background thread, once per process. Opening it costs about 5 ms
 /// (15 ms from a cold page cache; measured on this project's build machine: libnvrtc.so.13 is 104 MiB
 /// with 4.8 MB of relocations), which would otherwise sit between a warm start's driver
 /// initialisation and its first launch, since every cache key holds NVRTC's version. The CUDA backend
@@ -433,9 +435,7 @@ inline void preload_nvrtc() {
       }
     };
     static joiner background; // joined at exit, before the process tears down
-    background.thread = std::thread([paths = detail::nvrtc_search_paths()] {
-      if (const auto& entry = detail::nvrtc_entry_for(paths); entry.library) (void)entry.library->start_compile_server();
-    });
+    background.thread = std::thread([paths = detail::nvrtc_search_paths()] { (void)detail::nvrtc_entry_for(paths); });
   });
 }
 

@@ -398,7 +398,9 @@ private:
       }
       if (!read_all(socket, request.data(), request.size())) ::_exit(0);
       if (fd < 0) continue;
-      const pid_t monitor = ::fork();
+      // _Fork: no atfork handlers. The server is single-threaded, so glibc has no lock to reset, and the
+      // handlers that libraries of the caller registered (the CUDA driver's) have no business here.
+      const pid_t monitor = ::_Fork();
       if (monitor == 0) {
         ::close(socket);
         supervise(fd, job, context, request);
@@ -434,7 +436,7 @@ private:
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     (void)::sigaction(SIGCHLD, &dfl, nullptr); // so that waitpid below sees the worker
-    const pid_t worker = ::fork();
+    const pid_t worker = ::_Fork(); // single-threaded too: see serve()
     if (worker == 0) work(out, job, context, request);
     if (worker < 0) {
       (void)write_record(out, tag_fork_failed, static_cast<std::uint64_t>(errno));
