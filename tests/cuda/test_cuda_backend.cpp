@@ -295,12 +295,13 @@ TEST_CASE("a compile past COTUNE_COMPILE_TIMEOUT_MS is stopped midway with an er
           "[cuda][cuda_backend]") {
   cotune_test::private_cache cache;
   const cuda::cuda_backend backend;
-  auto limit = cotune::knobs().autotuning.compile_timeout_ms.scoped(1);
+  auto on = cuda::cuda_knobs().compile_processes.scoped(true);
+  auto limit = cotune::knobs().autotuning.compile_timeout_ms.scoped(300); // started by then; needs seconds more
   try {
     (void)backend.compile(slow_to_compile(), config{}, sm90());
     FAIL("expected a timeout_error");
   } catch (const cotune::timeout_error& e) {
-    CHECK_THAT(e.what(), Catch::Contains("COTUNE_COMPILE_TIMEOUT_MS = 1 ms"));
+    CHECK_THAT(e.what(), Catch::Contains("COTUNE_COMPILE_TIMEOUT_MS = 300 ms"));
     CHECK_THAT(e.what(), Catch::Contains("kernel 'slow'"));
   }
   // Nothing was cached for it, and the next compile (no limit now) works.
@@ -311,6 +312,7 @@ TEST_CASE("a compile past COTUNE_COMPILE_TIMEOUT_MS is stopped midway with an er
 TEST_CASE("a cancelled compile is stopped and reported as cancelled", "[cuda][cuda_backend]") {
   cotune_test::private_cache cache;
   const cuda::cuda_backend backend;
+  auto on = cuda::cuda_knobs().compile_processes.scoped(true);
   std::stop_source stop;
   std::thread canceller([&] {
     // Stops the compile while it runs, or before it starts: either way it is cancelled.

@@ -75,10 +75,13 @@ TEST_CASE("libraries that are not NVRTC are refused with every path tried", "[cu
 
 TEST_CASE("a compilation runs in a compile process unless the knob says otherwise, with the same result",
           "[cuda][nvrtc_api]") {
+  auto on = cuda::cuda_knobs().compile_processes.scoped(true);
   const auto& nv = cuda::nvrtc();
   const std::string src = "extern \"C\" __global__ void same(float* x) { x[threadIdx.x] *= 2.0f; }\n";
+  const auto in_processes = nv.process_compilations();
   auto forked = nv.compile(src, "same.cu", {"-arch=sm_90"}, "same");
   REQUIRE(forked.ok);
+  CHECK(nv.process_compilations() == in_processes + 1);
   const pid_t server = nv.compile_server_pid();
   CHECK(server > 0);
   CHECK(server != ::getpid());
@@ -86,14 +89,18 @@ TEST_CASE("a compilation runs in a compile process unless the knob says otherwis
   auto scope = cuda::cuda_knobs().compile_processes.scoped(false);
   auto here = nv.compile(src, "same.cu", {"-arch=sm_90"}, "same");
   REQUIRE(here.ok);
+  CHECK(nv.process_compilations() == in_processes + 1);
   CHECK(here.image == forked.image);
   CHECK(here.lowered_name == forked.lowered_name);
   CHECK(here.log == forked.log);
 }
 
 TEST_CASE("a compilation past its deadline is killed midway and says so", "[cuda][nvrtc_api]") {
+  auto on = cuda::cuda_knobs().compile_processes.scoped(true);
   const auto& nv = cuda::nvrtc();
-  auto out = nv.compile(slow_kernel(), "slow.cu", {"-arch=sm_90"}, "slow", std::chrono::steady_clock::now());
+  // 300 ms: the compile has started by then, and needs seconds more.
+  auto out = nv.compile(slow_kernel(), "slow.cu", {"-arch=sm_90"}, "slow",
+                        std::chrono::steady_clock::now() + std::chrono::milliseconds(300));
   CHECK_FALSE(out.ok);
   CHECK(out.stopped == cuda::nvrtc_output::stop_cause::deadline);
   CHECK_THAT(out.error, Catch::Contains("deadline"));
@@ -103,15 +110,21 @@ TEST_CASE("a compilation past its deadline is killed midway and says so", "[cuda
 }
 
 TEST_CASE("a stop request kills a compilation midway", "[cuda][nvrtc_api]") {
+  auto on = cuda::cuda_knobs().compile_processes.scoped(true);
   std::stop_source stop;
-  stop.request_stop();
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop.request_stop();
+  });
   auto out = cuda::nvrtc().compile(slow_kernel(), "slow.cu", {"-arch=sm_90"}, "slow",
                                    std::chrono::steady_clock::time_point::max(), stop.get_token());
+  stopper.join();
   CHECK_FALSE(out.ok);
   CHECK(out.stopped == cuda::nvrtc_output::stop_cause::stop_request);
 }
 
 TEST_CASE("a compile server that was killed is replaced", "[cuda][nvrtc_api]") {
+  auto on = cuda::cuda_knobs().compile_processes.scoped(true);
   const auto& nv = cuda::nvrtc();
   const std::string src = "extern \"C\" __global__ void again() {}\n";
   REQUIRE(nv.compile(src, "again.cu", {"-arch=sm_90"}, "again").ok);
@@ -125,6 +138,7 @@ TEST_CASE("a compile server that was killed is replaced", "[cuda][nvrtc_api]") {
 }
 
 TEST_CASE("the compile server can be started before any compile", "[cuda][nvrtc_api]") {
+  auto on = cuda::cuda_knobs().compile_processes.scoped(true);
   const auto& nv = cuda::nvrtc();
   const auto before = nv.compilations();
   CHECK(nv.start_compile_server());

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <stop_token>
@@ -14,11 +15,15 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <poll.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #include <cotune/detail/fork_server.hpp>
+
+#include "../support/temp_dir.hpp"
 
 using cotune::detail::fork_server;
 using cotune::detail::job_outcome;
@@ -44,7 +49,27 @@ bool gone_soon(pid_t pid) {
 std::string job(const void* context, std::string_view request) {
   const std::string& prefix = *static_cast<const std::string*>(context);
   if (request == "throw") throw std::runtime_error("the job threw this");
-  if (request == "segv") std::raise(SIGSEGV);
+  if (request == "segv") {
+    const rlimit no_core{0, 0}; // no core file from this deliberate crash
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    std::raise(SIGSEGV);
+  }
+  if (request.starts_with("meet:")) {
+    // Waits (up to 20 s) until as many workers as asked for have arrived in the directory: jobs
+    // that ran one after another would never all meet.
+    const auto rest = request.substr(5);
+    const auto colon = rest.find(':');
+    const std::string dir(rest.substr(0, colon));
+    const std::size_t want = std::stoul(std::string(rest.substr(colon + 1)));
+    std::ofstream(dir + "/" + std::to_string(::getpid())) << "here";
+    for (int i = 0; i < 2000; ++i) {
+      std::size_t n = 0;
+      for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++n;
+      if (n >= want) return "met";
+      std::this_thread::sleep_for(10ms);
+    }
+    return "alone";
+  }
   if (request == "exit3") ::_exit(3);
   if (request == "hang")
     for (;;) ::pause();
@@ -134,7 +159,7 @@ TEST_CASE("the caller's signal handlers do not run in the server's processes", "
   CHECK_THAT(r.detail, Catch::Contains("killed by signal 15"));
 }
 
-TEST_CASE("jobs from 8 threads run concurrently, each getting its own reply", "[detail][fork_server]") {
+TEST_CASE("jobs from 8 threads each get their own reply", "[detail][fork_server]") {
   fork_server server(&job, &prefix);
   std::atomic<int> right{0};
   std::vector<std::thread> threads;
@@ -148,6 +173,20 @@ TEST_CASE("jobs from 8 threads run concurrently, each getting its own reply", "[
     });
   for (auto& t : threads) t.join();
   CHECK(right == 80);
+}
+
+TEST_CASE("jobs run at the same time, each in its own worker", "[detail][fork_server]") {
+  cotune_test::temp_dir dir;
+  fork_server server(&job, &prefix);
+  std::vector<cotune::detail::job_result> results(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < results.size(); ++t)
+    threads.emplace_back([&, t] { results[t] = server.run("meet:" + dir.path().string() + ":4"); });
+  for (auto& t : threads) t.join();
+  for (const auto& r : results) {
+    CHECK(r.outcome == job_outcome::ok);
+    CHECK(r.reply == "met");
+  }
 }
 
 TEST_CASE("a large request and reply cross intact", "[detail][fork_server]") {
@@ -194,4 +233,60 @@ TEST_CASE("destroying the server ends its process", "[detail][fork_server]") {
     REQUIRE(alive(pid));
   }
   CHECK_FALSE(alive(pid));
+}
+
+TEST_CASE("the server runs in its own session, out of the caller's signal group", "[detail][fork_server]") {
+  fork_server server(&job, &prefix);
+  REQUIRE(server.run("x").outcome == job_outcome::ok);
+  CHECK(::getsid(server.server_pid()) == server.server_pid());
+  CHECK(::getpgid(server.server_pid()) != ::getpgid(0));
+}
+
+TEST_CASE("a caller without stdin and stdout still gets its replies, also from a new server",
+          "[detail][fork_server]") {
+  // In a child process (so this test's own streams stay open), with a 20 s limit.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(0);
+    ::close(1);
+    int code = 0;
+    {
+      fork_server server(&job, &prefix);
+      if (server.run("a").reply != "echo:a") code = 1;
+      ::kill(server.server_pid(), SIGKILL);
+      if (server.run("b").reply != "echo:b") code = 2;
+    }
+    ::_exit(code);
+  }
+  int status = -1;
+  bool ended = false;
+  for (int i = 0; i < 2000 && !ended; ++i) {
+    ended = ::waitpid(child, &status, WNOHANG) == child;
+    if (!ended) std::this_thread::sleep_for(10ms);
+  }
+  if (!ended) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+  }
+  CHECK(ended);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("destroying the server ends it even while a forked child holds its socket", "[detail][fork_server]") {
+  pid_t server_pid = -1, holder = -1;
+  {
+    fork_server server(&job, &prefix);
+    server_pid = server.server_pid();
+    holder = ::fork(); // a copy of every descriptor, the server's socket included
+    REQUIRE(holder >= 0);
+    if (holder == 0) {
+      ::sleep(30);
+      ::_exit(0);
+    }
+  }
+  CHECK_FALSE(alive(server_pid));
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, nullptr, 0);
 }

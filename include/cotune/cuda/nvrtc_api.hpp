@@ -150,8 +150,21 @@ public:
         auto out = compile_in_process_of_its_own(*server, source, file_name, options, name_expression, deadline, stop);
         if (out) return *std::move(out);
       }
+    // In this process NVRTC cannot be interrupted: the deadline and the stop request count only
+    // before it starts.
+    if (stop.stop_requested() || std::chrono::steady_clock::now() >= deadline) {
+      nvrtc_output out;
+      out.stopped = stop.stop_requested() ? nvrtc_output::stop_cause::stop_request : nvrtc_output::stop_cause::deadline;
+      out.error = "stopped before it started";
+      return out;
+    }
     std::shared_lock lock(in_process_mutex_); // no compile server is forked while NVRTC runs here
     return compile_here(source, file_name, options, name_expression);
+  }
+
+  /// How many of compilations() ran in compile processes.
+  [[nodiscard]] std::uint64_t process_compilations() const noexcept {
+    return process_compilations_.load(std::memory_order_relaxed);
   }
 
   /// Starts the compile server now (if the `cuda.compile_processes` knob is on and none runs yet),
@@ -245,11 +258,11 @@ private:
     std::lock_guard lock(server_mutex_);
     if (!server_tried_) {
       server_tried_ = true;
-      // Fork only while no thread of this process is inside NVRTC: the server's workers run NVRTC
-      // from the server's copy of this process, and a lock held in that copy would never be released.
-      std::unique_lock exclusive(in_process_mutex_);
+      // The server forks only while no thread of this process is inside NVRTC (it holds
+      // in_process_mutex_ exclusively): its workers run NVRTC from the server's copy of this process,
+      // and a lock held in that copy would never be released.
       try {
-        server_ = std::make_unique<cotune::detail::fork_server>(&compile_job, this);
+        server_ = std::make_unique<cotune::detail::fork_server>(&compile_job, this, &in_process_mutex_);
       } catch (const std::exception& e) {
         fmt::print(stderr, "cotune: warning: CUDA kernels will compile in this process, one NVRTC at a time: {}\n",
                    e.what());
@@ -281,10 +294,13 @@ private:
     for (const std::string* f : {&source, &file_name, &name_expression}) wire_put(request, *f);
     wire_put_count(request, options.size());
     for (const auto& o : options) wire_put(request, o);
-    compilations_.fetch_add(1, std::memory_order_relaxed);
     auto r = server.run(request, deadline, std::move(stop));
     nvrtc_output out;
     using cotune::detail::job_outcome;
+    if (r.outcome != job_outcome::lost) {
+      compilations_.fetch_add(1, std::memory_order_relaxed);
+      process_compilations_.fetch_add(1, std::memory_order_relaxed);
+    }
     switch (r.outcome) {
     case job_outcome::ok:
       try {
@@ -379,6 +395,7 @@ private:
   std::vector<int> archs_;
   std::filesystem::path include_dir_;
   mutable std::atomic<std::uint64_t> compilations_{0};
+  mutable std::atomic<std::uint64_t> process_compilations_{0};
   mutable std::mutex server_mutex_;
   mutable bool server_tried_ = false;
   mutable std::unique_ptr<cotune::detail::fork_server> server_; ///< never destroyed (the library never is)

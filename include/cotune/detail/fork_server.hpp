@@ -8,21 +8,25 @@
 /// alone: 0.25 s). A job run here has its own process: it runs in parallel with the others, is
 /// killed at its deadline or on a stop request, and a crash is reported instead of ending the caller.
 ///
-/// The server is forked once, from the caller's process, when the fork_server is created. It keeps
-/// its socket and closes every other inherited descriptor (a copied pipe end would keep some other
-/// reader of the caller from seeing its end of file), restores default signal handling, and then
-/// serves requests one at a time: for each it forks a monitor, which forks the worker and reports
-/// the worker's exit status. A worker is a copy of the single-threaded server, so no lock that some
-/// other thread of the caller held at fork time can block it (glibc resets its own malloc, stdio and
-/// loader locks in a forked child). The job function and its context are fixed at creation and run
-/// in the worker's copy of the caller's memory as it was then: they must not take locks that the
-/// caller's other threads may have held at that moment.
+/// The server is forked once, from the caller's process, when the fork_server is created. It starts
+/// its own session (a Ctrl-C meant for the caller's terminal group does not kill compiles the caller
+/// may want to finish), keeps its socket and closes every other inherited descriptor (a copied pipe
+/// end would keep some other reader of the caller from seeing its end of file), points stdin and
+/// stdout at /dev/null, restores default signal handling, and then serves requests one at a time:
+/// for each it forks a monitor, which forks the worker, reports the worker's exit status, and kills
+/// the worker if the caller stops listening (gave up at a deadline, was cancelled, or died). A worker
+/// is a copy of the single-threaded server, so no lock that some other thread of the caller held at
+/// fork time can block it (glibc resets its own malloc, stdio and loader locks in a forked child).
+/// The job function and its context are fixed at creation and run in the worker's copy of the
+/// caller's memory as it was then: they must not take locks that the caller's other threads may have
+/// held at that moment. An optional `fork_lock` is held exclusively around each fork of the caller.
 ///
 /// Protocol. Caller to server, on a stream socket: [u64 size][request], the first bytes sent with
 /// the write end of a fresh pipe attached (SCM_RIGHTS). On that pipe, each record a tag and a u64:
 /// the worker writes 'P' (its pid) at once, then 'R' (reply size, then the reply) or 'X' (message
 /// size, then the exception's message); the monitor then writes 'S' (the worker's wait status), or
-/// 'F' (errno) when it could not fork the worker. The pipe's end of file ends the job.
+/// 'F' (errno) when it could not fork the worker. The caller closing its end tells the monitor to
+/// kill the worker.
 
 #include <algorithm>
 #include <atomic>
@@ -33,6 +37,7 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <shared_mutex>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -79,19 +84,50 @@ struct job_result {
   return fmt::format("ended with wait status {:#x}", status);
 }
 
+/// A descriptor closed when it goes out of scope.
+class unique_fd {
+public:
+  explicit unique_fd(int fd = -1) noexcept : fd_(fd) {}
+  unique_fd(const unique_fd&) = delete;
+  unique_fd& operator=(const unique_fd&) = delete;
+  ~unique_fd() { reset(); }
+  [[nodiscard]] int get() const noexcept { return fd_; }
+  void reset(int fd = -1) noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+private:
+  int fd_;
+};
+
+/// `fd` moved to a descriptor >= 3 (close-on-exec): a caller that closed stdin, stdout or stderr
+/// would otherwise get pipe and socket ends there, where the server keeps whatever it inherits.
+[[nodiscard]] inline int above_standard_streams(int fd) {
+  if (fd < 0 || fd >= 3) return fd;
+  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  ::close(fd);
+  return moved;
+}
+
 class fork_server {
 public:
   /// Runs in the worker: the request in, the reply out. An exception becomes job_outcome::failed.
   using job_function = std::string (*)(const void* context, std::string_view request);
 
-  /// Forks the server now. Throws cotune::error if the socket or the fork fails.
-  fork_server(job_function job, const void* context) : job_(job), context_(context) { start(); }
+  /// Forks the server now, holding `fork_lock` (if any) exclusively while forking. Throws
+  /// cotune::error if the socket or the fork fails.
+  fork_server(job_function job, const void* context, std::shared_mutex* fork_lock = nullptr)
+      : job_(job), context_(context), fork_lock_(fork_lock) {
+    std::lock_guard lock(mutex_);
+    start();
+  }
 
   fork_server(const fork_server&) = delete;
   fork_server& operator=(const fork_server&) = delete;
 
-  /// Closes the socket, which ends the server, and reaps it. Workers still running finish or are
-  /// killed by their callers; their monitors are not this process's children.
+  /// Ends the server (its socket is shut down) and reaps it. Monitors kill their workers once the
+  /// callers waiting on them stop listening.
   ~fork_server() {
     std::lock_guard lock(mutex_);
     stop_server();
@@ -104,13 +140,14 @@ public:
   }
 
   /// Runs the job on `request` in a new worker and waits for it. Past `deadline` (steady clock;
-  /// time_point::max() for none) or once `stop` is requested, the worker is killed. If the server
-  /// died since the last job, a new one is forked first. Thread-safe: jobs run concurrently.
+  /// time_point::max() for none) or once `stop` is requested, the caller stops waiting at once and the
+  /// worker's monitor kills the worker. If the server died since the last job, a new one is forked
+  /// first. Thread-safe: jobs run concurrently.
   [[nodiscard]] job_result run(std::string_view request,
                                std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
                                std::stop_token stop = {}) {
     job_result result;
-    // A server that dies just after taking a request (killed, out of memory) never starts its job:
+    // A server that died just after taking a request (killed, out of memory) never started its job:
     // that is safe to retry, once, on a new server.
     for (int attempt = 0; attempt < 2; ++attempt) {
       result = job_result{};
@@ -119,21 +156,26 @@ public:
         result.detail = fmt::format("pipe: {}", std::strerror(errno));
         return result;
       }
-      const int in = pipe_fds[0];
+      unique_fd in(above_standard_streams(pipe_fds[0]));
+      unique_fd out(above_standard_streams(pipe_fds[1]));
+      if (in.get() < 0 || out.get() < 0) {
+        result.detail = fmt::format("fcntl: {}", std::strerror(errno));
+        return result;
+      }
       std::string why;
       std::uint64_t generation = 0;
-      const bool sent = send(request, pipe_fds[1], why, generation);
-      ::close(pipe_fds[1]); // the server holds its own copy now; ours would hide the end of file
+      const bool sent = send(request, out.get(), why, generation);
+      out.reset(); // the server holds its own copy now; ours would hide the end of file
       if (!sent) {
-        ::close(in);
         result.detail = std::move(why);
         return result;
       }
-      receive(in, deadline, stop, result);
-      ::close(in);
+      receive(in.get(), deadline, stop, result);
       if (result.outcome != job_outcome::lost || result.worker > 0) return result;
       std::lock_guard lock(mutex_);
-      if (generation_ == generation) stop_server();
+      if (generation_ != generation) continue; // another caller has already replaced it
+      if (server_alive()) return result;       // alive but could not fork (EAGAIN): do not re-fork the caller
+      stop_server();
     }
     return result;
   }
@@ -141,11 +183,25 @@ public:
 private:
   static constexpr char tag_pid = 'P', tag_reply = 'R', tag_exception = 'X', tag_status = 'S', tag_fork_failed = 'F';
 
+  /// Forks the server. Call with `mutex_` held.
   void start() {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
       throw error(fmt::format("fork_server: socketpair: {}", std::strerror(errno)));
-    const pid_t pid = ::fork();
+    sv[0] = above_standard_streams(sv[0]);
+    sv[1] = above_standard_streams(sv[1]);
+    if (sv[0] < 0 || sv[1] < 0) {
+      const int e = errno;
+      if (sv[0] >= 0) ::close(sv[0]);
+      if (sv[1] >= 0) ::close(sv[1]);
+      throw error(fmt::format("fork_server: fcntl: {}", std::strerror(e)));
+    }
+    pid_t pid;
+    {
+      std::unique_lock<std::shared_mutex> exclusive;
+      if (fork_lock_) exclusive = std::unique_lock(*fork_lock_);
+      pid = ::fork();
+    }
     if (pid < 0) {
       const int e = errno;
       ::close(sv[0]);
@@ -162,12 +218,39 @@ private:
     ++generation_;
   }
 
+  /// Whether the server process still runs. Call with `mutex_` held.
+  [[nodiscard]] bool server_alive() const {
+    if (server_ <= 0 || socket_ < 0) return false;
+    // The server never writes to its socket, so any event on ours means its end is closed. A dying
+    // server closes its descriptors before it can be waited for, and the pipe end it held (which
+    // told the caller) is closed after its socket: this sees the death the caller just saw.
+    pollfd pfd{socket_, POLLIN | POLLRDHUP, 0};
+    if (::poll(&pfd, 1, 0) != 0) return false;
+    siginfo_t info{};
+    return ::waitid(P_PID, static_cast<id_t>(server_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0;
+  }
+
+  /// Ends and reaps the server. Call with `mutex_` held.
   void stop_server() {
-    if (socket_ >= 0) ::close(socket_);
+    if (socket_ >= 0) {
+      // shutdown, not just close: a child the caller forked (without exec) may hold a copy of the
+      // socket, and the server must see its end of file all the same.
+      ::shutdown(socket_, SHUT_RDWR);
+      ::close(socket_);
+    }
     socket_ = -1;
     if (server_ > 0) {
-      // The server ends on its socket's end of file; it never blocks on anything else.
-      while (::waitpid(server_, nullptr, 0) < 0 && errno == EINTR) {
+      // It ends on its socket's end of file; one that does not (stopped, wedged) is killed after 1 s.
+      bool reaped = false;
+      for (int i = 0; i < 100 && !reaped; ++i) {
+        const pid_t r = ::waitpid(server_, nullptr, WNOHANG);
+        reaped = r == server_ || (r < 0 && errno != EINTR); // ECHILD: someone else reaped it
+        if (!reaped) ::usleep(10'000);
+      }
+      if (!reaped) {
+        ::kill(server_, SIGKILL);
+        while (::waitpid(server_, nullptr, 0) < 0 && errno == EINTR) {
+        }
       }
     }
     server_ = -1;
@@ -177,7 +260,6 @@ private:
   /// server took it.
   bool send(std::string_view request, int fd, std::string& why, std::uint64_t& generation) {
     std::lock_guard lock(mutex_);
-    generation = generation_;
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (socket_ < 0) {
         try {
@@ -212,7 +294,7 @@ private:
     do n = ::sendmsg(socket_, &msg, MSG_NOSIGNAL);
     while (n < 0 && errno == EINTR);
     if (n != static_cast<ssize_t>(sizeof size)) {
-      why = fmt::format("the compile server is gone (sendmsg: {})", n < 0 ? std::strerror(errno) : "short write");
+      why = fmt::format("the server is gone (sendmsg: {})", n < 0 ? std::strerror(errno) : "short write");
       return false;
     }
     std::size_t done = 0;
@@ -220,7 +302,7 @@ private:
       ssize_t w = ::send(socket_, request.data() + done, request.size() - done, MSG_NOSIGNAL);
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) {
-        why = fmt::format("the compile server is gone (send: {})", w < 0 ? std::strerror(errno) : "closed");
+        why = fmt::format("the server is gone (send: {})", w < 0 ? std::strerror(errno) : "closed");
         return false;
       }
       done += static_cast<std::size_t>(w);
@@ -228,18 +310,18 @@ private:
     return true;
   }
 
-  /// Reads the records of one job from `in` until its end of file.
+  /// Reads the records of one job from `in` until the job has replied and its exit status is in, or
+  /// the pipe ends, or the caller gives up (deadline, stop request).
   static void receive(int in, std::chrono::steady_clock::time_point deadline, const std::stop_token& stop,
                       job_result& result) {
     std::string buffer;
-    bool killed = false, have_reply = false, have_status = false;
+    bool have_reply = false, have_exception = false, have_status = false, fork_failed = false;
     int status = 0;
     std::string failure; // the job's exception, or the monitor's fork error
     char chunk[65536];
     for (;;) {
       // Parse what has arrived.
-      for (;;) {
-        if (buffer.size() < 9) break;
+      while (buffer.size() >= 9) {
         const char tag = buffer[0];
         std::uint64_t value = 0;
         std::memcpy(&value, buffer.data() + 1, sizeof value);
@@ -252,29 +334,30 @@ private:
           have_reply = true;
         } else if (tag == tag_exception) {
           failure.assign(buffer, 9, static_cast<std::size_t>(value));
-          result.outcome = job_outcome::failed;
+          have_exception = true;
         } else if (tag == tag_status) {
           status = static_cast<int>(value);
           have_status = true;
         } else if (tag == tag_fork_failed) {
           failure = fmt::format("fork: {}", std::strerror(static_cast<int>(value)));
+          fork_failed = true;
         }
         buffer.erase(0, used);
       }
-      if (!killed && result.worker > 0 && !have_reply && result.outcome != job_outcome::failed) {
-        const bool late = std::chrono::steady_clock::now() >= deadline;
-        if (late || stop.stop_requested()) {
-          // The worker has not ended (no end of file yet), so its pid is still its own.
-          ::kill(result.worker, SIGKILL);
-          killed = true;
-          result.outcome = late ? job_outcome::timed_out : job_outcome::cancelled;
-        }
+      if (have_status || fork_failed) break; // the monitor's record is the last one
+      const bool late = std::chrono::steady_clock::now() >= deadline;
+      // Once the job has answered, only its exit status is missing, and the monitor sends it next.
+      if (!have_reply && !have_exception && (late || stop.stop_requested())) {
+        // Stop listening: closing the pipe (the caller does) tells the monitor to kill the worker.
+        result.outcome = late ? job_outcome::timed_out : job_outcome::cancelled;
+        result.reply.clear();
+        result.detail = late ? "killed at its deadline" : "killed on a stop request";
+        return;
       }
       // 20 ms: how quickly a deadline or a stop request is noticed while a job runs.
       int wait_ms = 20;
-      if (!killed && deadline != std::chrono::steady_clock::time_point::max()) {
+      if (deadline != std::chrono::steady_clock::time_point::max()) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        // At least 1 ms: past the deadline, before the worker's pid has arrived, this must not spin.
         wait_ms = static_cast<int>(std::clamp<std::int64_t>(left.count() + 1, 1, 20));
       }
       pollfd pfd{in, POLLIN, 0};
@@ -282,7 +365,6 @@ private:
       if (ready < 0 && errno != EINTR) {
         result.outcome = job_outcome::lost;
         result.detail = fmt::format("poll: {}", std::strerror(errno));
-        if (result.worker > 0 && !killed) ::kill(result.worker, SIGKILL);
         return;
       }
       if (ready <= 0) continue;
@@ -291,26 +373,24 @@ private:
       if (got <= 0) break; // every writer (worker, monitor) has ended
       buffer.append(chunk, static_cast<std::size_t>(got));
     }
-    if (killed) {
-      result.detail = result.outcome == job_outcome::timed_out ? "killed at its deadline" : "killed on a stop request";
-      return;
-    }
-    if (result.outcome == job_outcome::failed) {
+    const bool clean_exit = have_status && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (have_exception && clean_exit) {
+      result.outcome = job_outcome::failed;
       result.detail = std::move(failure);
       return;
     }
-    if (have_reply && (!have_status || (WIFEXITED(status) && WEXITSTATUS(status) == 0))) {
+    if (have_reply && clean_exit) {
       result.outcome = job_outcome::ok;
       return;
     }
+    result.reply.clear();
     if (result.worker <= 0) {
       result.outcome = job_outcome::lost;
-      result.detail = failure.empty() ? std::string("the compile server ended before starting the job")
-                                      : "the compile server could not start a worker: " + failure;
+      result.detail = fork_failed ? "the server could not start a worker: " + failure
+                                  : std::string("the server ended before starting the job");
       return;
     }
     result.outcome = job_outcome::crashed;
-    result.reply.clear();
     result.detail = have_status ? wait_status_text(status) + " before replying"
                                 : std::string("ended before replying (its exit status was not reported)");
   }
@@ -348,10 +428,10 @@ private:
     return true;
   }
 
-  /// Closes every descriptor from `first` up, except `keep`.
-  static void close_inherited(int first, int keep) {
+  /// Closes every descriptor from 3 up, except `keep`.
+  static void close_inherited(int keep) {
 #ifdef SYS_close_range
-    if (keep > first) (void)::syscall(SYS_close_range, static_cast<unsigned>(first), static_cast<unsigned>(keep - 1), 0u);
+    if (keep > 3) (void)::syscall(SYS_close_range, 3u, static_cast<unsigned>(keep - 1), 0u);
     if (::syscall(SYS_close_range, static_cast<unsigned>(keep + 1), ~0u, 0u) == 0) return;
 #endif
     // A kernel before 5.9: walk the descriptor table.
@@ -359,19 +439,18 @@ private:
       const int own = ::dirfd(dir);
       while (dirent* e = ::readdir(dir)) {
         const int fd = std::atoi(e->d_name);
-        if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && fd >= first && fd != keep && fd != own) ::close(fd);
+        if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && fd >= 3 && fd != keep && fd != own) ::close(fd);
       }
       ::closedir(dir);
       return;
     }
     const long max = ::sysconf(_SC_OPEN_MAX);
-    for (int fd = first; fd < (max > 0 ? max : 1024); ++fd)
+    for (int fd = 3; fd < (max > 0 ? max : 1024); ++fd)
       if (fd != keep) ::close(fd);
   }
 
   [[noreturn]] static void serve(int socket, job_function job, const void* context) {
-    if (socket < 3) socket = ::fcntl(socket, F_DUPFD, 3); // a caller without stdin/out/err: keep 0-2 free
-    if (socket < 0) ::_exit(1);
+    (void)::setsid(); // its own session and group: signals for the caller's terminal group pass it by
     // Default handling for every signal (the caller's handlers would run the caller's code here),
     // none blocked (the forking thread's mask may block some), and monitors reaped automatically.
     struct sigaction dfl {};
@@ -384,12 +463,18 @@ private:
     sigset_t none;
     sigemptyset(&none);
     (void)::sigprocmask(SIG_SETMASK, &none, nullptr);
-    close_inherited(3, socket);
+    close_inherited(socket); // `socket` is >= 3 (start() moved it)
+    if (const int null = ::open("/dev/null", O_RDWR); null >= 0) {
+      ::dup2(null, 0);
+      ::dup2(null, 1);
+      if (null > 2) ::close(null);
+    }
 
     for (;;) {
       std::uint64_t size = 0;
       int fd = -1;
       if (!receive_header(socket, size, fd)) ::_exit(0); // the caller closed the socket, or is gone
+      unique_fd out(fd);
       std::string request;
       try {
         request.resize(static_cast<std::size_t>(size));
@@ -397,17 +482,16 @@ private:
         ::_exit(1);
       }
       if (!read_all(socket, request.data(), request.size())) ::_exit(0);
-      if (fd < 0) continue;
+      if (out.get() < 0) continue;
       // _Fork: no atfork handlers. The server is single-threaded, so glibc has no lock to reset, and the
       // handlers that libraries of the caller registered (the CUDA driver's) have no business here.
       const pid_t monitor = ::_Fork();
       if (monitor == 0) {
         ::close(socket);
-        supervise(fd, job, context, request);
+        supervise(out.get(), job, context, request);
       }
-      // If the monitor could not be forked, closing the pipe tells the caller (an end of file
-      // before any record).
-      ::close(fd);
+      // If the monitor could not be forked, closing the pipe (here) tells the caller: an end of file
+      // before any record.
     }
   }
 
@@ -420,7 +504,7 @@ private:
     msg.msg_control = control;
     msg.msg_controllen = sizeof control;
     ssize_t n;
-    do n = ::recvmsg(socket, &msg, 0);
+    do n = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
     if (n <= 0) return false;
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
@@ -436,11 +520,38 @@ private:
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     (void)::sigaction(SIGCHLD, &dfl, nullptr); // so that waitpid below sees the worker
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    (void)::sigaction(SIGPIPE, &ign, nullptr); // a caller that stopped listening is noticed below
     const pid_t worker = ::_Fork(); // single-threaded too: see serve()
-    if (worker == 0) work(out, job, context, request);
+    if (worker == 0) {
+      (void)::sigaction(SIGPIPE, &dfl, nullptr);
+      work(out, job, context, request);
+    }
     if (worker < 0) {
       (void)write_record(out, tag_fork_failed, static_cast<std::uint64_t>(errno));
       ::_exit(0);
+    }
+    // Wait for the worker to end, killing it if the caller closes its end of the pipe (a deadline, a
+    // stop request, or its death), which shows here as POLLERR. The worker is our child and is not
+    // reaped before it ends, so its pid cannot name another process when we kill it.
+    bool killed = false;
+    int exited = -1;
+#ifdef SYS_pidfd_open
+    exited = static_cast<int>(::syscall(SYS_pidfd_open, worker, 0)); // readable once the worker ends
+#endif
+    for (;;) {
+      pollfd fds[2] = {{out, 0, 0}, {exited, POLLIN, 0}};
+      // Without a pidfd (a kernel before 5.3), look again every 10 ms.
+      const int n = ::poll(killed ? fds + 1 : fds, killed ? 1 : 2, exited >= 0 ? -1 : 10);
+      if (n < 0 && errno != EINTR) break;
+      if (!killed && (fds[0].revents & (POLLERR | POLLHUP))) {
+        ::kill(worker, SIGKILL);
+        killed = true;
+      }
+      siginfo_t info{};
+      if (::waitid(P_PID, static_cast<id_t>(worker), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == worker)
+        break;
     }
     int status = 0;
     while (::waitpid(worker, &status, 0) < 0 && errno == EINTR) {
@@ -467,6 +578,7 @@ private:
 
   job_function job_;
   const void* context_;
+  std::shared_mutex* fork_lock_;
   mutable std::mutex mutex_; ///< guards the socket: one request at a time, and restarts
   int socket_ = -1;
   pid_t server_ = -1;
