@@ -112,11 +112,20 @@ struct tuning_key_hasher {
   std::size_t operator()(const tuning_key& k) const noexcept { return k.hash(); }
 };
 
+template <class>
+inline constexpr bool always_false = false;
+
 } // namespace detail
 
+/// What `autotuner<Signature>` is for anything but a kernel signature `void(Args...)`: an error that says so.
 template <class Signature, Backend B = host_backend, class Bench = default_benchmarker_t<B>,
           CacheManager Cache = file_cache>
-class autotuner;
+class autotuner {
+  static_assert(detail::always_false<Signature>,
+                "cotune::autotuner's first argument is the kernel's signature, void(Args...): kernels return "
+                "nothing, and the arguments are what each call passes (e.g. autotuner<void(host_span<const float>, "
+                "host_span<float>, int)>)");
+};
 
 /// Tunes a kernel `void(Args...)`: picks, per tuning key, the fastest of the candidate configs and
 /// launches it. The first call of a key compiles the candidates concurrently, benchmarks them on the
