@@ -281,7 +281,7 @@ std::vector<file_record> scan_cache(const fs::path& root) {
           // A name that file_cache refuses was not written by it.
         }
         r.status = payload ? file_status::valid : file_status::corrupt;
-        if (!payload) r.note = "the frame does not check out (damaged, truncated, or renamed)";
+        if (!payload) r.note = "the frame does not check out (damaged, truncated, renamed, or copied from another key)";
         else if (r.file.ends_with(".autotune.json")) r.note = result_note(*payload);
       }
       records.push_back(std::move(r));
@@ -458,12 +458,15 @@ int run_cache_show(const std::string& file) {
   // A framed entry from the cache, or a plain JSON file (the dump directory, a copy someone made).
   std::string payload = *text;
   std::string origin = "a plain JSON file";
-  if (auto framed = cotune::detail::unframe(path.filename().string(), *text)) {
+  const auto binding = cotune::detail::entry_binding(fs::absolute(path).parent_path().filename().string(),
+                                                     path.filename().string());
+  if (auto framed = cotune::detail::unframe(binding, *text)) {
     payload = std::string(*framed);
     origin = "a verified cache entry";
   } else if (std::string_view(*text).ends_with(cotune::detail::frame_tail)) {
-    throw cotune::cache_error(fmt::format("'{}' is a damaged or renamed cache entry (its frame does not check out); "
-                                          "the tuning result cannot be trusted",
+    throw cotune::cache_error(fmt::format("'{}' is a damaged, renamed or moved cache entry (its frame does not check out; an "
+                                          "entry is bound to its file name and its key's directory, so show it where "
+                                          "the cache keeps it); the tuning result cannot be trusted",
                                           file));
   }
   auto r = cotune::tuning_result::from_json(payload);

@@ -173,6 +173,21 @@ TEST_CASE("a foreign file is a miss: an entry renamed, or a file nobody framed",
   CHECK_FALSE(c.get_file("dir.bin"));
 }
 
+TEST_CASE("an entry copied into another key's directory is a miss there", "[cache][file_cache]") {
+  private_cache cache;
+  file_cache first(key), second(cotune::detail::sha256_hex("another key"));
+  const auto path = first.put("the first key's result", "k.autotune.json");
+  REQUIRE(first.get("k.autotune.json"));
+  fs::create_directories(second.dir());
+  fs::copy_file(path, second.dir() / "k.autotune.json");
+  // Same name, same bytes, valid frame: but it was written for the first key, not this one.
+  CHECK_FALSE(second.get("k.autotune.json"));
+  CHECK_FALSE(second.get_file("k.autotune.json"));
+  CHECK(first.get("k.autotune.json") == "the first key's result");
+  second.put("the second key's result", "k.autotune.json");
+  CHECK(second.get("k.autotune.json") == "the second key's result");
+}
+
 TEST_CASE("file names other than plain names are refused with a clear error", "[cache][file_cache]") {
   private_cache cache;
   file_cache c(key);

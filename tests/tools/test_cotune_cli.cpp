@@ -343,7 +343,7 @@ TEST_CASE("cotune cache show prints a stored tuning result as a table", "[tools]
     damage(cache.result_file);
     auto d = cotune_cli({"cache", "show", cache.result_file.string()});
     CHECK(d.exit_code == 1);
-    CHECK_THAT(d.output, Catch::Contains("damaged or renamed cache entry"));
+    CHECK_THAT(d.output, Catch::Contains("damaged, renamed or moved cache entry"));
   }
   SECTION("a file that is not a tuning result is refused") {
     auto n = cotune_cli({"cache", "show", cache.binary_file.string()});

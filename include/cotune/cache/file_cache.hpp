@@ -81,7 +81,7 @@ public:
     auto file = detail::read_file(dir_ / std::string(name));
     if (!file) return std::nullopt;
     if (mode_ != cache_mode::normal) return file;
-    auto payload = detail::unframe(name, *file);
+    auto payload = detail::unframe(binding(name), *file);
     if (!payload) return std::nullopt;
     return std::string(*payload);
   }
@@ -93,7 +93,7 @@ public:
       throw cache_error(fmt::format("the override cache '{}' is read-only; cannot put '{}'", dir_.string(), name));
     detail::make_private_dirs(dir_);
     auto path = dir_ / std::string(name);
-    if (mode_ == cache_mode::normal) detail::atomic_write(path, data, detail::make_frame(name, data));
+    if (mode_ == cache_mode::normal) detail::atomic_write(path, data, detail::make_frame(binding(name), data));
     else detail::atomic_write(path, data);
     return path;
   }
@@ -135,6 +135,11 @@ public:
   }
 
 private:
+  /// What this cache's entry `name` is framed with: its key directory and its name.
+  [[nodiscard]] std::string binding(std::string_view name) const {
+    return detail::entry_binding(dir_.filename().string(), name);
+  }
+
   static std::string group_file_name(std::string_view name) {
     validate_cache_file_name(name);
     return "__grp__" + std::string(name) + ".json";

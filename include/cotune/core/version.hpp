@@ -9,6 +9,6 @@ inline constexpr const char* version = COTUNE_VERSION_STRING;
 inline constexpr const char* version = "0.1.0";
 #endif
 /// Bumped whenever the layout of cache entries or the composition of keys changes.
-inline constexpr int cache_format_version = 1;
+inline constexpr int cache_format_version = 2; // 2: frames bind the key directory too
 
 } // namespace cotune

@@ -3,8 +3,9 @@
 ///
 /// A trailer (not a header) keeps a framed shared object loadable by dlopen, which ignores bytes after
 /// the ELF image, so the host backend can load entries in place. The trailer holds a magic, the
-/// format version, the payload length and SHA-256(file name, payload): a truncated, bit-flipped,
-/// foreign or renamed file fails the check and reads as a miss.
+/// format version, the payload length and SHA-256(binding, payload), where the binding is the entry's
+/// key directory and file name (`entry_binding`): a truncated, bit-flipped, foreign or renamed file,
+/// or one copied into another key's directory, fails the check and reads as a miss.
 
 #include <array>
 #include <cstdint>
@@ -22,11 +23,20 @@ inline constexpr std::string_view frame_magic = "COTUNEv1";
 inline constexpr std::string_view frame_tail = "CTNE";
 inline constexpr std::size_t frame_size = 8 + 4 + 8 + 32 + 4;
 
+/// What a frame is bound to: "<key directory>/<file name>" (since cache format 2; format 1 bound the
+/// file name alone, so an entry copied under another key still checked out).
+[[nodiscard]] inline std::string entry_binding(std::string_view key_dir, std::string_view name) {
+  std::string out(key_dir);
+  out += '/';
+  out += name;
+  return out;
+}
+
 [[nodiscard]] inline sha256_digest frame_digest(std::string_view name, std::string_view payload) {
   return sha256_hasher{}.field("cotune-entry").field(name).field(payload).digest();
 }
 
-/// The trailer for `payload` stored as `name`.
+/// The trailer for `payload` stored under `name` (an entry_binding, for cache entries).
 [[nodiscard]] inline std::string make_frame(std::string_view name, std::string_view payload) {
   std::string t(frame_magic);
   auto put_le = [&](std::uint64_t v, int bytes) {
