@@ -23,27 +23,17 @@
 
 #include <cotune/detail/fork_server.hpp>
 
+#include "../support/processes.hpp"
 #include "../support/temp_dir.hpp"
 
 using cotune::detail::fork_server;
 using cotune::detail::job_outcome;
 using namespace std::chrono_literals;
 
+using cotune_test::alive;
+using cotune_test::gone_soon;
+
 namespace {
-
-bool alive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  const auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
-}
-
-/// Waits (up to 5 s) for `pid` to be gone: a killed worker is reaped by its monitor a moment later.
-bool gone_soon(pid_t pid) {
-  for (int i = 0; i < 250 && alive(pid); ++i) std::this_thread::sleep_for(20ms);
-  return !alive(pid);
-}
 
 /// The job under test: the request says what to do.
 std::string job(const void* context, std::string_view request) {

@@ -14,27 +14,16 @@
 
 #include <cotune/detail/process.hpp>
 
+#include "../support/processes.hpp"
 #include "../support/temp_dir.hpp"
 
 using cotune::detail::run_process;
 using namespace std::chrono_literals;
 
+using cotune_test::alive;
+using cotune_test::gone_soon;
+
 namespace {
-
-/// True while `pid` names a live (not zombie) process.
-bool alive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  const auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
-}
-
-/// Waits (up to 5 s) for `pid` to be gone; a killed process may take a moment to be reaped.
-bool gone_soon(pid_t pid) {
-  for (int i = 0; i < 250 && alive(pid); ++i) std::this_thread::sleep_for(20ms);
-  return !alive(pid);
-}
 
 pid_t first_pid(const std::string& output) { return static_cast<pid_t>(std::stol(output)); }
 

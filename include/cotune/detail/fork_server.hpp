@@ -181,6 +181,21 @@ public:
   }
 
 private:
+  /// A request's 8-byte size header with room for one descriptor (SCM_RIGHTS) beside it.
+  struct header_message {
+    explicit header_message(std::uint64_t& size) : iov{&size, sizeof size} {
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof control;
+    }
+    header_message(const header_message&) = delete;
+    header_message& operator=(const header_message&) = delete;
+    iovec iov;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+  };
+
   static constexpr char tag_pid = 'P', tag_reply = 'R', tag_exception = 'X', tag_status = 'S', tag_fork_failed = 'F';
 
   /// Forks the server. Call with `mutex_` held.
@@ -277,14 +292,9 @@ private:
   }
 
   bool send_locked(std::string_view request, int fd, std::string& why) const {
-    const std::uint64_t size = request.size();
-    iovec iov{const_cast<std::uint64_t*>(&size), sizeof size};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
+    std::uint64_t size = request.size();
+    header_message m(size);
+    msghdr& msg = m.msg;
     cmsghdr* c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
@@ -397,16 +407,24 @@ private:
 
   // ---- everything below runs in the forked server, monitors and workers ----
 
-  static bool write_all(int fd, const void* data, std::size_t size) {
-    const char* p = static_cast<const char*>(data);
+  /// Moves all `size` bytes through `io` (::read or ::write), again after a signal; false on an end
+  /// of file or an error.
+  template <class Byte, class Io>
+  static bool all_bytes(int fd, Byte* p, std::size_t size, Io io) {
     while (size > 0) {
-      const ssize_t w = ::write(fd, p, size);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return false;
-      p += w;
-      size -= static_cast<std::size_t>(w);
+      const ssize_t n = io(fd, p, size);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      p += n;
+      size -= static_cast<std::size_t>(n);
     }
     return true;
+  }
+  static bool write_all(int fd, const void* data, std::size_t size) {
+    return all_bytes(fd, static_cast<const char*>(data), size, ::write);
+  }
+  static bool read_all(int fd, void* data, std::size_t size) {
+    return all_bytes(fd, static_cast<char*>(data), size, ::read);
   }
 
   static bool write_record(int fd, char tag, std::uint64_t value, std::string_view data = {}) {
@@ -414,18 +432,6 @@ private:
     head[0] = tag;
     std::memcpy(head + 1, &value, sizeof value);
     return write_all(fd, head, sizeof head) && write_all(fd, data.data(), data.size());
-  }
-
-  static bool read_all(int fd, void* data, std::size_t size) {
-    char* p = static_cast<char*>(data);
-    while (size > 0) {
-      const ssize_t r = ::read(fd, p, size);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return false;
-      p += r;
-      size -= static_cast<std::size_t>(r);
-    }
-    return true;
   }
 
   /// Closes every descriptor from 3 up, except `keep`.
@@ -496,13 +502,8 @@ private:
   }
 
   static bool receive_header(int socket, std::uint64_t& size, int& fd) {
-    iovec iov{&size, sizeof size};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
+    header_message m(size);
+    msghdr& msg = m.msg;
     ssize_t n;
     do n = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
