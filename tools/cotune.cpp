@@ -39,6 +39,8 @@
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/tuning_result.hpp>
+// The modules' knob headers register their groups during static initialisation, so `cotune knobs`
+// lists them although nothing here touches them.
 #ifdef COTUNE_HAS_CUDA
 #include <cotune/cuda/cuda_knobs.hpp>
 #endif
@@ -91,13 +93,6 @@ struct knob_row {
 };
 
 std::vector<knob_row> knob_rows() {
-  // Registered on first use: list them even if nothing in this process has touched them yet.
-#ifdef COTUNE_HAS_CUDA
-  (void)cotune::cuda::cuda_knobs();
-#endif
-#ifdef COTUNE_HAS_REDIS
-  (void)cotune::redis::redis_knobs();
-#endif
   std::vector<knob_row> rows;
   for (const auto* k : cotune::knob_registry::instance().all()) {
     knob_row r{k->name(), k->env(), k->type_name(), mask_url_passwords(k->default_text()), {}, k->doc(), false,

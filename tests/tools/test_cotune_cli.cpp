@@ -16,6 +16,7 @@
 #include <cotune/cotune.hpp>
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/process.hpp>
+// Included for their knobs, which register themselves during static initialisation (as in the tool).
 #ifdef COTUNE_HAS_CUDA
 #include <cotune/cuda/cuda_knobs.hpp>
 #endif
@@ -175,13 +176,6 @@ TEST_CASE("a missing or unknown subcommand is a usage error with exit status 2",
 
 TEST_CASE("cotune knobs lists every registered knob with its variable, type and doc", "[tools][cli]") {
   if (!tool_available()) return;
-  // The test and the tool link the same modules; register their knobs here as the tool does.
-#ifdef COTUNE_HAS_CUDA
-  (void)cotune::cuda::cuda_knobs();
-#endif
-#ifdef COTUNE_HAS_REDIS
-  (void)cotune::redis::redis_knobs();
-#endif
   auto r = cotune_cli({"knobs"}, {"COTUNE_BENCH_REP_MS=7.5"});
   REQUIRE(r.exit_code == 0);
   const auto knobs = cotune::knob_registry::instance().all();
