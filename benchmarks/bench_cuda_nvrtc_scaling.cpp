@@ -32,23 +32,21 @@ double compile_together(int n, bool processes) {
   auto scope = cuda::cuda_knobs().compile_processes.scoped(processes);
   const auto& nv = cuda::nvrtc();
   const auto configs = example04::gemm_configs();
-  std::vector<std::string> codes, names;
-  for (int i = 0; i < n; ++i) {
-    names.push_back(fmt::format("gemm_scaling_{}_{}", ::getpid(), serial++));
-    codes.push_back(example04::gemm_kernel(names.back()).code);
-  }
+  std::vector<cotune::kernel_source> kernels;
+  for (int i = 0; i < n; ++i) kernels.push_back(example04::gemm_kernel(fmt::format("gemm_scaling_{}_{}", ::getpid(), serial++)));
+  // The options the CUDA backend itself passes for each config, for an sm_90 device (no GPU needed).
+  const cuda::cuda_backend backend(cuda::cuda_backend::options{.preload_nvrtc = false});
+  const cuda::device sm90{.ordinal = 0, .cc = {9, 0}, .name = "sm_90"};
   std::vector<int> ok(static_cast<std::size_t>(n), 0);
   std::vector<std::thread> threads;
   const auto t0 = clock_type::now();
   for (int i = 0; i < n; ++i)
     threads.emplace_back([&, i] {
       const auto& c = configs[static_cast<std::size_t>(i) % configs.size()];
-      std::vector<std::string> opts{"-arch=sm_90", "--include-path=" + nv.toolkit_include_dir().string()};
-      for (const auto& [name, v] : c.params()) opts.push_back(fmt::format("-D{}={}", name, v.macro_text()));
-      opts.push_back(fmt::format("-DCOTUNE_NUM_WARPS={}", c.launch().num_warps));
-      opts.push_back(fmt::format("-DCOTUNE_NUM_STAGES={}", c.launch().num_stages));
-      opts.push_back(fmt::format("-DCOTUNE_THREADS_PER_BLOCK={}", c.launch().num_warps * 32));
-      const auto out = nv.compile(codes[static_cast<std::size_t>(i)], "gemm.cu", opts, names[static_cast<std::size_t>(i)]);
+      const auto& k = kernels[static_cast<std::size_t>(i)];
+      auto opts = backend.options_for(k, c, sm90);
+      opts.push_back("--include-path=" + nv.toolkit_include_dir().string());
+      const auto out = nv.compile(k.code, "gemm.cu", opts, k.entry);
       ok[static_cast<std::size_t>(i)] = out.ok;
       if (!out.ok) std::fprintf(stderr, "compile failed: %s\n%s\n", out.error.c_str(), out.log.c_str());
     });
