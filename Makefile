@@ -2,7 +2,7 @@
 JOBS ?= $(shell nproc)
 BUILD ?= build/dev
 
-.PHONY: demo test deps configure build clean
+.PHONY: demo test sanitize deps configure build clean
 
 deps:
 	@scripts/install-deps
@@ -17,8 +17,19 @@ demo: configure
 	cmake --build $(BUILD) -j $(JOBS) --target cotune_examples
 	scripts/demo $(BUILD)
 
+# Every test that can run here, then the concurrency-heavy suites again under the sanitizers.
 test: build
 	ctest --preset dev -j $(JOBS)
+	$(MAKE) sanitize
+
+# ASan+UBSan over the tune, cache, detail, redis and knobs suites; TSan over tune and cache.
+sanitize: deps
+	cmake --preset asan
+	cmake --build --preset asan -j $(JOBS)
+	ctest --preset asan -j $(JOBS)
+	cmake --preset tsan
+	cmake --build --preset tsan -j $(JOBS)
+	ctest --preset tsan -j $(JOBS)
 
 clean:
 	rm -rf build

@@ -36,24 +36,26 @@ public:
 
   /// The next item, waiting for it if none is queued.
   boost::asio::awaitable<T> pop() {
-    co_return co_await boost::asio::async_initiate<decltype(boost::asio::use_awaitable), void(T)>(
-        [this](auto handler) {
-          auto ex = boost::asio::get_associated_executor(handler);
-          auto h = std::make_shared<decltype(handler)>(std::move(handler));
-          std::function<void(T)> resume = [ex, h](T item) {
-            boost::asio::post(ex, [h, item = std::move(item)]() mutable { std::move(*h)(std::move(item)); });
-          };
-          std::unique_lock lock(mutex_);
-          if (!items_.empty()) {
-            T item = std::move(items_.front());
-            items_.pop_front();
-            lock.unlock();
-            resume(std::move(item));
-          } else {
-            waiter_ = std::move(resume);
-          }
-        },
-        boost::asio::use_awaitable);
+    // Named before awaiting: see run_on.hpp for the GCC 12 reason.
+    auto initiation = [this](auto handler) {
+      auto ex = boost::asio::get_associated_executor(handler);
+      auto h = std::make_shared<decltype(handler)>(std::move(handler));
+      std::function<void(T)> resume = [ex, h](T item) {
+        boost::asio::post(ex, [h, item = std::move(item)]() mutable { std::move(*h)(std::move(item)); });
+      };
+      std::unique_lock lock(mutex_);
+      if (!items_.empty()) {
+        T item = std::move(items_.front());
+        items_.pop_front();
+        lock.unlock();
+        resume(std::move(item));
+      } else {
+        waiter_ = std::move(resume);
+      }
+    };
+    auto op = boost::asio::async_initiate<decltype(boost::asio::use_awaitable), void(T)>(std::move(initiation),
+                                                                                          boost::asio::use_awaitable);
+    co_return co_await std::move(op);
   }
 
 private:

@@ -53,6 +53,7 @@
 #include <cotune/cache/remote_backend.hpp>
 #include <cotune/cache/remote_cache.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/detail/run_on.hpp>
 #include <cotune/redis/redis_knobs.hpp>
 
 namespace cotune::redis {
@@ -320,51 +321,25 @@ public:
   }
 
   /// Runs `f` on the backend's pool and resumes the awaiting coroutine on its own executor with f's
-  /// result (or exception). Keeps blocking Redis I/O off the engine's threads. With GCC 12, name a
-  /// lambda that captures by value before `co_await r.async_run(f)`: GCC 12 destroys closure
-  /// temporaries of a co_await operand twice.
+  /// result (or exception). Keeps blocking Redis I/O off the engine's threads.
   template <class F>
   [[nodiscard]] boost::asio::awaitable<std::invoke_result_t<F&>> async_run(F f) {
-    using result_type = std::invoke_result_t<F&>;
-    using slot = std::conditional_t<std::is_void_v<result_type>, bool, std::optional<result_type>>;
-    // Named, not a temporary inside the co_await: GCC 12 destroys some temporaries of a co_await
-    // operand twice.
-    auto initiation = [&pool = this->pool(), task = std::move(f)](auto handler) mutable {
-      auto caller = boost::asio::prefer(boost::asio::get_associated_executor(handler),
-                                        boost::asio::execution::outstanding_work.tracked);
-      boost::asio::post(pool, [task = std::move(task), handler = std::move(handler),
-                               caller = std::move(caller)]() mutable {
-        std::exception_ptr error;
-        slot result{};
-        try {
-          if constexpr (std::is_void_v<result_type>) task();
-          else result.emplace(task());
-        } catch (...) {
-          error = std::current_exception();
-        }
-        boost::asio::post(caller, [handler = std::move(handler), error, result = std::move(result)]() mutable {
-          std::move(handler)(error, std::move(result));
-        });
-      });
-    };
-    auto out = co_await boost::asio::async_initiate<decltype(boost::asio::use_awaitable),
-                                                    void(std::exception_ptr, slot)>(std::move(initiation),
-                                                                                    boost::asio::use_awaitable);
-    if constexpr (std::is_void_v<result_type>) (void)out;
-    else co_return std::move(*out);
+    return cotune::detail::run_on(pool().get_executor(), std::move(f));
   }
 
   /// `get` off the caller's thread.
   [[nodiscard]] boost::asio::awaitable<remote_values> async_get(std::string key, std::vector<std::string> names) {
     auto task = [this, key = std::move(key), names = std::move(names)] { return get(key, names); };
-    co_return co_await async_run(std::move(task));
+    auto op = async_run(std::move(task));
+    co_return co_await std::move(op);
   }
   /// `put` off the caller's thread.
   [[nodiscard]] boost::asio::awaitable<bool> async_put(std::string key, std::string name, std::string value) {
     auto task = [this, key = std::move(key), name = std::move(name), value = std::move(value)] {
       return put(key, name, value);
     };
-    co_return co_await async_run(std::move(task));
+    auto op = async_run(std::move(task));
+    co_return co_await std::move(op);
   }
 
   /// Counts an entry the remote cache refused (bad envelope or signature).

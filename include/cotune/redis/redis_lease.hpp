@@ -310,8 +310,7 @@ template <class Ready>
 }
 
 /// `acquire_or_wait` for coroutines: each poll (and `ready`) runs on the backend's pool, the pauses
-/// are timers on the caller's executor, so no thread blocks while waiting. With GCC 12, build `ready`
-/// before the `co_await` expression: GCC 12 destroys closure temporaries of a co_await operand twice.
+/// are timers on the caller's executor, so no thread blocks while waiting.
 [[nodiscard]] inline boost::asio::awaitable<lease_result>
 async_acquire_or_wait(redis_backend& backend, std::string hex_key, std::function<bool()> ready,
                       lease_options options = lease_options::from_knobs()) {
@@ -322,12 +321,14 @@ async_acquire_or_wait(redis_backend& backend, std::string hex_key, std::function
   boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
   for (;;) {
     auto poll = [&] { return detail::lease_poll(backend, hex_key, ready, options, saw_holder); };
-    auto done = co_await backend.async_run(poll);
+    auto polling = backend.async_run(poll); // named: see detail/run_on.hpp
+    auto done = co_await std::move(polling);
     if (done) co_return std::move(*done);
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) co_return lease_result{lease_status::timed_out};
     timer.expires_after(std::min<std::chrono::steady_clock::duration>(pause, deadline - now));
-    co_await timer.async_wait(boost::asio::use_awaitable);
+    auto pausing = timer.async_wait(boost::asio::use_awaitable);
+    co_await std::move(pausing);
     pause = std::min(pause * 2, options.max_poll);
   }
 }

@@ -21,7 +21,8 @@ namespace cotune::redis {
 template <class Local>
 boost::asio::awaitable<tuning_coordination> coordinate_tuning(basic_remote_cache<redis_backend, Local>& cache,
                                                               std::string hex_key, std::function<bool()> result_ready) {
-  lease_result r = co_await async_acquire_or_wait(cache.backend(), std::move(hex_key), std::move(result_ready));
+  auto acquiring = async_acquire_or_wait(cache.backend(), std::move(hex_key), std::move(result_ready)); // named: see detail/run_on.hpp
+  lease_result r = co_await std::move(acquiring);
   tuning_coordination out;
   out.result_ready = r.status == lease_status::ready;
   if (r.lease) out.guard = std::make_shared<redis_lease>(std::move(*r.lease));

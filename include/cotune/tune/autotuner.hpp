@@ -47,6 +47,8 @@
 #include <cotune/detail/async_queue.hpp>
 #include <cotune/detail/hashing.hpp>
 #include <cotune/detail/read_mostly_map.hpp>
+#include <cotune/detail/run_on.hpp>
+#include <cotune/detail/shared_result.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/coordination.hpp>
 #include <cotune/tune/engine.hpp>
@@ -244,7 +246,10 @@ public:
   [[nodiscard]] boost::asio::awaitable<const tuning_result*> tune(Args... args) {
     const tuning_key key = make_key(args...);
     entry* e = table_.find(key);
-    if (!e) e = co_await ensure_tuned(key, args...);
+    if (!e) {
+      auto tuning = ensure_tuned(key, args...); // named: see detail/run_on.hpp
+      e = co_await std::move(tuning);
+    }
     co_return e->result.get();
   }
 
@@ -299,12 +304,8 @@ private:
     function_type fn;
     std::shared_ptr<const tuning_result> result;
   };
-  struct flight {
-    bool done = false;
-    std::exception_ptr error;
-    entry* result = nullptr;
-    std::vector<std::function<void()>> waiters; ///< each resumes one waiting coroutine
-  };
+  /// One tuning in progress: its leader sets the outcome, later callers of the key await it.
+  using flight = detail::shared_result<entry*>;
 
   static const std::array<const std::type_info*, arity>& arg_types() {
     static const std::array<const std::type_info*, arity> types{&typeid(detail::bare<Args>)...};
@@ -489,7 +490,8 @@ private:
   [[nodiscard]] std::string result_file() const { return kernel_.name + ".autotune.json"; }
 
   // --- tuning ------------------------------------------------------------------------------------
-  /// Single flight: the first caller of a key tunes it, the others wait for that tuning.
+  /// Single flight: the first caller of a key tunes it, the others await that tuning's shared result.
+  /// (Each awaitable is built in a named variable first: see detail/run_on.hpp for the GCC 12 reason.)
   boost::asio::awaitable<entry*> ensure_tuned(tuning_key key, Args... args) {
     std::shared_ptr<flight> f;
     bool leader = false;
@@ -504,51 +506,29 @@ private:
       f = slot;
     }
     if (!leader) {
-      co_await boost::asio::async_initiate<decltype(boost::asio::use_awaitable), void()>(
-          [this, f](auto handler) {
-            // Resume the waiter on its own executor, never inline on the leader's thread.
-            auto ex = boost::asio::get_associated_executor(handler, engine_->coordinator());
-            auto h = std::make_shared<decltype(handler)>(std::move(handler));
-            std::function<void()> resume = [ex, h] { boost::asio::post(ex, [h] { std::move (*h)(); }); };
-            std::unique_lock lock(flights_mutex_);
-            if (f->done) {
-              lock.unlock();
-              resume();
-            } else {
-              f->waiters.push_back(std::move(resume));
-            }
-          },
-          boost::asio::use_awaitable);
-      if (f->error) std::rethrow_exception(f->error);
-      co_return f->result;
+      auto waiting = f->wait();
+      co_return co_await std::move(waiting);
     }
     std::exception_ptr error;
     entry* result = nullptr;
     try {
-      result = co_await run_tuning(key, args...);
+      auto tuning = run_tuning(key, args...);
+      result = co_await std::move(tuning);
     } catch (...) {
       error = std::current_exception();
     }
-    std::vector<std::function<void()>> waiters;
     {
+      // Leave the table of flights first: a caller arriving after this finds the entry (or, after a
+      // failure, starts a new tuning) instead of joining a finished flight.
       std::lock_guard lock(flights_mutex_);
-      f->done = true;
-      f->error = error;
-      f->result = result;
-      waiters.swap(f->waiters);
       flights_.erase(key);
     }
-    for (auto& w : waiters) w();
-    if (error) std::rethrow_exception(error);
+    if (error) {
+      f->set_exception(error);
+      std::rethrow_exception(error);
+    }
+    f->set_value(result);
     co_return result;
-  }
-
-  /// Runs `fn` on `executor` and resumes the coroutine with its result (or exception).
-  template <class F>
-  static boost::asio::awaitable<std::invoke_result_t<F&>> run_on(boost::asio::any_io_executor executor, F fn) {
-    co_return co_await boost::asio::co_spawn(
-        executor, [fn = std::move(fn)]() mutable -> boost::asio::awaitable<std::invoke_result_t<F&>> { co_return fn(); },
-        boost::asio::use_awaitable);
   }
 
   binary_type compile_one(const config& c, const device_type& d, std::stop_token stop) const {
@@ -624,9 +604,11 @@ private:
       try {
         const std::string rkey = result_key(key_txt, pruned);
         cache.emplace(rkey);
-        if (auto stored = co_await read_result(*cache, pruned)) {
+        auto reading = read_result(*cache, pruned);
+        if (auto stored = co_await std::move(reading)) {
           emit(cache_hit{kernel_.name, key_txt, "result"});
-          co_return co_await finish_from_cache(key, std::move(*stored), pruned, start);
+          auto finishing = finish_from_cache(key, std::move(*stored), pruned, start);
+          co_return co_await std::move(finishing);
         }
         if constexpr (CoordinatingCache<Cache>) {
           // One tuning per key across processes: take the key's lease or wait for its holder's result.
@@ -636,12 +618,16 @@ private:
             auto text = c->get(file);
             return text && tuning_result::from_json(*text).has_value();
           };
-          tuning_coordination coord = co_await coordinate_tuning(*cache, rkey, ready);
-          if (coord.result_ready)
-            if (auto stored = co_await read_result(*cache, pruned)) {
+          auto coordinating = coordinate_tuning(*cache, rkey, ready);
+          tuning_coordination coord = co_await std::move(coordinating);
+          if (coord.result_ready) {
+            auto rereading = read_result(*cache, pruned);
+            if (auto stored = co_await std::move(rereading)) {
               emit(cache_hit{kernel_.name, key_txt, "result (tuned by another process)"});
-              co_return co_await finish_from_cache(key, std::move(*stored), pruned, start);
+              auto finishing = finish_from_cache(key, std::move(*stored), pruned, start);
+              co_return co_await std::move(finishing);
             }
+          }
           lease = std::move(coord.guard);
         }
       } catch (const cache_error& e) {
@@ -736,7 +722,8 @@ private:
       }
     };
     while (finished < n) {
-      auto ev = co_await state->events.pop();
+      auto popping = state->events.pop();
+      auto ev = co_await std::move(popping);
       if (ev.compiled) {
         ++compiled;
         auto& r = state->results[ev.index];
@@ -767,7 +754,8 @@ private:
         ready = finalists;
         dispatch(full);
         for (std::size_t done = 0; done < finalists.size(); ++done) {
-          auto ev = co_await state->events.pop();
+          auto popping = state->events.pop();
+      auto ev = co_await std::move(popping);
           idle.push_back(ev.device);
           dispatch(full);
         }
@@ -792,8 +780,12 @@ private:
     if (cache) {
       try {
         const std::string json = result.json(), file = result_file();
-        if constexpr (requires { cache->async_put(json, file); }) co_await cache->async_put(json, file);
-        else cache->put(json, file);
+        if constexpr (requires { cache->async_put(json, file); }) {
+          auto putting = cache->async_put(json, file);
+          co_await std::move(putting);
+        } else {
+          cache->put(json, file);
+        }
       } catch (const std::exception& e) {
         fmt::print(stderr, "cotune: warning: could not store the tuning result of '{}': {}\n", kernel_.name, e.what());
       }
@@ -801,15 +793,20 @@ private:
     lease.reset(); // the result is stored: waiters elsewhere can read it
     ++measured_;
     std::optional<function_type> fn = std::move(state->loaded[result.winner]);
-    co_return co_await publish(key, std::move(result), std::move(fn));
+    auto publishing = publish(key, std::move(result), std::move(fn));
+    co_return co_await std::move(publishing);
   }
 
   /// A stored result for exactly these candidates, or nothing. Remote reads run off the engine's threads.
   boost::asio::awaitable<std::optional<tuning_result>> read_result(Cache& cache, const std::vector<config>& pruned) const {
     const std::string file = result_file();
     std::optional<std::string> text;
-    if constexpr (requires { cache.async_get(file); }) text = co_await cache.async_get(file);
-    else text = cache.get(file);
+    if constexpr (requires { cache.async_get(file); }) {
+      auto getting = cache.async_get(file);
+      text = co_await std::move(getting);
+    } else {
+      text = cache.get(file);
+    }
     if (!text) co_return std::nullopt;
     auto stored = tuning_result::from_json(*text);
     if (!stored || !matches(*stored, pruned)) co_return std::nullopt;
@@ -855,7 +852,8 @@ private:
     for (std::size_t i = 0; i < pruned.size(); ++i) stored.candidates[i].cfg = pruned[i];
     ++cached_;
     stored.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    co_return co_await publish(key, std::move(stored), std::nullopt);
+    auto publishing = publish(key, std::move(stored), std::nullopt);
+    co_return co_await std::move(publishing);
   }
 
   /// Loads the winner on the launch device if needed, stores the entry, reports the selection.
@@ -864,9 +862,11 @@ private:
     if (!fn) {
       const config& best = shared->best();
       const auto& dev = devices_[opts_.device];
-      auto bin = co_await run_on(engine_->compile_executor(), [&] { return compile_one(best, dev, {}); });
-      fn.emplace(co_await run_on(engine_->device_executor(device_ids_[opts_.device]),
-                                 [&] { return backend_.load(bin, kernel_, best, dev); }));
+      auto compiling = detail::run_on(engine_->compile_executor(), [&] { return compile_one(best, dev, {}); });
+      auto bin = co_await std::move(compiling);
+      auto loading = detail::run_on(engine_->device_executor(device_ids_[opts_.device]),
+                                    [&] { return backend_.load(bin, kernel_, best, dev); });
+      fn.emplace(co_await std::move(loading));
     }
     emit(tuning_selected{shared.get()});
     entry& e = table_.insert(key, entry{&shared->best(), std::move(*fn), shared});
@@ -894,7 +894,10 @@ private:
         r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         if (--*remaining == 0) done->push(true);
       });
-    if (!results.empty()) co_await done->pop();
+    if (!results.empty()) {
+      auto popping = done->pop();
+      co_await std::move(popping);
+    }
     co_return results;
   }
 
