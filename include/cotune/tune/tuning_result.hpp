@@ -83,13 +83,24 @@ struct provenance {
   }
 };
 
-/// Index of the best candidate: lowest (median, p20, p80); ties go to the earlier config. Nothing if
-/// every candidate failed.
+/// Index of the best candidate: lowest (median, p20, p80); ties go to the earlier config. Candidates
+/// timed with the full budget are preferred to those timed only by screening (a short pass whose
+/// medians are noisier and need not be comparable), so a screened-only timing can win only when no
+/// candidate was measured in full. Nothing if every candidate failed.
 [[nodiscard]] inline std::optional<std::size_t> select_best(const std::vector<candidate_result>& cs) {
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < cs.size(); ++i) {
     if (cs[i].status != candidate_status::ok) continue;
-    if (!best || cs[i].time < cs[*best].time) best = i;
+    if (!best) {
+      best = i;
+      continue;
+    }
+    const auto& b = cs[*best];
+    if (b.screened_only != cs[i].screened_only) {
+      if (b.screened_only) best = i;
+    } else if (cs[i].time < b.time) {
+      best = i;
+    }
   }
   return best;
 }
@@ -153,6 +164,8 @@ struct tuning_result {
     r.kernel = sv;
     if (root["key"].get_string().get(sv) != SUCCESS) return std::nullopt;
     r.key_text = sv;
+    double wall_ms = 0;
+    if (root["wall_ms"].get_double().get(wall_ms) == SUCCESS) r.wall_ms = wall_ms;
     dom::array cands;
     if (root["candidates"].get_array().get(cands) != SUCCESS) return std::nullopt;
     try {
@@ -177,6 +190,8 @@ struct tuning_result {
         if (c.status != candidate_status::ok) c.time = {inf_ms, inf_ms, inf_ms};
         std::int64_t dev = -1;
         if (e["device"].get_int64().get(dev) == SUCCESS) c.device = static_cast<int>(dev);
+        double compile_ms = 0;
+        if (e["compile_ms"].get_double().get(compile_ms) == SUCCESS) c.compile_ms = compile_ms;
         bool screened = false;
         if (e["screened"].get_bool().get(screened) == SUCCESS) c.screened_only = screened;
         r.candidates.push_back(std::move(c));
