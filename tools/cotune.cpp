@@ -29,12 +29,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <cotune/cache/file_cache.hpp>
+#include <cotune/cache/cache_inventory.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/core/json_writer.hpp>
 #include <cotune/core/version.hpp>
-#include <cotune/detail/entry_frame.hpp>
-#include <cotune/detail/files.hpp>
-#include <cotune/detail/json.hpp>
 #include <cotune/knobs/knob.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/events.hpp>
@@ -53,14 +51,6 @@ namespace fs = std::filesystem;
 namespace {
 
 // --- knobs ----------------------------------------------------------------------------------------
-
-/// True for knobs whose whole value is a secret. knob_base has no secret flag, so the variable's
-/// name decides: COTUNE_REMOTE_SECRET today, and any future *_SECRET, *_PASSWORD or *_TOKEN.
-bool is_secret_knob(const cotune::knob_base& k) {
-  const auto& env = k.env();
-  return env.find("SECRET") != std::string::npos || env.find("PASSWORD") != std::string::npos ||
-         env.find("TOKEN") != std::string::npos;
-}
 
 /// `text` with the password of every URL login hidden: scheme://user:pass@host becomes
 /// scheme://user:***@host, and scheme://pass@host (how redis-cli reads a lone login) scheme://***@host.
@@ -97,7 +87,7 @@ std::vector<knob_row> knob_rows() {
   for (const auto* k : cotune::knob_registry::instance().all()) {
     knob_row r{k->name(), k->env(), k->type_name(), mask_url_passwords(k->default_text()), {}, k->doc(), false,
                k->invalidates_caches()};
-    const bool secret = is_secret_knob(*k);
+    const bool secret = k->is_secret();
     try {
       r.set = k->is_set();
       r.current = secret && r.set ? std::string("***") : mask_url_passwords(k->current_text());
@@ -139,14 +129,11 @@ int run_knobs(bool markdown, bool json) {
   }
   if (json) {
     for (const auto& r : rows) {
-      std::string line = "{\"knob\": " + cotune::detail::json_quoted(r.name);
-      line += ", \"env\": " + cotune::detail::json_quoted(r.env);
-      line += ", \"type\": " + cotune::detail::json_quoted(r.type);
-      line += ", \"default\": " + cotune::detail::json_quoted(r.default_text);
-      line += ", \"current\": " + cotune::detail::json_quoted(r.current);
-      line += fmt::format(", \"set\": {}, \"invalidates_caches\": {}", r.set, r.invalidating);
-      line += ", \"doc\": " + cotune::detail::json_quoted(r.doc) + "}";
-      fmt::print("{}\n", line);
+      cotune::json_writer w;
+      w.begin_object().field("knob", r.name).field("env", r.env).field("type", r.type);
+      w.field("default", r.default_text).field("current", r.current).field("set", r.set);
+      w.field("invalidates_caches", r.invalidating).field("doc", r.doc).end_object();
+      fmt::print("{}\n", w.str());
     }
     return 0;
   }
@@ -171,118 +158,16 @@ int run_knobs(bool markdown, bool json) {
 
 // --- the file cache -------------------------------------------------------------------------------
 
-/// What one file under the cache directory is.
-enum class file_status {
-  valid,     ///< a framed entry that checks out
-  corrupt,   ///< named like an entry, but damaged, truncated, foreign or renamed: a miss for readers
-  temporary, ///< ".tmp.*": a write in progress, or left behind by a process that died mid-write
-  foreign    ///< not cotune's: outside a key directory, not a regular file, or in a directory not named as a key
-};
+using cotune::cache_file;
+using cotune::cache_file_status;
+using cotune::cache_inventory;
 
-std::string_view to_string(file_status s) {
-  switch (s) {
-  case file_status::valid: return "valid";
-  case file_status::corrupt: return "corrupt";
-  case file_status::temporary: return "temporary";
-  case file_status::foreign: return "foreign";
-  }
-  return "?";
-}
-
-/// One file under the cache directory, as `cache list` and `cache verify` report it.
-struct file_record {
-  std::string key_dir; ///< the key directory's name (base32 of the key), empty at the top level
-  std::string file;    ///< the file's name
-  fs::path path;
-  std::uintmax_t bytes = 0;
-  file_status status = file_status::foreign;
-  std::string note; ///< a tuning result's kernel and winner, or why a file is foreign
-};
-
-/// RFC 4648 base32 (no padding) back to bytes; nothing unless `text` is the canonical encoding.
-std::optional<std::string> base32_decode(std::string_view text) {
-  std::string out;
-  std::uint32_t buffer = 0;
-  int bits = 0;
-  for (char c : text) {
-    int v = c >= 'A' && c <= 'Z' ? c - 'A' : c >= '2' && c <= '7' ? c - '2' + 26 : -1;
-    if (v < 0) return std::nullopt;
-    buffer = (buffer << 5) | static_cast<std::uint32_t>(v);
-    bits += 5;
-    if (bits >= 8) {
-      out.push_back(static_cast<char>((buffer >> (bits - 8)) & 0xFF));
-      bits -= 8;
-    }
-  }
-  if (cotune::detail::base32(out) != text) return std::nullopt; // leftover bits set: not what cotune writes
-  return out;
-}
-
-/// The hex key of a key directory (52 base32 characters = a SHA-256), or nothing.
-std::optional<std::string> key_of_dir(std::string_view name) {
-  if (name.size() != 52) return std::nullopt;
-  auto bytes = base32_decode(name);
-  if (!bytes || bytes->size() != 32) return std::nullopt;
-  return cotune::detail::to_hex(std::span(reinterpret_cast<const std::uint8_t*>(bytes->data()), bytes->size()));
-}
-
-/// "tuning result: kernel K, key (..), best {..}" for a stored tuning result's payload.
-std::string result_note(const std::string& payload) {
+/// What a listing says of a valid entry: a tuning result's kernel, key and winner.
+std::string describe_entry(const cache_file& f, std::string_view payload) {
+  if (!f.file.ends_with(".autotune.json")) return {};
   auto r = cotune::tuning_result::from_json(payload);
   if (!r) return "not a readable tuning result";
   return fmt::format("tuning result: kernel {}, key ({}), best {{{}}}", r->kernel, r->key_text, r->best().text());
-}
-
-/// A directory's entries in name order, so that output is stable.
-std::vector<fs::directory_entry> sorted_entries(const fs::path& dir) {
-  std::vector<fs::directory_entry> entries;
-  for (const auto& e : fs::directory_iterator(dir)) entries.push_back(e);
-  std::sort(entries.begin(), entries.end(),
-            [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
-  return entries;
-}
-
-/// Every file under `root`, checked the way readers check them: through cotune::file_cache.
-std::vector<file_record> scan_cache(const fs::path& root) {
-  // file_cache resolves its directory from the cache.dir knob; point it at the directory examined.
-  cotune::knobs().cache.dir.set(root.string());
-  std::vector<file_record> records;
-  for (const auto& top : sorted_entries(root)) {
-    const auto top_name = top.path().filename().string();
-    const auto top_status = top.symlink_status();
-    if (!fs::is_directory(top_status)) {
-      records.push_back({"", top_name, top.path(), fs::is_regular_file(top_status) ? top.file_size() : 0,
-                         file_status::foreign, "not in a key directory"});
-      continue;
-    }
-    const auto key = key_of_dir(top_name);
-    std::optional<cotune::file_cache> cache;
-    if (key) cache.emplace(*key);
-    for (const auto& e : sorted_entries(top.path())) {
-      file_record r{top_name, e.path().filename().string(), e.path(), 0, file_status::foreign, {}};
-      const auto st = e.symlink_status();
-      if (fs::is_regular_file(st)) r.bytes = e.file_size();
-      if (!cache) {
-        r.note = "the directory's name is not a cache key";
-      } else if (!fs::is_regular_file(st)) {
-        r.note = fs::is_symlink(st) ? "a symbolic link" : fs::is_directory(st) ? "a directory" : "not a regular file";
-      } else if (r.file.starts_with(".tmp.")) {
-        r.status = file_status::temporary;
-      } else {
-        std::optional<std::string> payload;
-        try {
-          payload = cache->get(r.file);
-        } catch (const cotune::cache_error&) {
-          // A name that file_cache refuses was not written by it.
-        }
-        r.status = payload ? file_status::valid : file_status::corrupt;
-        if (!payload) r.note = "the frame does not check out (damaged, truncated, renamed, or copied from another key)";
-        else if (r.file.ends_with(".autotune.json")) r.note = result_note(*payload);
-      }
-      records.push_back(std::move(r));
-    }
-  }
-  return records;
 }
 
 /// "512 B", "14.7 KiB", "1.2 MiB".
@@ -294,45 +179,20 @@ std::string human_size(std::uintmax_t bytes) {
 }
 
 /// A file's JSON Lines record.
-std::string json_line(const file_record& r) {
-  std::string line = "{\"type\": \"file\", \"key_dir\": " + cotune::detail::json_quoted(r.key_dir);
-  line += ", \"file\": " + cotune::detail::json_quoted(r.file);
-  line += ", \"path\": " + cotune::detail::json_quoted(r.path.string());
-  line += fmt::format(", \"bytes\": {}, \"status\": ", r.bytes);
-  line += cotune::detail::json_quoted(to_string(r.status));
-  if (!r.note.empty()) line += ", \"note\": " + cotune::detail::json_quoted(r.note);
-  return line + "}";
-}
-
-/// How many of each kind of file a scan found.
-struct cache_counts {
-  std::size_t keys = 0, valid = 0, corrupt = 0, temporary = 0, foreign = 0;
-  std::uintmax_t bytes = 0;
-};
-
-cache_counts tally(const std::vector<file_record>& records) {
-  cache_counts c;
-  std::string last_key;
-  for (const auto& r : records) {
-    if (!r.key_dir.empty() && r.key_dir != last_key && key_of_dir(r.key_dir)) ++c.keys;
-    last_key = r.key_dir;
-    c.bytes += r.bytes;
-    switch (r.status) {
-    case file_status::valid: ++c.valid; break;
-    case file_status::corrupt: ++c.corrupt; break;
-    case file_status::temporary: ++c.temporary; break;
-    case file_status::foreign: ++c.foreign; break;
-    }
-  }
-  return c;
+std::string json_line(const cache_file& r) {
+  cotune::json_writer w;
+  w.begin_object().field("type", "file").field("key_dir", r.key_dir).field("file", r.file);
+  w.field("path", r.path.string()).field("bytes", r.bytes).field("status", to_string(r.status));
+  if (!r.note.empty()) w.field("note", r.note);
+  return std::move(w.end_object()).take();
 }
 
 /// The closing JSON Lines record of `cache list` and `cache verify`.
-std::string summary_json(const fs::path& root, const cache_counts& c) {
-  return fmt::format("{{\"type\": \"summary\", \"dir\": {}, \"keys\": {}, \"valid\": {}, \"corrupt\": {}, "
-                     "\"temporary\": {}, \"foreign\": {}, \"bytes\": {}}}",
-                     cotune::detail::json_quoted(root.string()), c.keys, c.valid, c.corrupt, c.temporary, c.foreign,
-                     c.bytes);
+std::string summary_json(const fs::path& root, const cotune::cache_totals& c) {
+  cotune::json_writer w;
+  w.begin_object().field("type", "summary").field("dir", root.string()).field("keys", c.keys);
+  w.field("valid", c.valid).field("corrupt", c.corrupt).field("temporary", c.temporary).field("foreign", c.foreign);
+  return std::move(w.field("bytes", c.bytes).end_object()).take();
 }
 
 /// The directory to work on: --dir, else the cache.dir knob (COTUNE_CACHE_DIR, XDG, ~/.cache).
@@ -341,28 +201,24 @@ fs::path cache_root(const std::string& dir_option) {
 }
 
 /// False (with a note on stderr) when there is no cache directory yet.
-bool cache_exists(const fs::path& root) {
-  std::error_code ec;
-  if (fs::is_directory(root, ec)) return true;
-  if (fs::exists(root, ec))
-    throw cotune::cache_error(fmt::format("'{}' is not a directory; pass --dir or set COTUNE_CACHE_DIR to the "
-                                          "cache directory",
-                                          root.string()));
-  fmt::print(stderr, "cotune: no cache at '{}' (nothing has been stored there yet)\n", root.string());
+bool cache_exists(const cache_inventory& inv) {
+  if (inv.exists()) return true;
+  fmt::print(stderr, "cotune: no cache at '{}' (nothing has been stored there yet)\n", inv.root().string());
   return false;
 }
 
 /// `cotune cache list`: every file under the cache, grouped by key directory.
 int run_cache_list(const std::string& dir_option, bool json) {
-  const auto root = cache_root(dir_option);
-  if (!cache_exists(root)) return 0;
-  const auto records = scan_cache(root);
+  const cache_inventory inv{cache_root(dir_option)};
+  const auto& root = inv.root();
+  if (!cache_exists(inv)) return 0;
+  const auto records = inv.files(describe_entry);
+  const auto c = cache_inventory::totals(records);
   if (json) {
     for (const auto& r : records) fmt::print("{}\n", json_line(r));
-    fmt::print("{}\n", summary_json(root, tally(records)));
+    fmt::print("{}\n", summary_json(root, c));
     return 0;
   }
-  const auto c = tally(records);
   fmt::print("cache '{}': {} keys, {} files, {} ({} valid, {} corrupt, {} temporary, {} foreign)\n", root.string(),
              c.keys, records.size(), human_size(c.bytes), c.valid, c.corrupt, c.temporary, c.foreign);
   std::size_t name_w = 4;
@@ -381,16 +237,17 @@ int run_cache_list(const std::string& dir_option, bool json) {
 
 /// `cotune cache verify`: 1 if any entry is corrupt.
 int run_cache_verify(const std::string& dir_option, bool json) {
-  const auto root = cache_root(dir_option);
-  const auto records = cache_exists(root) ? scan_cache(root) : std::vector<file_record>{};
-  const auto c = tally(records);
+  const cache_inventory inv{cache_root(dir_option)};
+  const auto& root = inv.root();
+  const auto records = cache_exists(inv) ? inv.files(describe_entry) : std::vector<cache_file>{};
+  const auto c = cache_inventory::totals(records);
   if (json) {
     for (const auto& r : records)
-      if (r.status != file_status::valid) fmt::print("{}\n", json_line(r));
+      if (r.status != cache_file_status::valid) fmt::print("{}\n", json_line(r));
     fmt::print("{}\n", summary_json(root, c));
   } else {
     for (const auto& r : records)
-      if (r.status == file_status::corrupt) fmt::print("corrupt: {} ({})\n", r.path.string(), r.note);
+      if (r.status == cache_file_status::corrupt) fmt::print("corrupt: {} ({})\n", r.path.string(), r.note);
     fmt::print("cache '{}': {} valid, {} corrupt, {} temporary, {} foreign\n", root.string(), c.valid, c.corrupt,
                c.temporary, c.foreign);
     if (c.corrupt)
@@ -401,22 +258,13 @@ int run_cache_verify(const std::string& dir_option, bool json) {
 
 /// `cotune cache clear`: removes the key directories, after asking unless `yes`.
 int run_cache_clear(const std::string& dir_option, bool yes) {
-  const auto root = cache_root(dir_option);
-  if (!cache_exists(root)) return 0;
-  // Only key directories go: a cache directory pointed at the wrong place ($HOME, a project) must not
-  // lose anything that cotune did not write.
-  std::vector<fs::path> doomed;
-  std::size_t foreign = 0;
-  std::uintmax_t bytes = 0;
-  for (const auto& e : sorted_entries(root)) {
-    if (fs::is_directory(e.symlink_status()) && key_of_dir(e.path().filename().string())) {
-      doomed.push_back(e.path());
-      for (const auto& f : fs::recursive_directory_iterator(e.path()))
-        if (fs::is_regular_file(f.symlink_status())) bytes += f.file_size();
-    } else {
-      ++foreign;
-    }
-  }
+  const cache_inventory inv{cache_root(dir_option)};
+  const auto& root = inv.root();
+  if (!cache_exists(inv)) return 0;
+  const auto plan = inv.plan_clear();
+  const auto& doomed = plan.key_dirs;
+  const auto foreign = plan.left_alone;
+  const auto bytes = plan.bytes;
   if (doomed.empty()) {
     fmt::print("cache '{}' holds no entries{}\n", root.string(),
                foreign ? fmt::format(" ({} other files or directories left alone)", foreign) : std::string());
@@ -438,7 +286,7 @@ int run_cache_clear(const std::string& dir_option, bool yes) {
       return 1;
     }
   }
-  for (const auto& dir : doomed) fs::remove_all(dir);
+  inv.clear(plan);
   fmt::print("removed {} cache entries ({}) from '{}'{}\n", doomed.size(), human_size(bytes), root.string(),
              foreign ? fmt::format("; left {} other files or directories alone", foreign) : std::string());
   return 0;
@@ -446,25 +294,9 @@ int run_cache_clear(const std::string& dir_option, bool yes) {
 
 /// `cotune cache show`: a stored tuning result (framed or plain JSON) as a table.
 int run_cache_show(const std::string& file) {
-  const fs::path path(file);
-  auto text = cotune::detail::read_file(path);
-  if (!text)
-    throw cotune::cache_error(fmt::format("cannot read '{}': it does not exist or is not a regular file", file));
-  // A framed entry from the cache, or a plain JSON file (the dump directory, a copy someone made).
-  std::string payload = *text;
-  std::string origin = "a plain JSON file";
-  const auto binding = cotune::detail::entry_binding(fs::absolute(path).parent_path().filename().string(),
-                                                     path.filename().string());
-  if (auto framed = cotune::detail::unframe(binding, *text)) {
-    payload = std::string(*framed);
-    origin = "a verified cache entry";
-  } else if (std::string_view(*text).ends_with(cotune::detail::frame_tail)) {
-    throw cotune::cache_error(fmt::format("'{}' is a damaged, renamed or moved cache entry (its frame does not check out; an "
-                                          "entry is bound to its file name and its key's directory, so show it where "
-                                          "the cache keeps it); the tuning result cannot be trusted",
-                                          file));
-  }
-  auto r = cotune::tuning_result::from_json(payload);
+  const auto entry = cache_inventory::read_entry(file);
+  const std::string origin = entry.verified_entry ? "a verified cache entry" : "a plain JSON file";
+  auto r = cotune::tuning_result::from_json(entry.payload);
   if (!r)
     throw cotune::cache_error(fmt::format("'{}' is not a tuning result (expected the JSON of a "
                                           "<kernel>.autotune.json entry, with at least one measured candidate)",

@@ -1,5 +1,6 @@
 // Must not compile: an autotuner over a type that is not a cotune::Backend.
 // expect: satisf[a-z]* [a-z ]*[^ ]*Backend
+#include <cotune/backend/host_backend.hpp>
 #include <cotune/tune/autotuner.hpp>
 
 struct not_a_backend {

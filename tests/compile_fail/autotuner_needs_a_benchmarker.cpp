@@ -1,6 +1,6 @@
 // Must not compile: an autotuner measuring with a type that is not a cotune::Benchmarker.
 // expect: the benchmarker must satisfy cotune::Benchmarker
-#include <cotune/tune/autotuner.hpp>
+#include <cotune/defaults.hpp>
 
 struct not_a_benchmarker {
   double bench() { return 0; }

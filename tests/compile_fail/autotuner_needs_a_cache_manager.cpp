@@ -1,6 +1,6 @@
 // Must not compile: an autotuner whose cache is not a cotune::CacheManager.
 // expect: satisf[a-z]* [a-z ]*[^ ]*CacheManager
-#include <cotune/tune/autotuner.hpp>
+#include <cotune/defaults.hpp>
 
 struct not_a_cache {};
 

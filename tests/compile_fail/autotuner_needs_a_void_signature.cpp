@@ -1,6 +1,6 @@
 // Must not compile: an autotuner whose first argument is not a kernel signature void(Args...).
 // expect: cotune::autotuner's first argument is the kernel's signature
-#include <cotune/tune/autotuner.hpp>
+#include <cotune/defaults.hpp>
 
 #ifdef COTUNE_CONTROL
 using signature_under_test = void(int);

@@ -386,3 +386,11 @@ TEST_CASE("a knob snapshot resets knobs created after it and skips knobs destroy
   }
   CHECK_FALSE(registered(nullptr));
 }
+
+TEST_CASE("a knob declared secret says so, and others do not", "[knobs][knob]") {
+  cotune::knob<std::optional<std::string>> token{
+      {.name = "test.token", .env = "COTUNE_TEST_TOKEN_SECRET_FLAG", .doc = "a test secret", .secret = true}};
+  cotune::knob<int> plain{{.name = "test.plain", .env = "COTUNE_TEST_PLAIN_FLAG", .fallback = 1}};
+  CHECK(token.is_secret());
+  CHECK_FALSE(plain.is_secret());
+}

@@ -2,11 +2,15 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
 
@@ -45,6 +49,7 @@ protected:
           else if constexpr (std::is_same_v<E, candidate_failed>) return "failed";
           else if constexpr (std::is_same_v<E, candidate_measured>) return "measured";
           else if constexpr (std::is_same_v<E, tuning_selected>) return "selected";
+          else if constexpr (std::is_same_v<E, tuning_warning>) return "warning: " + ev.message;
           else return "cache_hit";
         },
         e));
@@ -213,7 +218,11 @@ TEST_CASE("8 threads calling one untuned key cause one tuning", "[tune][autotune
   CHECK(errors.load() == 0);
   CHECK(tuner.measured_tunings() == 1);
   CHECK(tuner.compiles() == 3);
-  for (int v : outs) CHECK(v == 500 * 499 / 2);
+  // Every caller launched the one winner (which one is a matter of timing, and tests assert none: at
+  // ~1 us per run, TSan's overhead on the measuring thread can outweigh a 3x difference in work).
+  const auto run_with_cost = [](int cost) { return 500 * cost * (500 * cost - 1) / 2; };
+  CHECK((outs[0] == run_with_cost(1) || outs[0] == run_with_cost(2) || outs[0] == run_with_cost(3)));
+  for (int v : outs) CHECK(v == outs[0]);
 }
 
 TEST_CASE("the async API lets callers overlap tunings and shares one tuning per key", "[tune][autotuner][concurrency]") {
@@ -277,6 +286,118 @@ TEST_CASE("async callers of a failing key all see the error", "[tune][autotuner]
     futures.push_back(boost::asio::co_spawn(engine::shared().coordinator(), tuner.tune(&out, 7), boost::asio::use_future));
   for (auto& f : futures) CHECK_THROWS_AS(f.get(), autotuner_error);
   CHECK(tuner.measured_tunings() == 0);
+}
+
+namespace {
+/// The file cache under another type: a host backend over it is a different backend type.
+struct other_file_cache : cotune::file_cache {
+  using file_cache::file_cache;
+};
+} // namespace
+
+TEST_CASE("tuners over differently parameterised backends on one device share its thread and never overlap",
+          "[tune][autotuner][concurrency][device]") {
+  private_cache cache;
+  engine eng(2);
+  std::atomic<int> active{0}, overlaps{0}, runs{0};
+  auto enter = [&](auto&...) {
+    if (++active > 1) ++overlaps;
+    ++runs;
+  };
+  auto leave = [&](std::exception_ptr, auto&...) { --active; };
+  using other_tuner = autotuner<void(int*, int), basic_host_backend<other_file_cache>>;
+  static_assert(!std::is_same_v<work_tuner::backend_type, other_tuner::backend_type>);
+  work_tuner a{work_kernel("work_shared_a"), cost_configs({1, 2, 3}),
+               {.arg_names = {"out", "n"}, .key = {"n"}, .pre_hook = enter, .post_hook = leave, .bench = quick_bench()},
+               {}, eng};
+  other_tuner b{work_kernel("work_shared_b"), cost_configs({1, 2, 3}),
+                {.arg_names = {"out", "n"}, .key = {"n"}, .pre_hook = enter, .post_hook = leave, .bench = quick_bench()},
+                {}, eng};
+  std::vector<int> outs(8, 0);
+  std::thread ta([&] {
+    for (int k = 0; k < 4; ++k) a(&outs[k], 2000 + k);
+  });
+  std::thread tb([&] {
+    for (int k = 0; k < 4; ++k) b(&outs[4 + k], 2000 + k);
+  });
+  ta.join();
+  tb.join();
+  CHECK(eng.device_threads() == 1); // one CPU, one device thread, whatever the tuners' types
+  CHECK(runs.load() > 0);
+  CHECK(overlaps.load() == 0);
+  CHECK(a.measured_tunings() == 4);
+  CHECK(b.measured_tunings() == 4);
+}
+
+TEST_CASE("async_tune takes any completion token: a future, a callback, an awaitable", "[tune][autotuner][async]") {
+  private_cache cache;
+  work_tuner tuner{work_kernel("work_tokens"), cost_configs({1, 2}),
+                   {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench()}};
+  int out = 0;
+  std::future<const tuning_result*> f = tuner.async_tune(&out, 300, boost::asio::use_future);
+  const tuning_result* by_future = f.get();
+  REQUIRE(by_future);
+
+  std::promise<const tuning_result*> called;
+  tuner.async_tune(&out, 300, [&](std::exception_ptr e, const tuning_result* r) {
+    CHECK_FALSE(e);
+    called.set_value(r);
+  });
+  CHECK(called.get_future().get() == by_future); // served from the table: the same result
+
+  boost::asio::io_context io;
+  const tuning_result* by_awaitable = nullptr;
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        auto op = tuner.async_tune(&out, 400, boost::asio::use_awaitable);
+        by_awaitable = co_await std::move(op);
+      },
+      boost::asio::detached);
+  io.run();
+  REQUIRE(by_awaitable);
+  CHECK(by_awaitable != by_future); // another key
+  CHECK(tuner.measured_tunings() == 2);
+
+  // A failing key reaches each kind of token as its error.
+  kernel_source broken = work_kernel("work_tokens_broken");
+  broken.code = "#error nothing compiles\n" + broken.code;
+  work_tuner failing{broken, cost_configs({1, 2}), {.arg_names = {"out", "n"}, .bench = quick_bench()}};
+  CHECK_THROWS_AS(failing.async_tune(&out, 1, boost::asio::use_future).get(), autotuner_error);
+  std::promise<bool> failed;
+  failing.async_tune(&out, 1, [&](std::exception_ptr e, const tuning_result* r) { failed.set_value(e && !r); });
+  CHECK(failed.get_future().get());
+}
+
+namespace {
+/// A result cache that cannot store (as a full disk would), or cannot even be opened.
+template <bool opens>
+struct failing_result_cache : cotune::file_cache {
+  explicit failing_result_cache(std::string_view key) : file_cache(key) {
+    if (!opens) throw cache_error("the cache directory is on fire (test)");
+  }
+  std::filesystem::path put(std::string_view, std::string_view) { throw cache_error("no space left on device (test)"); }
+};
+} // namespace
+
+TEST_CASE("a result cache that fails is a warning event, and the tuning still succeeds", "[tune][autotuner][events]") {
+  private_cache cache;
+  auto check = [&]<bool opens>(std::string expected) {
+    auto obs = std::make_shared<recording_observer>();
+    autotuner<void(int*, int), host_backend, host_benchmarker, failing_result_cache<opens>> tuner{
+        work_kernel(opens ? "work_store_fails" : "work_open_fails"), cost_configs({1, 2}),
+        {.arg_names = {"out", "n"}, .cache_results = true, .bench = quick_bench(), .observers = {obs}}};
+    int out = 0;
+    tuner(&out, 100);
+    CHECK((out == 100 * 99 / 2 || out == 200 * 199 / 2)); // the winner ran (which one is timing's business)
+    CHECK(tuner.measured_tunings() == 1);
+    const auto warnings = std::count_if(obs->kinds.begin(), obs->kinds.end(), [&](const std::string& k) {
+      return k.rfind("warning: ", 0) == 0 && k.find(expected) != std::string::npos;
+    });
+    CHECK(warnings == 1);
+  };
+  check.operator()<true>("could not store the tuning result: no space left on device (test)");
+  check.operator()<false>("the tuning-result cache is unusable (the cache directory is on fire (test))");
 }
 
 TEST_CASE("a result-cache hit in a second process compiles only the winner", "[tune][autotuner][cache]") {
@@ -493,6 +614,24 @@ TEST_CASE("screening measures every candidate briefly and only the close ones fu
   REQUIRE(back);
   CHECK(back->candidates[0].screened_only);
   CHECK_FALSE(back->candidates[1].screened_only);
+}
+
+TEST_CASE("an exhaustive measure strategy measures every candidate once with the full budget",
+          "[tune][autotuner][screening]") {
+  private_cache cache;
+  auto obs = std::make_shared<recording_observer>();
+  work_tuner tuner{work_kernel("work_exhaustive"), cost_configs({1, 8, 2, 16}),
+                   {.arg_names = {"out", "n"},
+                    .bench = bench_options{.warmup_ms = 1.0, .rep_ms = 40.0},
+                    .observers = {obs},
+                    .measure = std::make_shared<exhaustive_measure>()}};
+  int out = 0;
+  const auto& r = tuner.tune_now(&out, 200);
+  CHECK(std::count(obs->kinds.begin(), obs->kinds.end(), "measured") == 4);
+  for (const auto& c : r.candidates) {
+    CHECK(c.status == candidate_status::ok);
+    CHECK_FALSE(c.screened_only);
+  }
 }
 
 TEST_CASE("screening is off when the budgets are already short", "[tune][autotuner][screening]") {

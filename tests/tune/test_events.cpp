@@ -40,6 +40,8 @@ std::string describe(const tuning_event& e) {
           return "selected " + ev.result->kernel;
         else if constexpr (std::is_same_v<E, cache_hit>)
           return "cache hit " + ev.layer;
+        else if constexpr (std::is_same_v<E, tuning_warning>)
+          return "warning " + ev.message;
         else
           return "other";
       },
@@ -241,6 +243,19 @@ TEST_CASE("without the summary, a printer writes nothing to a file", "[tune][eve
   printer.notify(cache_hit{.kernel = "saxpy", .key_text = r.key_text, .layer = "file"});
   printer.notify(tuning_selected{.result = &r});
   CHECK(out.text().empty());
+}
+
+TEST_CASE("a warning is printed whatever the printer was asked for, and reaches observers", "[tune][events]") {
+  for (bool summary : {false, true}) {
+    temp_file out;
+    printing_observer printer(out.get(), summary, false);
+    printer.notify(tuning_warning{.kernel = "saxpy", .message = "could not store the tuning result: disk full"});
+    CHECK(out.text() == "cotune: warning: saxpy: could not store the tuning result: disk full\n");
+  }
+  recording_observer seen;
+  seen.notify(tuning_warning{.kernel = "saxpy", .message = "the tuning-result cache is unusable"});
+  REQUIRE(seen.seen.size() == 1);
+  CHECK(seen.seen[0] == "warning the tuning-result cache is unusable");
 }
 
 TEST_CASE("on a terminal, a progress line counts finished candidates and is erased at the end", "[tune][events]") {

@@ -2,6 +2,8 @@
 /// \file The `Backend` concept: compile a kernel for a config, load it on a device, launch it.
 
 #include <concepts>
+#include <stop_token>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -58,5 +60,51 @@ concept Backend = DeviceProvider<B> && Compiler<B> && Loader<B> && std::copy_con
 template <class B, class... Args>
 concept LaunchableWith = Backend<B> && requires(const B& b, const typename B::function& f, const launch_grid& g,
                                                 Args&... args) { b.launch(f, g, args...); };
+
+// --- optional capabilities ------------------------------------------------------------------------
+// Each is a named concept, so that a backend can assert the ones it means to offer (a misspelt or
+// mistyped member then fails that assertion instead of silently switching the feature off) and the
+// autotuner refuses a member that is there but does not fit (see tune/autotuner.hpp).
+
+/// Names the physical device `d` is ("cuda:pci:0000:3b:00.0", "host"): every tuner that measures on
+/// it shares one device thread, whatever its template arguments, so their timings never overlap.
+/// Without it, devices are told apart by `device_name` and index.
+template <class B>
+concept HasDeviceKey = requires(const B& b, const typename B::device& d) {
+  { b.device_key(d) } -> std::same_as<std::string>;
+};
+
+/// Says whether measuring on this backend's devices may run while candidates still compile
+/// (`static constexpr bool benchmark_overlaps_compile`): true for GPUs; false for the host, whose
+/// timings compiles on the same cores would skew. Without it: true.
+template <class B>
+concept DeclaresCompileOverlap = requires {
+  requires std::same_as<decltype(B::benchmark_overlaps_compile), const bool>;
+  typename std::bool_constant<B::benchmark_overlaps_compile>; // a constant expression
+};
+
+/// Compiles can be stopped midway (deadline, cancellation) through a `std::stop_token`.
+template <class B>
+concept StoppableCompiler = requires(const B& b, const kernel_source& k, const config& c, const typename B::device& d,
+                                     std::stop_token stop) {
+  { b.compile(k, c, d, stop) } -> std::same_as<typename B::binary>;
+};
+
+/// A binary says whether it came from the compiled-binary cache (`bool from_cache`).
+template <class B>
+concept ReportsBinaryCacheHit = requires(const typename B::binary& bin) {
+  { bin.from_cache } -> std::convertible_to<bool>;
+};
+
+/// Says whether two devices are the same model with the same limits, so that one candidate list can
+/// be split across them. Without it: equal fingerprints.
+template <class B>
+concept ComparesDevices = requires(const B& b, const typename B::device& d) {
+  { b.interchangeable(d, d) } -> std::convertible_to<bool>;
+};
+
+/// Names the benchmarker its kernels are timed with (`using default_benchmarker_type = ...`).
+template <class B>
+concept DeclaresBenchmarker = requires { typename B::default_benchmarker_type; };
 
 } // namespace cotune

@@ -26,6 +26,7 @@
 
 #include <cotune/backend/backend.hpp>
 #include <cotune/cache/cache_manager.hpp>
+#include <cotune/bench/host_benchmarker.hpp>
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/core/buffer.hpp>
 #include <cotune/core/config.hpp>
@@ -154,8 +155,14 @@ public:
     std::shared_ptr<void> library;
     void* symbol = nullptr;
   };
+  /// CPU kernels are timed by the host clock.
+  using default_benchmarker_type = host_benchmarker;
+  /// Compiles run on the same cores as the measurements: measure only once every candidate is built.
+  static constexpr bool benchmark_overlaps_compile = false;
 
   [[nodiscard]] std::vector<device> devices() const { return {device{}}; }
+  /// One CPU: every host tuner measures on one device thread.
+  [[nodiscard]] std::string device_key(const device&) const { return "host"; }
 
   [[nodiscard]] std::string fingerprint(const device&) const {
     auto cc = resolve_host_compiler();
@@ -292,6 +299,10 @@ private:
 
 /// The host backend over the local file cache.
 using host_backend = basic_host_backend<file_cache>;
+
+// The optional capabilities the host backend means to offer (a misspelt member fails here).
+static_assert(HasDeviceKey<host_backend> && DeclaresCompileOverlap<host_backend> && StoppableCompiler<host_backend> &&
+              ReportsBinaryCacheHit<host_backend> && DeclaresBenchmarker<host_backend>);
 
 static_assert(Backend<host_backend>);
 

@@ -11,6 +11,7 @@
 
 #include <cotune/cache/cache_manager.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/core/json_writer.hpp>
 #include <cotune/detail/entry_frame.hpp>
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/hashing.hpp>
@@ -46,19 +47,21 @@ inline void validate_cache_file_name(std::string_view name) {
 /// temporary file plus an atomic rename; lookups never create directories.
 class file_cache {
 public:
-  /// `hex_key`: a lower-case hex digest (typically SHA-256).
-  explicit file_cache(std::string_view hex_key, cache_mode mode = cache_mode::normal) : mode_(mode) {
+  /// `hex_key`: a lower-case hex digest (typically SHA-256), under the directory the mode's knob names.
+  explicit file_cache(std::string_view hex_key, cache_mode mode = cache_mode::normal)
+      : file_cache(root_for(mode), hex_key, mode) {}
+
+  /// Files under `hex_key` in the cache rooted at `root` (for tools that examine a given directory).
+  file_cache(const std::filesystem::path& root, std::string_view hex_key, cache_mode mode = cache_mode::normal)
+      : mode_(mode) {
     if (!detail::is_hex(hex_key))
       throw cache_error(fmt::format("cache key '{}' is not a lower-case hex digest", hex_key));
-    std::string root = mode == cache_mode::dump       ? knobs().cache.dump_dir.get()
-                       : mode == cache_mode::override_ ? knobs().cache.override_dir.get()
-                                                       : knobs().cache.dir.get();
     if (root.empty())
       throw cache_error("the cache directory is empty; set COTUNE_CACHE_DIR (or cotune::knobs().cache.dir)");
     std::string bytes;
-    for (std::size_t i = 0; i < hex_key.size(); i += 2)
+    for (std::size_t i = 0; i + 1 < hex_key.size(); i += 2)
       bytes.push_back(static_cast<char>(std::stoi(std::string(hex_key.substr(i, 2)), nullptr, 16)));
-    dir_ = std::filesystem::path(root) / detail::base32(bytes);
+    dir_ = root / detail::base32(bytes);
   }
 
   [[nodiscard]] const std::filesystem::path& dir() const noexcept { return dir_; }
@@ -122,19 +125,22 @@ public:
 
   /// Records a group of children (stored by name, relative to this key's directory).
   std::filesystem::path put_group(std::string_view name, const cache_group& children) {
-    std::string json = "{\"children\": [";
-    bool first = true;
+    json_writer w;
+    w.begin_object().key("children").begin_array();
     for (const auto& [child, path] : children) {
       validate_cache_file_name(child);
-      if (!first) json += ", ";
-      first = false;
-      detail::json_quote(json, child);
+      w.value(child);
     }
-    json += "]}";
-    return put(json, group_file_name(name));
+    return put(std::move(w.end_array().end_object()).take(), group_file_name(name));
   }
 
 private:
+  static std::filesystem::path root_for(cache_mode mode) {
+    return mode == cache_mode::dump        ? knobs().cache.dump_dir.get()
+           : mode == cache_mode::override_ ? knobs().cache.override_dir.get()
+                                           : knobs().cache.dir.get();
+  }
+
   /// What this cache's entry `name` is framed with: its key directory and its name.
   [[nodiscard]] std::string binding(std::string_view name) const {
     return detail::entry_binding(dir_.filename().string(), name);

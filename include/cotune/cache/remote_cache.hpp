@@ -30,6 +30,7 @@
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/cache/remote_backend.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/core/json_writer.hpp>
 #include <cotune/detail/hashing.hpp>
 #include <cotune/detail/json.hpp>
 
@@ -274,16 +275,13 @@ public:
   /// Records a group of children (by name; their content is stored by `put`). Same format as the
   /// file cache's groups: `{"children": [names]}` in `__grp__<name>.json`.
   std::filesystem::path put_group(std::string_view name, const cache_group& children) {
-    std::string json = "{\"children\": [";
-    bool first = true;
+    json_writer w;
+    w.begin_object().key("children").begin_array();
     for (const auto& [child, path] : children) {
       validate_remote_file_name(child);
-      if (!first) json += ", ";
-      first = false;
-      detail::json_quote(json, child);
+      w.value(child);
     }
-    json += "]}";
-    return put(json, group_file_name(name));
+    return put(std::move(w.end_array().end_object()).take(), group_file_name(name));
   }
 
   /// `get_file` run off the caller's thread (on the backend's pool); resumes on the caller's executor.

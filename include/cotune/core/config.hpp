@@ -17,6 +17,7 @@
 #include <simdjson.h>
 
 #include <cotune/core/errors.hpp>
+#include <cotune/core/json_writer.hpp>
 #include <cotune/core/value.hpp>
 #include <cotune/detail/json.hpp>
 
@@ -150,20 +151,22 @@ public:
   /// JSON that `from_json` reads back into an equal config (the hook's function is not serialised,
   /// only its name).
   [[nodiscard]] std::string json() const {
-    std::string out = "{\"params\": {";
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      if (i) out += ", ";
-      detail::json_quote(out, params_[i].first);
-      out += ": " + params_[i].second.json();
-    }
-    auto opt = [](const std::optional<int>& o) { return o ? std::to_string(*o) : std::string("null"); };
-    out += fmt::format("}}, \"num_warps\": {}, \"num_stages\": {}, \"num_ctas\": {}, \"maxnreg\": {}, "
-                       "\"threads_per_block\": {}, \"pre_hook\": ",
-                       launch_.num_warps, launch_.num_stages, launch_.num_ctas, opt(launch_.maxnreg),
-                       opt(launch_.threads_per_block));
-    out += pre_hook_ ? detail::json_quoted(pre_hook_->name) : std::string("null");
-    out += "}";
-    return out;
+    json_writer w;
+    w.begin_object().key("params").begin_object();
+    for (const auto& [name, v] : params_) w.key(name).raw(v.json());
+    w.end_object().field("num_warps", launch_.num_warps).field("num_stages", launch_.num_stages);
+    w.field("num_ctas", launch_.num_ctas);
+    auto optional_int = [&](std::string_view name, const std::optional<int>& o) {
+      w.key(name);
+      if (o) w.value(*o);
+      else w.null();
+    };
+    optional_int("maxnreg", launch_.maxnreg);
+    optional_int("threads_per_block", launch_.threads_per_block);
+    w.key("pre_hook");
+    if (pre_hook_) w.value(pre_hook_->name);
+    else w.null();
+    return std::move(w.end_object()).take();
   }
 
   /// Reads a config written by `json()`. Throws cotune::error saying what is wrong.

@@ -35,6 +35,7 @@
 #include <cotune/core/buffer.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/core/json_writer.hpp>
 #include <cotune/core/kernel_source.hpp>
 #include <cotune/core/version.hpp>
 #include <cotune/cuda/cuda_knobs.hpp>
@@ -184,6 +185,12 @@ public:
     const auto* lib = try_driver();
     return fmt::format("cuda;nvrtc {};driver {};{}", nvrtc().version_text(),
                        lib ? lib->version_text() : std::string("none"), d.arch());
+  }
+
+  /// The physical device: "cuda:pci:0000:3b:00.0" (the ordinal only when the driver gave no PCI id),
+  /// so that every tuner measuring on one GPU shares its device thread.
+  [[nodiscard]] std::string device_key(const device& d) const {
+    return d.pci_bus_id.empty() ? fmt::format("cuda:ordinal:{}", d.ordinal) : "cuda:pci:" + d.pci_bus_id;
   }
 
   /// "NVIDIA H200 (CUDA device 0, sm_90)".
@@ -420,15 +427,11 @@ private:
   /// The image first and the metadata last: a reader that finds the metadata finds the image too.
   static void store(Cache& cache, const kernel_source& k, const binary& bin) {
     cache.put(bin.image, image_file(k, bin.is_ptx));
-    std::string meta = "{\"format\": 1, \"lowered_name\": ";
-    cotune::detail::json_quote(meta, bin.lowered_name);
-    meta += ", \"arch\": ";
-    cotune::detail::json_quote(meta, bin.arch);
-    meta += fmt::format(", \"is_ptx\": {}, \"image_sha256\": \"{}\", \"log\": ", bin.is_ptx ? "true" : "false",
-                        cotune::detail::sha256_hex(bin.image));
-    cotune::detail::json_quote(meta, bin.log);
-    meta += "}";
-    cache.put(meta, meta_file(k));
+    json_writer meta;
+    meta.begin_object().field("format", 1).field("lowered_name", bin.lowered_name).field("arch", bin.arch);
+    meta.field("is_ptx", bin.is_ptx).field("image_sha256", cotune::detail::sha256_hex(bin.image));
+    meta.field("log", bin.log).end_object();
+    cache.put(meta.str(), meta_file(k));
   }
 
   static void opt_in_dynamic_shared(const function& f, unsigned bytes) {
@@ -447,6 +450,10 @@ private:
 
 /// The CUDA backend over the local file cache.
 using cuda_backend = basic_cuda_backend<file_cache>;
+
+// The optional capabilities the CUDA backend means to offer (a misspelt member fails here).
+static_assert(HasDeviceKey<cuda_backend> && StoppableCompiler<cuda_backend> && ReportsBinaryCacheHit<cuda_backend> &&
+              ComparesDevices<cuda_backend> && DeclaresBenchmarker<cuda_backend>);
 
 static_assert(Backend<cuda_backend>);
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -76,6 +77,26 @@ template <class Range>
     }
   }
   if (bits > 0) out.push_back(alphabet[(buffer << (5 - bits)) & 0x1F]);
+  return out;
+}
+
+/// RFC 4648 base32 (no padding) back to bytes; nothing unless `text` is exactly what `base32` writes
+/// for them (no leftover bits set, upper case only).
+[[nodiscard]] inline std::optional<std::string> base32_decode(std::string_view text) {
+  std::string out;
+  std::uint32_t buffer = 0;
+  int bits = 0;
+  for (char c : text) {
+    const int v = c >= 'A' && c <= 'Z' ? c - 'A' : c >= '2' && c <= '7' ? c - '2' + 26 : -1;
+    if (v < 0) return std::nullopt;
+    buffer = (buffer << 5) | static_cast<std::uint32_t>(v);
+    bits += 5;
+    if (bits >= 8) {
+      out.push_back(static_cast<char>((buffer >> (bits - 8)) & 0xFF));
+      bits -= 8;
+    }
+  }
+  if (base32(out) != text) return std::nullopt;
   return out;
 }
 

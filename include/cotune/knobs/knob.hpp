@@ -35,6 +35,8 @@ public:
   [[nodiscard]] const std::string& env() const noexcept { return env_; }   ///< "COTUNE_CACHE_DIR"
   [[nodiscard]] const std::string& doc() const noexcept { return doc_; }
   [[nodiscard]] bool invalidates_caches() const noexcept { return invalidating_; }
+  /// A secret (a password, a signing key): tools never show its value.
+  [[nodiscard]] bool is_secret() const noexcept { return secret_; }
   /// "bool", "int", "float", "string", "optional string".
   [[nodiscard]] virtual std::string type_name() const = 0;
   /// The default, as text (computed defaults are described, e.g. "$XDG_CACHE_HOME/cotune").
@@ -47,9 +49,10 @@ public:
   virtual void reset() = 0;
 
 protected:
-  knob_base(std::string name, std::string env, std::string default_text, std::string doc, bool invalidating)
+  knob_base(std::string name, std::string env, std::string default_text, std::string doc, bool invalidating,
+            bool secret = false)
       : name_(std::move(name)), env_(std::move(env)), doc_(std::move(doc)), default_text_(std::move(default_text)),
-        invalidating_(invalidating) {}
+        invalidating_(invalidating), secret_(secret) {}
 
   friend class knob_snapshot;
   [[nodiscard]] virtual std::any save() const = 0;
@@ -58,6 +61,7 @@ protected:
 private:
   std::string name_, env_, doc_, default_text_;
   bool invalidating_;
+  bool secret_;
 };
 
 /// Every knob that exists in this program, in registration order.
@@ -165,6 +169,7 @@ struct knob_spec {
   std::function<T()> computed_default{};  ///< computed at each read, replaces `fallback`
   std::string default_text{};             ///< how to show a computed default
   std::function<void(const T&)> validate{}; ///< throws knob_error on an out-of-range value
+  bool secret = false;                    ///< its value is never shown (tools print *** when it is set)
 };
 
 /// A typed setting. Reading gives the in-code value if one is set, else the environment variable
@@ -178,7 +183,7 @@ public:
   explicit knob(knob_spec<T> spec)
       : knob_base(spec.name, spec.env,
                   !spec.default_text.empty() ? spec.default_text : detail::knob_text(spec.fallback), spec.doc,
-                  spec.invalidating),
+                  spec.invalidating, spec.secret),
         fallback_(std::move(spec.fallback)), computed_(std::move(spec.computed_default)),
         validate_(std::move(spec.validate)) {
     knob_registry::instance().add(this);

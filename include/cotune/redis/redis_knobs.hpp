@@ -188,7 +188,8 @@ struct redis_knob_group {
   // Unset by default: signing needs a secret shared by every client, which only the deployment knows.
   knob<std::optional<std::string>> secret{{.name = "redis.secret", .env = "COTUNE_REMOTE_SECRET",
                                            .doc = "shared secret: remote entries are signed (HMAC-SHA256) and unsigned or "
-                                                  "wrongly signed ones are refused; unset = entries are only checksummed"}};
+                                                  "wrongly signed ones are refused; unset = entries are only checksummed",
+                                           .secret = true}};
   // Off by default: a client that tunes should share what it tuned.
   knob<bool> read_only{{.name = "redis.read_only", .env = "COTUNE_REDIS_READ_ONLY", .fallback = false,
                         .doc = "only read from Redis: never store entries and never take tuning leases"}};

@@ -34,7 +34,6 @@
 #include <fmt/format.h>
 
 #include <cotune/backend/backend.hpp>
-#include <cotune/backend/host_backend.hpp>
 #include <cotune/bench/benchmarker.hpp>
 #include <cotune/bench/host_benchmarker.hpp>
 #include <cotune/cache/cache_manager.hpp>
@@ -53,6 +52,7 @@
 #include <cotune/tune/coordination.hpp>
 #include <cotune/tune/engine.hpp>
 #include <cotune/tune/events.hpp>
+#include <cotune/tune/measure_strategy.hpp>
 #include <cotune/tune/tuning_key.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
@@ -65,8 +65,7 @@ template <class B>
 struct default_benchmarker {
   using type = host_benchmarker;
 };
-template <class B>
-  requires requires { typename B::default_benchmarker_type; }
+template <DeclaresBenchmarker B>
 struct default_benchmarker<B> {
   using type = typename B::default_benchmarker_type;
 };
@@ -88,8 +87,25 @@ std::unique_ptr<Bench> make_benchmarker(const B& backend, const typename B::devi
 /// every candidate is compiled, so that compiles running beside them do not skew their timings.
 template <class B>
 constexpr bool overlaps_compile() {
-  if constexpr (requires { B::benchmark_overlaps_compile; }) return B::benchmark_overlaps_compile;
-  else return !std::is_same_v<typename B::device, host_backend::device>;
+  if constexpr (DeclaresCompileOverlap<B>) return B::benchmark_overlaps_compile;
+  else return true;
+}
+
+/// Refuses an optional capability that a backend spells but does not fit: a member that is there with
+/// the wrong shape would otherwise switch the feature off without a word.
+template <class B>
+constexpr bool capabilities_fit() {
+  static_assert(HasDeviceKey<B> || !requires { &B::device_key; },
+                "the backend's device_key must be `std::string device_key(const device&) const` (it names the "
+                "physical device, so that all tuners on it share one device thread)");
+  static_assert(DeclaresCompileOverlap<B> || !requires { B::benchmark_overlaps_compile; },
+                "the backend's benchmark_overlaps_compile must be `static constexpr bool`");
+  static_assert(ComparesDevices<B> || !requires { &B::interchangeable; },
+                "the backend's interchangeable must be `bool interchangeable(const device&, const device&) const` "
+                "(or static)");
+  static_assert(ReportsBinaryCacheHit<B> || !requires(const typename B::binary& bin) { bin.from_cache; },
+                "the backend's binary::from_cache must be convertible to bool");
+  return true;
 }
 
 template <class T>
@@ -120,8 +136,10 @@ inline constexpr bool always_false = false;
 } // namespace detail
 
 /// What `autotuner<Signature>` is for anything but a kernel signature `void(Args...)`: an error that says so.
-template <class Signature, Backend B = host_backend, class Bench = default_benchmarker_t<B>,
-          CacheManager Cache = file_cache>
+///
+/// The backend has no default here, so that this header names no concrete backend;
+/// <cotune/defaults.hpp> (included by <cotune/cotune.hpp>) makes the host backend the default.
+template <class Signature, Backend B, class Bench = default_benchmarker_t<B>, CacheManager Cache = file_cache>
 class autotuner {
   static_assert(detail::always_false<Signature>,
                 "cotune::autotuner's first argument is the kernel's signature, void(Args...): kernels return "
@@ -140,6 +158,7 @@ template <class... Args, Backend B, class Bench, CacheManager Cache>
 class autotuner<void(Args...), B, Bench, Cache> {
   static_assert(Benchmarker<Bench>, "the benchmarker must satisfy cotune::Benchmarker");
   static_assert(LaunchableWith<B, detail::bare<Args>...>, "the backend cannot launch a kernel with these arguments");
+  static_assert(detail::capabilities_fit<B>());
 
 public:
   static constexpr std::size_t arity = sizeof...(Args);
@@ -185,6 +204,8 @@ public:
     /// For backends with several identical devices: arguments valid on device `d` (its own buffers),
     /// so that the candidate list is split across devices. Unset: benchmark on `device` only.
     std::function<std::tuple<Args...>(std::size_t d, const Args&...)> args_for_device{};
+    /// How candidates are measured; unset: screening as the bench.screen_* knobs say.
+    std::shared_ptr<const measure_strategy> measure{};
   };
 
   autotuner(kernel_source kernel, std::vector<config> configs, options opts, B backend = B{},
@@ -201,8 +222,7 @@ public:
     if (opts_.device >= devices_.size())
       throw autotuner_error(fmt::format("autotuner for '{}': device {} requested, but the backend has {}", kernel_.name,
                                         opts_.device, devices_.size()));
-    for (std::size_t d = 0; d < devices_.size(); ++d)
-      device_ids_.push_back(fmt::format("{}#{}", typeid(B).name(), d));
+    for (std::size_t d = 0; d < devices_.size(); ++d) device_ids_.push_back(device_key(d));
     is_key_.assign(arity, false);
     is_reset_.assign(arity, false);
     is_restore_.assign(arity, false);
@@ -243,6 +263,7 @@ public:
   /// Tunes these arguments' key if needed (concurrent callers of one key share one tuning) and
   /// returns its result. The arguments are copied into the coroutine (buffers are views: the data
   /// they point to must outlive the call).
+  /// (The awaitable form of `async_tune`.)
   [[nodiscard]] boost::asio::awaitable<const tuning_result*> tune(Args... args) {
     const tuning_key key = make_key(args...);
     entry* e = table_.find(key);
@@ -253,9 +274,21 @@ public:
     co_return e->result.get();
   }
 
+  /// Tunes these arguments' key if needed and completes `token` with (error, result), Asio's way:
+  /// `use_future` gives a std::future, `use_awaitable` an awaitable, a callable is called on the
+  /// engine's coordinator thread. Concurrent callers of one key share one tuning; the result lives
+  /// as long as the tuner. Buffers are views: the data they point to must outlive the operation.
+  ///
+  ///     auto f = tuner.async_tune(x, y, n, boost::asio::use_future);
+  template <boost::asio::completion_token_for<void(std::exception_ptr, const tuning_result*)> Token>
+  auto async_tune(Args... args, Token&& token) {
+    auto op = tune(std::move(args)...);
+    return boost::asio::co_spawn(engine_->coordinator(), std::move(op), std::forward<Token>(token));
+  }
+
   /// The result for these arguments' key, tuning first if needed (blocking).
   const tuning_result& tune_now(Args... args) {
-    return *boost::asio::co_spawn(engine_->coordinator(), tune(args...), boost::asio::use_future).get();
+    return *async_tune(args..., boost::asio::use_future).get();
   }
 
   /// The best config for these arguments if their key is tuned, else null.
@@ -469,8 +502,10 @@ private:
     for (const auto& o : opts_.observers) o->notify(e);
     static printing_observer printer(stderr, true, true);
     static printing_observer progress(stderr, false, true);
+    static printing_observer warnings_only(stderr, false, false);
     if (knobs().autotuning.print.get()) printer.notify(e);
     else if (knobs().autotuning.progress.get()) progress.notify(e);
+    else warnings_only.notify(e);
   }
 
   // --- the result cache --------------------------------------------------------------------------
@@ -533,7 +568,7 @@ private:
 
   binary_type compile_one(const config& c, const device_type& d, std::stop_token stop) const {
     ++compiles_;
-    if constexpr (requires { backend_.compile(kernel_, c, d, stop); }) return backend_.compile(kernel_, c, d, stop);
+    if constexpr (StoppableCompiler<B>) return backend_.compile(kernel_, c, d, stop);
     else return backend_.compile(kernel_, c, d);
   }
 
@@ -631,7 +666,8 @@ private:
           lease = std::move(coord.guard);
         }
       } catch (const cache_error& e) {
-        fmt::print(stderr, "cotune: warning: the tuning-result cache is unusable ({}); tuning without it\n", e.what());
+        emit(tuning_warning{kernel_.name, fmt::format("the tuning-result cache is unusable ({}); tuning without it",
+                                                      e.what())});
         cache.reset();
       }
     }
@@ -658,7 +694,7 @@ private:
         const auto t0 = clock::now();
         try {
           state->binaries[i] = compile_one(r.cfg, devices_[launch_dev], state->stop.get_token());
-          if constexpr (requires(const binary_type& b) { b.from_cache; }) r.binary_from_cache = state->binaries[i]->from_cache;
+          if constexpr (ReportsBinaryCacheHit<B>) r.binary_from_cache = state->binaries[i]->from_cache;
         } catch (...) {
           record_failure(r, std::current_exception());
         }
@@ -668,20 +704,12 @@ private:
     }
 
     // Measure each compiled candidate on a free device, as soon as it is compiled (GPU backends) or
-    // once all are compiled (the host backend, whose benchmarks would compete with compiles).
-    //
-    // Screening: unless the budgets are already small, a first pass measures every candidate with a
-    // short budget (bench.screen_rep_ms), and only those within bench.screen_margin of the best are
-    // measured again with the full budget. Triton measures every candidate fully; with 16 candidates
-    // and 125 ms each that is most of a tuning's time, spent mostly on candidates that lose clearly.
+    // once all are compiled (the host backend, whose benchmarks would compete with compiles): a first
+    // pass over every candidate, then the finals the measure strategy asks for (screening by default).
     const bench_options full = bench_settings();
-    const double screen_rep = knobs().bench.screen_rep_ms.get();
-    const bool screening = n > 2 && screen_rep > 0 && 2 * screen_rep <= full.rep_ms;
-    bench_options first_pass = full;
-    if (screening) {
-      first_pass.rep_ms = screen_rep;
-      first_pass.warmup_ms = std::min(full.warmup_ms, screen_rep / 4);
-    }
+    const screening_measure knob_screening = screening_measure::from_knobs();
+    const measure_strategy& strategy = opts_.measure ? *opts_.measure : knob_screening;
+    const bench_options first_pass = strategy.first_pass(full, n);
     std::vector<std::size_t> ready, idle(devs.rbegin(), devs.rend());
     std::size_t compiled = 0, finished = 0;
     std::tuple<Args...> own_args(args...);
@@ -743,22 +771,17 @@ private:
       }
       if (detail::overlaps_compile<B>() || compiled == n) dispatch(first_pass);
     }
-    if (screening) {
-      auto finalists = screen(state->results, knobs().bench.screen_margin.get(),
-                              static_cast<std::size_t>(knobs().bench.screen_keep.get()));
-      // Even a lone finalist is measured again: the winner's stored timing is a full-budget one.
-      if (!finalists.empty()) {
-        for (std::size_t i = 0; i < n; ++i)
-          if (state->results[i].status == candidate_status::ok) state->results[i].screened_only = true;
-        for (auto i : finalists) state->results[i].screened_only = false;
-        ready = finalists;
+    if (auto finalists = strategy.finalists(state->results, full); !finalists.empty()) {
+      for (std::size_t i = 0; i < n; ++i)
+        if (state->results[i].status == candidate_status::ok) state->results[i].screened_only = true;
+      for (auto i : finalists) state->results[i].screened_only = false;
+      ready = finalists;
+      dispatch(full);
+      for (std::size_t done = 0; done < finalists.size(); ++done) {
+        auto popping = state->events.pop();
+        auto ev = co_await std::move(popping);
+        idle.push_back(ev.device);
         dispatch(full);
-        for (std::size_t done = 0; done < finalists.size(); ++done) {
-          auto popping = state->events.pop();
-      auto ev = co_await std::move(popping);
-          idle.push_back(ev.device);
-          dispatch(full);
-        }
       }
     }
 
@@ -787,7 +810,7 @@ private:
           cache->put(json, file);
         }
       } catch (const std::exception& e) {
-        fmt::print(stderr, "cotune: warning: could not store the tuning result of '{}': {}\n", kernel_.name, e.what());
+        emit(tuning_warning{kernel_.name, fmt::format("could not store the tuning result: {}", e.what())});
       }
     }
     lease.reset(); // the result is stored: waiters elsewhere can read it
@@ -813,28 +836,18 @@ private:
     co_return stored;
   }
 
+  /// The key of device `d`'s thread: the physical device the backend names (so that every tuner on
+  /// it shares one thread, whatever its template arguments), else its name and index.
+  [[nodiscard]] std::string device_key(std::size_t d) const {
+    if constexpr (HasDeviceKey<B>) return backend_.device_key(devices_[d]);
+    else return fmt::format("{}#{}", backend_.device_name(devices_[d]), d);
+  }
+
   /// Devices whose timings are comparable (same model, not only the same architecture): the
   /// backend's `interchangeable` if it has one, else equal fingerprints.
   bool interchangeable(const device_type& a, const device_type& b) const {
-    if constexpr (requires { backend_.interchangeable(a, b); }) return backend_.interchangeable(a, b);
+    if constexpr (ComparesDevices<B>) return backend_.interchangeable(a, b);
     else return backend_.fingerprint(a) == backend_.fingerprint(b);
-  }
-
-  /// The finalists: candidates whose screening median is within `margin` of the best one, at most
-  /// `keep` of them (the best by screening), in config order.
-  static std::vector<std::size_t> screen(const std::vector<candidate_result>& rs, double margin, std::size_t keep) {
-    auto best = select_best(rs);
-    std::vector<std::size_t> out;
-    if (!best) return out;
-    const double limit = rs[*best].time[0] * (1.0 + margin);
-    for (std::size_t i = 0; i < rs.size(); ++i)
-      if (rs[i].status == candidate_status::ok && rs[i].time[0] <= limit) out.push_back(i);
-    if (out.size() > keep) {
-      std::stable_sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) { return rs[a].time < rs[b].time; });
-      out.resize(keep);
-      std::sort(out.begin(), out.end());
-    }
-    return out;
   }
 
   /// The stored result is for exactly these candidates, in this order.
@@ -885,7 +898,7 @@ private:
         const auto t0 = std::chrono::steady_clock::now();
         try {
           auto bin = compile_one(r.cfg, devices_[opts_.device], {});
-          if constexpr (requires(const binary_type& b) { b.from_cache; }) r.binary_from_cache = bin.from_cache;
+          if constexpr (ReportsBinaryCacheHit<B>) r.binary_from_cache = bin.from_cache;
           r.status = candidate_status::ok;
           r.time = {inf_ms, inf_ms, inf_ms};
         } catch (...) {

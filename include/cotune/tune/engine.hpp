@@ -46,13 +46,19 @@ public:
   [[nodiscard]] boost::asio::any_io_executor compile_executor() { return compile_pool_.get_executor(); }
   [[nodiscard]] boost::asio::any_io_executor coordinator() { return coordinator_.get_executor(); }
 
-  /// The thread of device `id` (a backend-qualified device name), made on first use. Every tuner
-  /// that benchmarks on that device uses the same thread.
+  /// The thread of device `id` (the backend's `device_key`, naming a physical device), made on first
+  /// use. Every tuner that benchmarks on that device uses the same thread, whatever its type.
   [[nodiscard]] boost::asio::any_io_executor device_executor(const std::string& id) {
     std::lock_guard lock(mutex_);
     auto& pool = devices_[id];
     if (!pool) pool = std::make_unique<boost::asio::thread_pool>(1);
     return pool->get_executor();
+  }
+
+  /// How many device threads exist (one per device key used so far).
+  [[nodiscard]] std::size_t device_threads() {
+    std::lock_guard lock(mutex_);
+    return devices_.size();
   }
 
 private:

@@ -51,8 +51,14 @@ struct cache_hit {
   std::string kernel, key_text, layer;
 };
 
-using tuning_event =
-    std::variant<tuning_started, candidate_compiled, candidate_failed, candidate_measured, tuning_selected, cache_hit>;
+/// Something went wrong that does not stop the tuning (the result cache is unusable, a result could
+/// not be stored): the tuning goes on, and observers decide what to tell whom.
+struct tuning_warning {
+  std::string kernel, message;
+};
+
+using tuning_event = std::variant<tuning_started, candidate_compiled, candidate_failed, candidate_measured,
+                                  tuning_selected, cache_hit, tuning_warning>;
 
 /// Receives tuning events. Events of one tuning arrive in order, from one thread at a time.
 class observer {
@@ -66,6 +72,7 @@ protected:
 
 /// Prints what COTUNE_PRINT_AUTOTUNING asks for: a summary like Triton's (kernel, key, wall time,
 /// best config) and a table of every candidate with its status. Also a progress line on a terminal.
+/// Warnings are printed whatever it was asked for.
 class printing_observer final : public observer {
 public:
   explicit printing_observer(std::FILE* out = stderr, bool summary = true, bool progress = true)
@@ -88,6 +95,11 @@ private:
   void step(const std::string& kernel, const std::string& key, std::size_t total) {
     ++done_;
     if (progress_) fmt::print(out_, "\rcotune: tuning {} [{}]: {}/{} candidates", kernel, key, done_, total);
+  }
+  void handle(const tuning_warning& e) {
+    if (progress_) fmt::print(out_, "\r\033[K");
+    fmt::print(out_, "cotune: warning: {}: {}\n", e.kernel, e.message);
+    std::fflush(out_);
   }
   void handle(const cache_hit& e) {
     if (summary_) fmt::print(out_, "cotune: {} [{}]: tuning result from the {} cache\n", e.kernel, e.key_text, e.layer);

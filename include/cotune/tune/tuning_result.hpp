@@ -18,6 +18,7 @@
 #include <simdjson.h>
 
 #include <cotune/core/config.hpp>
+#include <cotune/core/json_writer.hpp>
 #include <cotune/core/version.hpp>
 #include <cotune/detail/json.hpp>
 
@@ -119,33 +120,17 @@ struct tuning_result {
 
   /// JSON for the tuning-result cache. Failed timings are written as null (standard JSON).
   [[nodiscard]] std::string json() const {
-    std::string out = "{\"format\": 1, \"kernel\": ";
-    detail::json_quote(out, kernel);
-    out += ", \"key\": ";
-    detail::json_quote(out, key_text);
-    out += fmt::format(", \"winner\": {}, \"wall_ms\": {}, \"candidates\": [", winner, detail::json_number(wall_ms));
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      const auto& c = candidates[i];
-      out += i ? ",\n  " : "\n  ";
-      out += "{\"config\": " + c.cfg.json() + ", \"status\": ";
-      detail::json_quote(out, to_string(c.status));
-      out += ", \"reason\": ";
-      detail::json_quote(out, c.reason);
-      out += fmt::format(", \"timings_ms\": [{}, {}, {}], \"compile_ms\": {}, \"device\": {}, \"screened\": {}}}",
-                         detail::json_number(c.time[0]), detail::json_number(c.time[1]),
-                         detail::json_number(c.time[2]), detail::json_number(c.compile_ms), c.device,
-                         c.screened_only ? "true" : "false");
+    json_writer w;
+    w.begin_object().field("format", 1).field("kernel", kernel).field("key", key_text);
+    w.field("winner", winner).field("wall_ms", wall_ms).key("candidates").begin_array();
+    for (const auto& c : candidates) {
+      w.begin_object().key("config").raw(c.cfg.json()).field("status", to_string(c.status)).field("reason", c.reason);
+      w.key("timings_ms").begin_array().value(c.time[0]).value(c.time[1]).value(c.time[2]).end_array();
+      w.field("compile_ms", c.compile_ms).field("device", c.device).field("screened", c.screened_only).end_object();
     }
-    out += "],\n \"provenance\": {\"host\": ";
-    detail::json_quote(out, made.host);
-    out += ", \"device\": ";
-    detail::json_quote(out, made.device);
-    out += ", \"date\": ";
-    detail::json_quote(out, made.date);
-    out += ", \"cotune\": ";
-    detail::json_quote(out, made.cotune_version);
-    out += "}}\n";
-    return out;
+    w.end_array().key("provenance").begin_object().field("host", made.host).field("device", made.device);
+    w.field("date", made.date).field("cotune", made.cotune_version).end_object();
+    return std::move(w.end_object()).take() + "\n"; // a text file: newline-terminated
   }
 
   /// Reads a result written by `json()` (also accepts Infinity/NaN timings from other writers).

@@ -1,0 +1,106 @@
+#pragma once
+/// \file `cotune::measure_strategy`: how the candidates of one tuning are measured. The tuning runs a
+/// first pass over every compiled candidate with the budget the strategy gives it, then asks which
+/// candidates deserve a final, full-budget measurement. Screening is the default; exhaustive
+/// measurement (Triton's way) is the other shipped strategy. Users may bring their own.
+///
+///     tuner_options.measure = std::make_shared<cotune::exhaustive_measure>();
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include <cotune/bench/benchmarker.hpp>
+#include <cotune/knobs/knobs.hpp>
+#include <cotune/tune/tuning_result.hpp>
+
+namespace cotune {
+
+/// The seam: a non-virtual interface over protected virtuals (so that checks stay in one place).
+class measure_strategy {
+public:
+  virtual ~measure_strategy() = default;
+
+  /// The budget of the first pass over `candidates` candidates, given the full budget.
+  [[nodiscard]] bench_options first_pass(const bench_options& full, std::size_t candidates) const {
+    return do_first_pass(full, candidates);
+  }
+
+  /// After the first pass: the candidates (indices in config order) to measure again with the full
+  /// budget `full`. Empty: the first pass decides. Only candidates whose status is ok are returned.
+  [[nodiscard]] std::vector<std::size_t> finalists(const std::vector<candidate_result>& first_pass,
+                                                   const bench_options& full) const {
+    auto out = do_finalists(first_pass, full);
+    std::erase_if(out, [&](std::size_t i) { return i >= first_pass.size() || first_pass[i].status != candidate_status::ok; });
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
+protected:
+  [[nodiscard]] virtual bench_options do_first_pass(const bench_options& full, std::size_t candidates) const = 0;
+  [[nodiscard]] virtual std::vector<std::size_t> do_finalists(const std::vector<candidate_result>& first_pass,
+                                                              const bench_options& full) const = 0;
+};
+
+/// Every candidate measured once with the full budget (Triton's do_bench over each config).
+class exhaustive_measure final : public measure_strategy {
+protected:
+  bench_options do_first_pass(const bench_options& full, std::size_t) const override { return full; }
+  std::vector<std::size_t> do_finalists(const std::vector<candidate_result>&, const bench_options&) const override {
+    return {};
+  }
+};
+
+/// Screening: a short pass over every candidate (`rep_ms`), then the full budget for those whose
+/// median is within `margin` of the best, at most `keep` of them (the best by screening). With 16
+/// candidates and 125 ms each, measuring all fully is most of a tuning's time, spent mostly on
+/// candidates that lose clearly. Even a lone finalist is measured again, so that the winner's stored
+/// timing is always a full-budget one. Off (one full pass) when there are 2 candidates or fewer, or
+/// when the full budget is already under twice the screening budget.
+class screening_measure final : public measure_strategy {
+public:
+  screening_measure(double rep_ms, double margin, std::size_t keep) : rep_ms_(rep_ms), margin_(margin), keep_(keep) {}
+
+  /// From the knobs bench.screen_rep_ms, bench.screen_margin and bench.screen_keep.
+  [[nodiscard]] static screening_measure from_knobs() {
+    return {knobs().bench.screen_rep_ms.get(), knobs().bench.screen_margin.get(),
+            static_cast<std::size_t>(knobs().bench.screen_keep.get())};
+  }
+
+  /// Whether screening applies to `candidates` candidates under the budget `full`.
+  [[nodiscard]] bool applies(const bench_options& full, std::size_t candidates) const noexcept {
+    return candidates > 2 && rep_ms_ > 0 && 2 * rep_ms_ <= full.rep_ms;
+  }
+
+protected:
+  bench_options do_first_pass(const bench_options& full, std::size_t candidates) const override {
+    if (!applies(full, candidates)) return full;
+    bench_options short_pass = full;
+    short_pass.rep_ms = rep_ms_;
+    short_pass.warmup_ms = std::min(full.warmup_ms, rep_ms_ / 4);
+    return short_pass;
+  }
+
+  std::vector<std::size_t> do_finalists(const std::vector<candidate_result>& rs, const bench_options& full) const override {
+    if (!applies(full, rs.size())) return {}; // the first pass was a full one
+    auto best = select_best(rs);
+    std::vector<std::size_t> out;
+    if (!best) return out;
+    const double limit = rs[*best].time[0] * (1.0 + margin_);
+    for (std::size_t i = 0; i < rs.size(); ++i)
+      if (rs[i].status == candidate_status::ok && rs[i].time[0] <= limit) out.push_back(i);
+    if (out.size() > keep_) {
+      std::stable_sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) { return rs[a].time < rs[b].time; });
+      out.resize(keep_);
+    }
+    return out;
+  }
+
+private:
+  double rep_ms_, margin_;
+  std::size_t keep_;
+};
+
+} // namespace cotune
