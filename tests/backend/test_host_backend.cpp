@@ -347,6 +347,55 @@ TEST_CASE("a CXX that does not exist is an error naming CXX", "[backend][host_ba
   CHECK_THROWS_WITH(cotune::resolve_host_compiler(), Catch::Contains("CXX"));
 }
 
+namespace {
+/// A compiler wrapper script: answers --version like a compiler, then runs `body` for compiles.
+fs::path compiler_script(const cotune_test::temp_dir& dir, const std::string& name, const std::string& body) {
+  const auto path = dir.path() / name;
+  std::ofstream(path) << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'wrapper-cc 1.0'; exit 0; fi\n" << body << "\n";
+  fs::permissions(path, fs::perms::owner_all);
+  return path;
+}
+} // namespace
+
+TEST_CASE("a compiler that dies by a signal or reports an internal error is a crash, not a compile error",
+          "[backend][host_backend][crash]") {
+  private_cache cache;
+  quick_flags flags;
+  cotune_test::temp_dir dir("cotune-cc");
+  host_backend b;
+  SECTION("killed by SIGSEGV") {
+    scoped_env cxx("CXX", compiler_script(dir, "segv-cc", "kill -SEGV $$").string());
+    try {
+      (void)b.compile(affine_kernel(), affine_config());
+      FAIL("expected compiler_crashed");
+    } catch (const cotune::compiler_crashed& e) {
+      CHECK_THAT(e.what(), Catch::Contains("killed by signal 11 (Segmentation fault)"));
+      CHECK_THAT(e.what(), Catch::Contains("not an error in the kernel"));
+      CHECK_THAT(e.what(), Catch::Contains("SCALE: 3"));
+    }
+  }
+  SECTION("an internal compiler error, as g++ reports one") {
+    scoped_env cxx("CXX", compiler_script(dir, "ice-cc",
+                                          "echo 'k.cpp:2:1: internal compiler error: Segmentation fault' >&2\n"
+                                          "echo 'Please submit a full bug report' >&2; exit 4")
+                              .string());
+    CHECK_THROWS_AS(b.compile(affine_kernel(), affine_config()), cotune::compiler_crashed);
+    CHECK_THROWS_WITH(b.compile(affine_kernel(), affine_config()),
+                      Catch::Contains("(internal compiler error: Segmentation fault)"));
+  }
+  SECTION("an ordinary error stays a compile error") {
+    scoped_env cxx("CXX", compiler_script(dir, "err-cc", "echo 'k.cpp:2:1: error: expected ;' >&2; exit 1").string());
+    try {
+      (void)b.compile(affine_kernel(), affine_config());
+      FAIL("expected compile_error");
+    } catch (const cotune::compiler_crashed&) {
+      FAIL("an ordinary error was reported as a crash");
+    } catch (const cotune::compile_error& e) {
+      CHECK_THAT(e.what(), Catch::Contains("expected ;"));
+    }
+  }
+}
+
 TEST_CASE("a compile past the timeout throws timeout_error and leaves no compiler behind", "[backend][host_backend]") {
   private_cache cache;
   quick_flags flags;

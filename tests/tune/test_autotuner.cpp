@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <string>
 #include <thread>
@@ -104,6 +105,26 @@ TEST_CASE("a candidate that does not compile is skipped with its reason", "[tune
   CHECK(obs->kinds.back() == "selected");
   CHECK(std::count(obs->kinds.begin(), obs->kinds.end(), "failed") == 1);
   CHECK(std::count(obs->kinds.begin(), obs->kinds.end(), "measured") == 1);
+}
+
+TEST_CASE("a candidate whose compile crashes the compiler is recorded as compiler_crashed, and tuning goes on",
+          "[tune][autotuner][crash]") {
+  private_cache cache;
+  cotune_test::temp_dir dir("cotune-cc");
+  // A real compiler, except that it dies by SIGSEGV on the candidate with COST=4.
+  const auto cc = dir.path() / "flaky-cc";
+  std::ofstream(cc) << "#!/bin/sh\ncase \"$*\" in *-DCOST=4*) kill -SEGV $$;; esac\nexec g++ \"$@\"\n";
+  std::filesystem::permissions(cc, std::filesystem::perms::owner_all);
+  auto cxx = knobs().build.cxx.scoped(std::optional<std::string>(cc.string()));
+  work_tuner tuner{work_kernel("work_crashing_cc"), cost_configs({4, 2}),
+                   {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench()}};
+  int out = 0;
+  const auto& r = tuner.tune_now(&out, 10);
+  REQUIRE(r.candidates[0].status == candidate_status::compiler_crashed);
+  CHECK_THAT(r.candidates[0].reason, Catch::Contains("killed by signal 11"));
+  CHECK(r.candidates[1].status == candidate_status::ok);
+  CHECK(r.winner == 1);
+  CHECK(to_string(candidate_status::compiler_crashed) == "compiler crashed");
 }
 
 TEST_CASE("when every candidate fails the error lists each one with its reason", "[tune][autotuner]") {

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -47,6 +48,26 @@ struct host_compiler {
 };
 
 namespace detail {
+
+/// Why a compiler run was a crash of the compiler rather than an error in the kernel, or nothing: the
+/// driver killed by a signal, or the driver reporting that one of its passes died (g++: "internal
+/// compiler error: Segmentation fault", exit 4; clang: "... command failed due to signal").
+[[nodiscard]] inline std::optional<std::string> compiler_crash(const process_result& r) {
+  if (r.timed_out || r.cancelled) return std::nullopt;
+  if (r.signal) {
+    const char* what = ::sigdescr_np(r.signal);
+    return fmt::format("killed by signal {} ({})", r.signal, what ? what : "unknown signal");
+  }
+  if (r.exit_code == 0) return std::nullopt;
+  for (std::string_view marker : {"internal compiler error", "command failed due to signal"}) {
+    const auto at = r.output.find(marker);
+    if (at == std::string::npos) continue;
+    const auto line_start = marker.starts_with("internal") ? at : r.output.rfind('\n', at) + 1;
+    const auto line_end = r.output.find('\n', at);
+    return r.output.substr(line_start, line_end == std::string::npos ? std::string::npos : line_end - line_start);
+  }
+  return std::nullopt;
+}
 
 /// The absolute path of `program` (looked up on PATH unless it contains a '/'), or nothing.
 /// Symbolic links are not resolved: clang++-14 links to `clang`, and clang picks C or C++ linking
@@ -270,6 +291,11 @@ private:
     if (r.cancelled)
       throw timeout_error(fmt::format("host backend: compiling kernel '{}' with config {{{}}} was cancelled",
                                       k.name, c.text()));
+    if (auto crash = detail::compiler_crash(r))
+      throw compiler_crashed(fmt::format("host backend: the compiler crashed ({}) while compiling kernel '{}' with "
+                                         "config {{{}}}: this is not an error in the kernel; command: {}\n{}",
+                                         *crash, k.name, c.text(), shown, r.output),
+                             r.output);
     if (r.exit_code != 0)
       throw compile_error(fmt::format("host backend: kernel '{}' with config {{{}}} does not compile "
                                       "(exit {}); command: {}\n{}",

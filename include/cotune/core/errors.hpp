@@ -37,6 +37,13 @@ private:
   std::string log_;
 };
 
+/// The compiler itself died (killed by a signal, or an internal compiler error) while compiling a
+/// candidate: not an error in the kernel, and another config or toolchain may well compile.
+class compiler_crashed : public compile_error {
+public:
+  using compile_error::compile_error;
+};
+
 /// A compiled candidate needs more of a device resource than the device has.
 class out_of_resources : public error {
 public:

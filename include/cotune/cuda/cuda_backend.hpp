@@ -284,6 +284,11 @@ public:
     if (out.stopped == nvrtc_output::stop_cause::stop_request)
       throw timeout_error(fmt::format("cuda backend: compiling kernel '{}' with config {{{}}} was cancelled", k.name,
                                       c.text()));
+    if (!out.ok && out.crashed)
+      throw compiler_crashed(fmt::format("cuda backend: NVRTC {} crashed while compiling kernel '{}' with config {{{}}} "
+                                         "for {} ({}): this is not an error in the kernel",
+                                         nv.version_text(), k.name, c.text(), arch, out.error),
+                             out.log);
     if (!out.ok) {
       if (auto overflow = detail::shared_overflow(out.log))
         throw out_of_resources("shared memory", overflow->first, overflow->second);

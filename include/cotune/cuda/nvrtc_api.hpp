@@ -72,6 +72,7 @@ struct nvrtc_output {
   std::string image;        ///< cubin bytes, or NUL-free PTX text when `is_ptx`
   bool is_ptx = false;
   std::string lowered_name; ///< the mangled symbol of the name expression
+  bool crashed = false;     ///< the compile process died (NVRTC crashed), rather than NVRTC reporting an error
 };
 
 /// An opened libnvrtc: its function table, version, supported architectures and toolkit headers.
@@ -321,6 +322,7 @@ private:
       return out;
     case job_outcome::crashed:
       out.error = fmt::format("NVRTC crashed: the compile process {}", r.detail);
+      out.crashed = true;
       return out;
     case job_outcome::timed_out:
     case job_outcome::cancelled:

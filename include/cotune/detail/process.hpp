@@ -27,6 +27,7 @@ namespace cotune::detail {
 
 struct process_result {
   int exit_code = -1;     ///< exit status, or 128 + signal
+  int signal = 0;         ///< the signal that ended the program, 0 if it exited
   std::string output;     ///< stdout and stderr, interleaved
   bool timed_out = false; ///< killed because the deadline passed
   bool cancelled = false; ///< killed because a stop was requested
@@ -125,7 +126,10 @@ inline process_result run_process(const std::vector<std::string>& argv, std::chr
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
+  else if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+    result.exit_code = 128 + result.signal;
+  }
   return result;
 }
 

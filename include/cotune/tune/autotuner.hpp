@@ -576,6 +576,9 @@ private:
   static void record_failure(candidate_result& r, std::exception_ptr e) {
     try {
       std::rethrow_exception(e);
+    } catch (const compiler_crashed& x) {
+      r.status = candidate_status::compiler_crashed;
+      r.reason = x.what();
     } catch (const compile_error& x) {
       r.status = candidate_status::compile_error;
       r.reason = x.what();

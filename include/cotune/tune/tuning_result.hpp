@@ -25,7 +25,16 @@
 namespace cotune {
 
 /// Why a candidate has no timing.
-enum class candidate_status { ok, compile_error, out_of_resources, launch_error, timeout, error, not_run };
+enum class candidate_status {
+  ok,
+  compile_error,
+  out_of_resources,
+  launch_error,
+  timeout,
+  error,
+  not_run,
+  compiler_crashed ///< the compiler died (a signal, an internal compiler error): not the kernel's fault
+};
 
 [[nodiscard]] constexpr std::string_view to_string(candidate_status s) noexcept {
   switch (s) {
@@ -36,6 +45,7 @@ enum class candidate_status { ok, compile_error, out_of_resources, launch_error,
   case candidate_status::timeout: return "timeout";
   case candidate_status::error: return "error";
   case candidate_status::not_run: return "not run";
+  case candidate_status::compiler_crashed: return "compiler crashed";
   }
   return "?";
 }
@@ -43,7 +53,7 @@ enum class candidate_status { ok, compile_error, out_of_resources, launch_error,
 [[nodiscard]] constexpr std::optional<candidate_status> candidate_status_from(std::string_view s) noexcept {
   for (auto st : {candidate_status::ok, candidate_status::compile_error, candidate_status::out_of_resources,
                   candidate_status::launch_error, candidate_status::timeout, candidate_status::error,
-                  candidate_status::not_run})
+                  candidate_status::not_run, candidate_status::compiler_crashed})
     if (to_string(st) == s) return st;
   return std::nullopt;
 }
