@@ -1,6 +1,8 @@
 // The autotuner end to end on the CPU: real compiler, real kernels, real files, real processes.
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -14,6 +16,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
+
+#include <sys/mount.h>
 
 #include <cotune/cotune.hpp>
 
@@ -419,6 +423,49 @@ TEST_CASE("a result cache that fails is a warning event, and the tuning still su
   };
   check.operator()<true>("could not store the tuning result: no space left on device (test)");
   check.operator()<false>("the tuning-result cache is unusable (the cache directory is on fire (test))");
+}
+
+TEST_CASE("a cache that cannot store binaries costs one warning, never the tuning", "[tune][autotuner][cache]") {
+  cotune_test::temp_dir dir("cotune-blocked");
+  auto tune_and_count = [](const std::string& cache_dir, const char* name, std::initializer_list<int> costs) {
+    auto scoped_dir = knobs().cache.dir.scoped(cache_dir);
+    auto obs = std::make_shared<recording_observer>();
+    work_tuner tuner{work_kernel(name), cost_configs(costs),
+                     {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench(), .observers = {obs}}};
+    int out = 0;
+    tuner(&out, 50);
+    CHECK(out > 0); // the winner ran
+    CHECK(tuner.measured_tunings() == 1);
+    std::vector<std::string> warnings;
+    for (const auto& k : obs->kinds)
+      if (k.rfind("warning: ", 0) == 0) warnings.push_back(k);
+    return warnings;
+  };
+  SECTION("the cache directory cannot be created (a file is in the way: fails for root too)") {
+    const auto blocker = dir.path() / "a-file";
+    std::ofstream(blocker) << "not a directory";
+    const auto warnings = tune_and_count((blocker / "cache").string(), "work_cache_blocked", {1, 2});
+    REQUIRE(warnings.size() == 1);
+    CHECK_THAT(warnings[0], Catch::Contains("2 of 2 compiled binaries could not be stored in the cache"));
+    CHECK_THAT(warnings[0], Catch::Contains("cannot create directory"));
+  }
+  SECTION("the cache is on a full file system (a 64 KiB tmpfs: ENOSPC)") {
+    const auto small = dir.path() / "small";
+    std::filesystem::create_directory(small);
+    if (::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=64k") != 0) {
+      WARN("skipped: cannot mount a tmpfs here (" << std::strerror(errno) << ")");
+      return;
+    }
+    struct unmount {
+      std::filesystem::path at;
+      ~unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+    } guard{small};
+    // Each shared object is ~16 KiB: the first few fit, the rest find the disk full.
+    const auto warnings = tune_and_count(small.string(), "work_cache_full", {1, 2, 3, 4, 5, 6, 7, 8});
+    REQUIRE(warnings.size() == 1);
+    CHECK_THAT(warnings[0], Catch::Contains("of 8 compiled binaries could not be stored in the cache"));
+    CHECK_THAT(warnings[0], Catch::Contains("No space left on device"));
+  }
 }
 
 TEST_CASE("a result-cache hit in a second process compiles only the winner", "[tune][autotuner][cache]") {

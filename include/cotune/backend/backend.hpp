@@ -103,6 +103,13 @@ concept ComparesDevices = requires(const B& b, const typename B::device& d) {
   { b.interchangeable(d, d) } -> std::convertible_to<bool>;
 };
 
+/// A binary says why it is not in the cache (`std::string not_cached`, empty when it is): a cache that
+/// cannot store (full disk, read-only, not writable) never fails a tuning, and the autotuner reports it.
+template <class B>
+concept ReportsUncachedBinary = requires(const typename B::binary& bin) {
+  { bin.not_cached } -> std::convertible_to<std::string_view>;
+};
+
 /// Names the benchmarker its kernels are timed with (`using default_benchmarker_type = ...`).
 template <class B>
 concept DeclaresBenchmarker = requires { typename B::default_benchmarker_type; };

@@ -170,6 +170,7 @@ public:
     std::filesystem::path path;
     bool from_cache = false; ///< found in the cache rather than built now
     std::string key;         ///< hex key of the cache entry
+    std::string not_cached{}; ///< why the cache could not take it (it is in a private directory instead)
   };
   /// A loaded kernel.
   struct function {
@@ -251,10 +252,16 @@ private:
       throw error(fmt::format("host backend: kernel name '{}' must be a C identifier", k.name));
     auto cc = resolve_host_compiler();
     const std::string key = binary_key(cc, k, c);
-    Cache cache(key);
     const std::string file = k.name + ".so";
-    if (!force)
-      if (auto path = cache.get_file(file)) return {*path, true, key};
+    std::optional<Cache> cache;
+    std::string cache_trouble;
+    try {
+      cache.emplace(key);
+      if (!force)
+        if (auto path = cache->get_file(file)) return {*path, true, key};
+    } catch (const cache_error& e) {
+      cache_trouble = e.what();
+    }
 
     // In $TMPDIR (else /tmp), like every other temporary file.
     std::string tmpl = (std::filesystem::temp_directory_path() / "cotune-build-XXXXXX").string();
@@ -303,7 +310,24 @@ private:
                           r.output);
     auto bytes = detail::read_file(out);
     if (!bytes) throw error(fmt::format("host backend: the compiler wrote no '{}'", out));
-    return {cache.put(*bytes, file), false, key};
+    if (cache) {
+      try {
+        return {cache->put(*bytes, file), false, key};
+      } catch (const cache_error& e) {
+        cache_trouble = e.what();
+      }
+    }
+    // Failure to cache never fails a tuning (a full disk, a read-only or foreign cache directory): the
+    // object is loaded from a directory private to this process, and the binary says why.
+    const auto kept = detail::process_private_dir() / (key.substr(0, 32) + "-" + file);
+    try {
+      detail::atomic_write(kept, *bytes); // a temporary and a rename: a concurrent dlopen sees a whole file
+    } catch (const cache_error& e) {
+      throw error(fmt::format("host backend: the cache cannot store kernel '{}' ({}), and neither can the private "
+                              "directory: {}",
+                              k.name, cache_trouble, e.what()));
+    }
+    return {kept, false, key, cache_trouble};
   }
 
   static std::optional<function> try_load(const binary& bin, const kernel_source& k, std::string& why) {
@@ -328,7 +352,8 @@ using host_backend = basic_host_backend<file_cache>;
 
 // The optional capabilities the host backend means to offer (a misspelt member fails here).
 static_assert(HasDeviceKey<host_backend> && DeclaresCompileOverlap<host_backend> && StoppableCompiler<host_backend> &&
-              ReportsBinaryCacheHit<host_backend> && DeclaresBenchmarker<host_backend>);
+              ReportsBinaryCacheHit<host_backend> && DeclaresBenchmarker<host_backend> &&
+              ReportsUncachedBinary<host_backend>);
 
 static_assert(Backend<host_backend>);
 

@@ -64,6 +64,28 @@ inline void make_private_dirs(const std::filesystem::path& dir) {
 }
 
 /// A random hex suffix for temporary names.
+/// A directory private to this process (0700, under $TMPDIR or /tmp), made on first use and removed
+/// with everything in it when the process exits: where binaries go when the cache cannot take them
+/// (a shared object that is dlopen'ed stays mapped after its file is removed).
+[[nodiscard]] inline const std::filesystem::path& process_private_dir() {
+  struct owned {
+    std::filesystem::path path;
+    owned() {
+      std::string tmpl = (std::filesystem::temp_directory_path() / "cotune-private-XXXXXX").string();
+      if (!::mkdtemp(tmpl.data()))
+        throw error(fmt::format("cannot create a private directory '{}': {}; set TMPDIR to a writable place", tmpl,
+                                std::strerror(errno)));
+      path = tmpl;
+    }
+    ~owned() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const owned dir;
+  return dir.path;
+}
+
 [[nodiscard]] inline std::string random_suffix() {
   thread_local std::mt19937_64 rng{std::random_device{}() ^ static_cast<std::uint64_t>(::getpid())};
   return fmt::format("{:016x}", rng());

@@ -105,6 +105,8 @@ constexpr bool capabilities_fit() {
                 "(or static)");
   static_assert(ReportsBinaryCacheHit<B> || !requires(const typename B::binary& bin) { bin.from_cache; },
                 "the backend's binary::from_cache must be convertible to bool");
+  static_assert(ReportsUncachedBinary<B> || !requires(const typename B::binary& bin) { bin.not_cached; },
+                "the backend's binary::not_cached must be a string (why the binary is not in the cache)");
   return true;
 }
 
@@ -774,6 +776,8 @@ private:
       }
       if (detail::overlaps_compile<B>() || compiled == n) dispatch(first_pass);
     }
+    if constexpr (ReportsUncachedBinary<B>) report_uncached(state->binaries);
+
     if (auto finalists = strategy.finalists(state->results, full); !finalists.empty()) {
       for (std::size_t i = 0; i < n; ++i)
         if (state->results[i].status == candidate_status::ok) state->results[i].screened_only = true;
@@ -821,6 +825,25 @@ private:
     std::optional<function_type> fn = std::move(state->loaded[result.winner]);
     auto publishing = publish(key, std::move(result), std::move(fn));
     co_return co_await std::move(publishing);
+  }
+
+  /// One warning per tuning when the cache could not take some binaries (they ran from a private
+  /// directory instead): the tuning is unharmed, but the next run will compile them again.
+  void report_uncached(const std::vector<std::optional<binary_type>>& binaries) const {
+    std::size_t uncached = 0, built = 0;
+    std::string_view why;
+    for (const auto& b : binaries) {
+      if (!b) continue;
+      ++built;
+      if (!b->not_cached.empty()) {
+        if (!uncached++) why = b->not_cached;
+      }
+    }
+    if (uncached)
+      emit(tuning_warning{kernel_.name, fmt::format("{} of {} compiled binaries could not be stored in the cache ({}); "
+                                                    "they were loaded from a private temporary directory, and the "
+                                                    "next run will compile them again",
+                                                    uncached, built, why)});
   }
 
   /// A stored result for exactly these candidates, or nothing. Remote reads run off the engine's threads.
