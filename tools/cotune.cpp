@@ -5,13 +5,17 @@
 //   cotune cache list [--dir D] [--json]    entries under the cache: key, files, sizes, validity
 //   cotune cache show <file>                a stored tuning result as a table
 //   cotune cache verify [--dir D] [--json]  counts valid and corrupt entries; exit 1 if any is corrupt
+//                                           or if the directory is not trusted (cache/cache_trust.hpp)
 //   cotune cache clear [--dir D] [--yes]    removes every entry (asks first unless --yes)
+//   cotune cache gc [--dir D] [--max-bytes N] [--tmp-max-age S] [--json]
+//                                           reclaims orphaned temporary files; evicts LRU entries beyond N
 //   cotune version
 //
 // Human output goes to stdout; with --json, stdout carries only JSON Lines (one object per line) and
 // anything meant for a person goes to stderr, so `cotune cache list --json | jq` always parses.
 // Exit status: 0 success, 1 a failed check or operation, 2 a usage error.
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -235,13 +239,19 @@ int run_cache_list(const std::string& dir_option, bool json) {
   return 0;
 }
 
-/// `cotune cache verify`: 1 if any entry is corrupt.
+/// `cotune cache verify`: 1 if any entry is corrupt or the directory is not trusted (readers refuse it).
 int run_cache_verify(const std::string& dir_option, bool json) {
   const cache_inventory inv{cache_root(dir_option)};
   const auto& root = inv.root();
   const auto records = cache_exists(inv) ? inv.files(describe_entry) : std::vector<cache_file>{};
   const auto c = cache_inventory::totals(records);
+  const auto trust = inv.trust();
   if (json) {
+    if (!trust.trusted) {
+      cotune::json_writer w;
+      fmt::print("{}\n", std::move(w.begin_object().field("type", "untrusted").field("dir", root.string())
+                                       .field("why", trust.why).end_object()).take());
+    }
     for (const auto& r : records)
       if (r.status != cache_file_status::valid) fmt::print("{}\n", json_line(r));
     fmt::print("{}\n", summary_json(root, c));
@@ -252,8 +262,42 @@ int run_cache_verify(const std::string& dir_option, bool json) {
                c.temporary, c.foreign);
     if (c.corrupt)
       fmt::print("corrupt entries are misses and are replaced when next stored; `cotune cache clear` removes all\n");
+    if (!trust.trusted) fmt::print("untrusted: {}\n", trust.why);
   }
-  return c.corrupt ? 1 : 0;
+  return c.corrupt || !trust.trusted ? 1 : 0;
+}
+
+/// `cotune cache gc`: reclaims temporary files left by dead writers and, with a limit, evicts the least
+/// recently used entries that no live process holds. Negative options mean "the knob's value".
+int run_cache_gc(const std::string& dir_option, std::int64_t max_bytes, std::int64_t tmp_max_age_s, bool json) {
+  const cache_inventory inv{cache_root(dir_option)};
+  const auto& root = inv.root();
+  if (!cache_exists(inv)) return 0;
+  auto opts = cotune::cache_gc_options::from_knobs();
+  if (max_bytes >= 0) opts.max_bytes = static_cast<std::uintmax_t>(max_bytes);
+  if (tmp_max_age_s >= 0) opts.tmp_max_age = std::chrono::seconds(tmp_max_age_s);
+  const auto r = inv.gc(opts);
+  if (json) {
+    cotune::json_writer w;
+    w.begin_object().field("type", "gc").field("dir", root.string()).field("max_bytes", opts.max_bytes);
+    w.field("tmp_max_age_s", static_cast<std::int64_t>(opts.tmp_max_age.count()));
+    w.field("temporaries_removed", r.temporaries_removed).field("temporary_bytes", r.temporary_bytes);
+    w.field("evicted", r.evicted).field("evicted_bytes", r.evicted_bytes).field("pinned", r.pinned);
+    w.field("dirs_removed", r.dirs_removed).field("bytes_before", r.bytes_before).field("bytes_after", r.bytes_after);
+    w.key("skipped").begin_array();
+    for (const auto& why : r.skipped) w.value(why);
+    fmt::print("{}\n", std::move(w.end_array().end_object()).take());
+  } else {
+    fmt::print("cache '{}': removed {} orphaned temporary files ({}), evicted {} entries ({}), removed {} empty key "
+               "directories; entries now take {}{}\n",
+               root.string(), r.temporaries_removed, human_size(r.temporary_bytes), r.evicted,
+               human_size(r.evicted_bytes), r.dirs_removed, human_size(r.bytes_after),
+               opts.max_bytes ? fmt::format(" (limit {})", human_size(opts.max_bytes)) : std::string(" (no limit)"));
+    if (r.pinned)
+      fmt::print("{} entries beyond the limit were kept: live processes have them loaded\n", r.pinned);
+    for (const auto& why : r.skipped) fmt::print("skipped: {}\n", why);
+  }
+  return 0;
 }
 
 /// `cotune cache clear`: removes the key directories, after asking unless `yes`.
@@ -339,7 +383,7 @@ int main(int argc, char** argv) {
   auto* markdown_flag = knobs_cmd->add_flag("--markdown", markdown, "print the README's table (Markdown)");
   knobs_cmd->add_flag("--json", json, "print one JSON object per knob")->excludes(markdown_flag);
 
-  auto* cache_cmd = app.add_subcommand("cache", "inspect, verify or clear the file cache");
+  auto* cache_cmd = app.add_subcommand("cache", "inspect, verify, clear or collect the file cache");
   cache_cmd->require_subcommand(1);
   const std::string dir_help = "the cache directory (default: the cache.dir knob, COTUNE_CACHE_DIR)";
   auto* list_cmd = cache_cmd->add_subcommand("list", "every entry: key directory, files, sizes, validity");
@@ -353,6 +397,18 @@ int main(int argc, char** argv) {
   auto* clear_cmd = cache_cmd->add_subcommand("clear", "remove every cache entry (other files are left alone)");
   clear_cmd->add_option("--dir", dir, dir_help);
   clear_cmd->add_flag("--yes,-y", yes, "do not ask for confirmation");
+
+  std::int64_t max_bytes = -1, tmp_max_age_s = -1;
+  auto* gc_cmd = cache_cmd->add_subcommand("gc", "reclaim orphaned temporary files; evict least recently used "
+                                                 "entries beyond a size limit");
+  gc_cmd->add_option("--dir", dir, dir_help);
+  gc_cmd->add_option("--max-bytes", max_bytes, "evict beyond this many bytes (default: cache.max_bytes, "
+                                               "COTUNE_CACHE_MAX_BYTES; 0 = no limit)")
+      ->check(CLI::NonNegativeNumber);
+  gc_cmd->add_option("--tmp-max-age", tmp_max_age_s, "reclaim temporary files at least this many seconds old "
+                                                     "(default: cache.tmp_max_age_s, COTUNE_CACHE_TMP_MAX_AGE_S)")
+      ->check(CLI::NonNegativeNumber);
+  gc_cmd->add_flag("--json", json, "print one JSON object saying what was done");
 
   auto* version_cmd = app.add_subcommand("version", "print the version, cache format and modules");
 
@@ -369,6 +425,7 @@ int main(int argc, char** argv) {
     if (show_cmd->parsed()) return run_cache_show(file);
     if (verify_cmd->parsed()) return run_cache_verify(dir, json);
     if (clear_cmd->parsed()) return run_cache_clear(dir, yes);
+    if (gc_cmd->parsed()) return run_cache_gc(dir, max_bytes, tmp_max_age_s, json);
     if (version_cmd->parsed()) return run_version();
   } catch (const std::exception& e) {
     fmt::print(stderr, "cotune: error: {}\n", mask_url_passwords(e.what()));

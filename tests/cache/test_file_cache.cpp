@@ -1,19 +1,25 @@
-// Tests for cotune/cache/file_cache.hpp: layout, framing, damaged entries, names, groups, modes, and
-// two real processes writing one key at once.
+// Tests for cotune/cache/file_cache.hpp: layout, framing, damaged entries, names, groups, modes, links
+// planted in the cache, pinning and eviction, a full and a read-only file system (real tmpfs mounts,
+// skipped with a WARN where mounting is not permitted), and two real processes writing one key at once.
 
 #include <catch2/catch.hpp>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
 #include <vector>
 
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cotune/cache/cache_inventory.hpp>
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/detail/hashing.hpp>
 
@@ -50,6 +56,36 @@ unsigned mode_of(const fs::path& p) {
   REQUIRE(::stat(p.c_str(), &st) == 0);
   return st.st_mode & 07777;
 }
+
+std::time_t mtime_of(const fs::path& p) {
+  struct stat st {};
+  REQUIRE(::stat(p.c_str(), &st) == 0);
+  return st.st_mtime;
+}
+
+/// Sets a file's mtime to `seconds_ago` seconds before now.
+void age(const fs::path& p, std::time_t seconds_ago) {
+  const struct timespec times[2] = {{0, UTIME_OMIT}, {std::time(nullptr) - seconds_ago, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, p.c_str(), times, AT_SYMLINK_NOFOLLOW) == 0);
+}
+
+/// A tmpfs mounted at `at` (mode 0700) for the guard's lifetime; `mounted` is false (after a WARN)
+/// where this process may not mount.
+struct tmpfs_mount {
+  fs::path at;
+  bool mounted = false;
+  tmpfs_mount(fs::path where, const char* size) : at(std::move(where)) {
+    fs::create_directories(at);
+    const auto options = std::string("mode=0700,size=") + size;
+    mounted = ::mount("tmpfs", at.c_str(), "tmpfs", 0, options.c_str()) == 0;
+    if (!mounted) WARN("skipped: cannot mount a tmpfs here (" << std::strerror(errno) << ")");
+  }
+  tmpfs_mount(const tmpfs_mount&) = delete;
+  tmpfs_mount& operator=(const tmpfs_mount&) = delete;
+  ~tmpfs_mount() {
+    if (mounted) ::umount2(at.c_str(), MNT_DETACH);
+  }
+};
 
 } // namespace
 
@@ -367,4 +403,160 @@ TEST_CASE("two processes writing one key concurrently leave exactly one valid en
   REQUIRE(final_entry);
   CHECK(whole(*final_entry));
   CHECK(std::stoi(final_entry->substr(0, final_entry->find_first_not_of("0123456789"))) == writes - 1);
+}
+
+TEST_CASE("links planted in the cache are never followed, and a put replaces the link itself", "[cache][file_cache]") {
+  private_cache cache;
+  file_cache c(key), other(cotune::detail::sha256_hex("another key"));
+  c.put("the real payload", "k.so");
+  const auto outside = cache.root() / "outside";
+  fs::create_directory(outside);
+
+  SECTION("an entry that is a link to a file elsewhere") {
+    // A valid entry for this very key and name, kept outside the cache: only the link leads to it.
+    file_cache decoy(outside, key);
+    const auto target = decoy.put("what the link leads to", "link.so");
+    fs::create_symlink(target, c.dir() / "link.so");
+    CHECK_FALSE(c.get("link.so"));
+    CHECK_FALSE(c.get_file("link.so"));
+    CHECK_FALSE(c.pin("link.so"));
+    c.put("written through the cache", "link.so");
+    CHECK(fs::is_regular_file(fs::symlink_status(c.dir() / "link.so")));
+    CHECK(c.get("link.so") == "written through the cache");
+    CHECK(decoy.get("link.so") == "what the link leads to"); // the target is untouched
+  }
+  SECTION("a key directory that is a link to a directory elsewhere") {
+    file_cache decoy(outside, cotune::detail::sha256_hex("another key"));
+    decoy.put("what the link leads to", "k.so");
+    fs::create_directories(cache.cache_dir());
+    fs::create_directory_symlink(decoy.dir(), other.dir());
+    CHECK_FALSE(other.get("k.so"));
+    CHECK_FALSE(other.get_file("k.so"));
+    other.put("written through the cache", "k.so");
+    CHECK(fs::is_directory(fs::symlink_status(other.dir())));
+    CHECK(mode_of(other.dir()) == 0700);
+    CHECK(other.get("k.so") == "written through the cache");
+    CHECK(decoy.get("k.so") == "what the link leads to");
+  }
+  SECTION("a link to a device or a FIFO where an entry belongs") {
+    fs::create_symlink("/dev/zero", c.dir() / "zero.so");
+    REQUIRE(::mkfifo((c.dir() / "fifo.so").c_str(), 0600) == 0);
+    CHECK_FALSE(c.get("zero.so"));
+    CHECK_FALSE(c.get("fifo.so")); // and it did not block
+  }
+  SECTION("the root itself may be reached through a link: its target is what is checked") {
+    const auto via = cache.root() / "via-link";
+    fs::create_directory_symlink(cache.cache_dir(), via);
+    file_cache through(via, key);
+    CHECK(through.get("k.so") == "the real payload");
+  }
+  CHECK(c.get("k.so") == "the real payload");
+}
+
+TEST_CASE("an entry this user did not write is a miss", "[cache][file_cache]") {
+  private_cache cache;
+  file_cache c(key);
+  const auto path = c.put("payload", "k.so");
+  ::chmod(path.c_str(), 0666);
+  CHECK_FALSE(c.get("k.so")); // writable by others: not cotune's 0600
+  ::chmod(path.c_str(), 0600);
+  CHECK(c.get("k.so") == "payload");
+  if (::geteuid() == 0) {
+    REQUIRE(::chown(path.c_str(), 65534, 65534) == 0);
+    CHECK_FALSE(c.get("k.so")); // owned by nobody
+    c.put("payload", "k.so");   // replaced by this user's own
+    CHECK(c.get("k.so") == "payload");
+  }
+}
+
+TEST_CASE("a read refreshes the recency of an entry last used over an hour ago", "[cache][file_cache]") {
+  private_cache cache;
+  file_cache c(key);
+  const auto path = c.put("payload", "k.so");
+  age(path, 2 * 3600);
+  const auto old = mtime_of(path);
+  CHECK(c.get("k.so"));
+  CHECK(mtime_of(path) > old + 3600);
+  age(path, 30 * 60); // used half an hour ago: left alone, no write on the read path
+  const auto recent = mtime_of(path);
+  CHECK(c.get_file("k.so"));
+  CHECK(mtime_of(path) == recent);
+}
+
+TEST_CASE("beyond cache.max_bytes, a put evicts least recently used entries, never a pinned one",
+          "[cache][file_cache]") {
+  private_cache cache;
+  file_cache c(key);
+  const std::string kb(1000, 'x'); // 1092 bytes on disk with its frame
+  for (const char* name : {"a", "b", "c"}) c.put(kb, name);
+  age(c.dir() / "a", 4 * 3600);
+  age(c.dir() / "b", 3 * 3600);
+  age(c.dir() / "c", 2 * 3600);
+  auto pinned = c.pin("a"); // the oldest, but loaded by a live process (this one)
+  REQUIRE(pinned);
+  CHECK(pinned->path() == c.dir() / "a");
+  CHECK(c.get("b")); // used now: the most recent
+  {
+    // 3 x 1092 + 392 = 3668 bytes: c goes (a is pinned), then 2576 fit.
+    auto limit = cotune::knobs().cache.max_bytes.scoped(2600);
+    c.put(std::string(300, 'e'), "e");
+  }
+  CHECK(names_in(c.dir()) == std::set<std::string>{"a", "b", "e"});
+  CHECK(c.get("a") == kb); // the pinned entry is whole and valid
+  pinned.reset();          // released: now it can go, and it is the least recently used
+  const auto report = cotune::cache_inventory(cache.cache_dir()).gc({1500, std::chrono::seconds(600)});
+  CHECK(report.evicted == 1);
+  CHECK(report.pinned == 0);
+  CHECK(names_in(c.dir()) == std::set<std::string>{"b", "e"});
+}
+
+TEST_CASE("a pin names exactly the file that was verified", "[cache][file_cache]") {
+  private_cache cache;
+  file_cache c(key);
+  c.put("first", "k.so");
+  auto pin = c.pin("k.so");
+  REQUIRE(pin);
+  c.put("second", "k.so"); // replaced by name while pinned
+  const auto held = cotune::detail::read_file(pin->fd_path());
+  REQUIRE(held);
+  CHECK(held->starts_with("first"));
+  CHECK(c.get("k.so") == "second");
+}
+
+TEST_CASE("on a full file system a put fails naming the path and the cause, and leaves no temporary file",
+          "[cache][file_cache]") {
+  private_cache cache;
+  tmpfs_mount small(cache.root() / "small", "64k");
+  if (!small.mounted) return;
+  file_cache c(small.at, key);
+  c.put("fits", "small.so");
+  CHECK_THROWS_WITH(c.put(std::string(200 * 1024, 'x'), "big.so"),
+                    Catch::Contains(c.dir().string()) && Catch::Contains("No space left on device"));
+  CHECK(names_in(c.dir()) == std::set<std::string>{"small.so"});
+  CHECK(c.get("small.so") == "fits");
+  c.put("still fits", "after.so");
+  CHECK(c.get("after.so") == "still fits");
+}
+
+TEST_CASE("a read-only cache serves its entries and refuses puts with the reason", "[cache][file_cache]") {
+  private_cache cache;
+  tmpfs_mount ro(cache.root() / "ro", "1m");
+  if (!ro.mounted) return;
+  file_cache c(ro.at, key);
+  const auto path = c.put("payload", "k.so");
+  age(path, 2 * 3600); // a read would refresh it, and cannot
+  std::ofstream(c.dir() / ".tmp.k.so.1.2") << "left by a dead writer";
+  age(c.dir() / ".tmp.k.so.1.2", 3600);
+  if (::mount("tmpfs", ro.at.c_str(), "tmpfs", MS_REMOUNT | MS_RDONLY, "mode=0700") != 0) {
+    WARN("skipped: cannot remount the tmpfs read-only (" << std::strerror(errno) << ")");
+    return;
+  }
+  CHECK(c.get("k.so") == "payload");
+  CHECK(c.get_file("k.so") == path);
+  CHECK(c.pin("k.so"));
+  CHECK_THROWS_WITH(c.put("new", "k.so"), Catch::Contains(c.dir().string()) && Catch::Contains("Read-only file system"));
+  const auto report = cotune::cache_inventory(ro.at).gc({1, std::chrono::seconds(0)});
+  CHECK(report.temporaries_removed == 0);
+  CHECK(report.evicted == 0);
+  CHECK(c.get("k.so") == "payload");
 }

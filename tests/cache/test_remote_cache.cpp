@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -20,8 +21,6 @@
 namespace fs = std::filesystem;
 using cotune::basic_remote_cache;
 using cotune::knobs;
-using cotune::remote_entry_fault;
-namespace remote_entry = cotune::remote_entry;
 
 namespace {
 
@@ -120,62 +119,41 @@ TEST_CASE("remote key parts are validated", "[cache][remote_cache]") {
   }
 }
 
-TEST_CASE("a sealed entry opens to its content, signed or not", "[cache][remote_cache]") {
+TEST_CASE("remote values are framed exactly as local entries are", "[cache][remote_cache]") {
+  memory_backend backend;
+  machine a;
   const std::string content("binary\0content", 14);
-  auto plain = remote_entry::seal(key, "k.so", content, "");
-  auto opened = remote_entry::open(key, "k.so", plain, "");
-  REQUIRE(opened);
-  CHECK(opened.content == content);
-  CHECK_FALSE(opened.was_signed);
-  CHECK(plain.size() == remote_entry::header_size + content.size());
-
-  auto signed_value = remote_entry::seal(key, "k.so", content, "secret");
-  auto checked = remote_entry::open(key, "k.so", signed_value, "secret");
-  REQUIRE(checked);
-  CHECK(checked.content == content);
-  CHECK(checked.was_signed);
-  // Without the secret, a signed entry is accepted on its checksum.
-  CHECK(remote_entry::open(key, "k.so", signed_value, ""));
-  CHECK(remote_entry::open(key, "empty", remote_entry::seal(key, "empty", "", "s"), "s"));
+  a.on([&] {
+    const auto path = memory_cache(key, backend).put(content, "k.so");
+    const auto value = backend.store.at(cotune::remote_key("mem", key, "k.so"));
+    // One format: the remote value is the local file, byte for byte (no local key, no remote secret).
+    CHECK(value == cotune::detail::read_file(path));
+    CHECK(value == cotune::detail::frame_entry(key, "k.so", content));
+    CHECK(cotune::detail::unframe(key, "k.so", value).payload == content);
+  });
+  backend.secret_ = "shared secret";
+  a.on([&] { memory_cache(key, backend).put(content, "s.so"); });
+  const auto signed_value = backend.store.at(cotune::remote_key("mem", key, "s.so"));
+  CHECK(signed_value == cotune::detail::frame_entry(key, "s.so", content, "shared secret"));
+  CHECK(cotune::detail::unframe(key, "s.so", signed_value, "shared secret").was_signed);
+  static_assert(std::is_same_v<cotune::remote_entry_fault, cotune::entry_fault>);
 }
 
-TEST_CASE("every way an entry can be wrong is detected", "[cache][remote_cache]") {
-  const std::string content = "the content";
-  const auto good = remote_entry::seal(key, "r.json", content, "secret");
-  auto fault = [](std::string_view k, std::string_view n, std::string_view v, std::string_view secret) {
-    return remote_entry::open(k, n, v, secret).fault;
-  };
-  CHECK(fault(key, "r.json", good, "secret") == remote_entry_fault::none);
-  CHECK(fault(key, "r.json", "", "secret") == remote_entry_fault::malformed);
-  CHECK(fault(key, "r.json", "not an envelope at all, but long enough to hold a header........................"
-                             "...........................................",
-              "") == remote_entry_fault::malformed);
-  CHECK(fault(key, "r.json", good.substr(0, 50), "secret") == remote_entry_fault::malformed);
-  auto version = good;
-  version[8] = 2;
-  CHECK(fault(key, "r.json", version, "secret") == remote_entry_fault::bad_version);
-  CHECK(fault(key, "r.json", good.substr(0, good.size() - 1), "secret") == remote_entry_fault::truncated);
-  CHECK(fault(key, "r.json", good + "x", "secret") == remote_entry_fault::truncated);
-  auto flipped = good;
-  flipped.back() ^= 0x20;
-  CHECK(fault(key, "r.json", flipped, "secret") == remote_entry_fault::bad_checksum);
-  CHECK(fault(other_key, "r.json", good, "secret") == remote_entry_fault::bad_checksum);
-  CHECK(fault(key, "other.json", good, "secret") == remote_entry_fault::bad_checksum);
-  const auto unsigned_value = remote_entry::seal(key, "r.json", content, "");
-  CHECK(fault(key, "r.json", unsigned_value, "secret") == remote_entry_fault::unsigned_entry);
-  CHECK(fault(key, "r.json", remote_entry::seal(key, "r.json", content, "wrong"), "secret") ==
-        remote_entry_fault::bad_signature);
-  // Signed for another key, with the checksum recomputed for this one (anyone can compute a
-  // checksum; only the secret makes a signature): the signature still fails.
-  auto moved = remote_entry::seal(other_key, "r.json", content, "secret");
-  const auto sum = remote_entry::checksum(key, "r.json", content);
-  moved.replace(24, 32, std::string(reinterpret_cast<const char*>(sum.data()), sum.size()));
-  CHECK(fault(key, "r.json", moved, "secret") == remote_entry_fault::bad_signature);
-  // ... and so does a signed flag set on an unsigned entry.
-  auto fake_flag = unsigned_value;
-  fake_flag[12] = 1;
-  CHECK(fault(key, "r.json", fake_flag, "secret") == remote_entry_fault::bad_signature);
-  CHECK(cotune::to_string(remote_entry_fault::bad_signature) == "bad signature");
+TEST_CASE("a remote cache pins through its local cache, fetching first when needed", "[cache][remote_cache]") {
+  static_assert(cotune::PinnableCache<memory_cache>);
+  memory_backend backend;
+  machine a, b;
+  a.on([&] { memory_cache(key, backend).put("payload", "p.bin"); });
+  b.on([&] {
+    memory_cache cache(key, backend);
+    auto pin = cache.pin("p.bin");
+    REQUIRE(pin);
+    CHECK(pin->path() == cotune::file_cache(key).dir() / "p.bin");
+    CHECK(backend.gets == 1);
+    CHECK(cache.pin("p.bin"));
+    CHECK(backend.gets == 1); // the second pin is local
+    CHECK_FALSE(cache.pin("absent.bin"));
+  });
 }
 
 TEST_CASE("a remote hit fills the local cache, and a local hit never asks the backend", "[cache][remote_cache]") {
@@ -251,11 +229,11 @@ TEST_CASE("groups fetch their missing children in one request", "[cache][remote_
 TEST_CASE("a group naming an invalid child is foreign", "[cache][remote_cache]") {
   memory_backend backend;
   machine a, b;
-  // Planted by someone else with a valid envelope (no secret): the child list itself is hostile.
+  // Planted by someone else with a valid frame (no secret): the child list itself is hostile.
   backend.store[cotune::remote_key("mem", key, "__grp__g.json")] =
-      remote_entry::seal(key, "__grp__g.json", R"({"children": ["ok.bin", "a:b"]})", "");
+      cotune::detail::frame_entry(key, "__grp__g.json", R"({"children": ["ok.bin", "a:b"]})");
   backend.store[cotune::remote_key("mem", key, "__grp__h.json")] =
-      remote_entry::seal(key, "__grp__h.json", "not json", "");
+      cotune::detail::frame_entry(key, "__grp__h.json", "not json");
   b.on([&] {
     memory_cache cache(key, backend);
     CHECK(!cache.get_group("g"));

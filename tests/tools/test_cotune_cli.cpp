@@ -200,14 +200,15 @@ TEST_CASE("cotune knobs --markdown prints one table row per knob, for the README
   CHECK(set.output == r.output);
 }
 
-TEST_CASE("cotune knobs masks the remote secret and passwords in URLs", "[tools][cli]") {
+TEST_CASE("cotune knobs masks the remote secret, the local cache key and passwords in URLs", "[tools][cli]") {
   if (!tool_available()) return;
   const std::vector<std::string> env{"COTUNE_REMOTE_SECRET=hunter2-secret",
-                                     "COTUNE_REDIS_URL=redis://alice:pa55-word@127.0.0.1:6390/1"};
+                                     "COTUNE_REDIS_URL=redis://alice:pa55-word@127.0.0.1:6390/1",
+                                     "COTUNE_CACHE_KEY=local-s3kr1t"};
   for (const auto& args : {std::vector<std::string>{"knobs"}, std::vector<std::string>{"knobs", "--json"}}) {
     auto r = cotune_cli(args, env);
     REQUIRE(r.exit_code == 0);
-    CHECK_THAT(r.output, !Catch::Contains("hunter2") && !Catch::Contains("pa55"));
+    CHECK_THAT(r.output, !Catch::Contains("hunter2") && !Catch::Contains("pa55") && !Catch::Contains("s3kr1t"));
 #ifdef COTUNE_HAS_REDIS
     CHECK_THAT(r.output, Catch::Contains("redis://alice:***@127.0.0.1:6390/1"));
     CHECK_THAT(r.output, Catch::Contains("***"));
@@ -377,4 +378,48 @@ TEST_CASE("cotune cache clear asks first, then removes only cache entries", "[to
   auto list = cotune_cli({"cache", "list", "--dir", cache.dir.string()});
   CHECK(list.exit_code == 0);
   CHECK_THAT(list.output, Catch::Contains("0 keys") && Catch::Contains("0 valid"));
+}
+
+TEST_CASE("cotune cache gc reclaims orphaned temporary files and evicts beyond a size limit", "[tools][cli]") {
+  if (!tool_available()) return;
+  tuned_cache cache;
+  const auto orphan = cache.binary_file.parent_path() / ".tmp.cli_sum.so.12345.0123456789abcdef";
+  std::ofstream(orphan) << "left behind by a writer killed mid-write";
+  auto r = cotune_cli({"cache", "gc", "--dir", cache.dir.string()});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("removed 0 orphaned temporary files")); // too young by default
+  CHECK(fs::exists(orphan));
+
+  r = cotune_cli({"cache", "gc", "--dir", cache.dir.string(), "--tmp-max-age", "0", "--json"}, {}, true);
+  REQUIRE(r.exit_code == 0);
+  simdjson::dom::parser parser;
+  const auto lines = lines_of(r.output);
+  REQUIRE(lines.size() == 1);
+  auto o = parse_line(parser, lines[0]);
+  CHECK(string_of(o, "type") == "gc");
+  CHECK(int_of(o, "temporaries_removed") == 1);
+  CHECK(int_of(o, "evicted") == 0);
+  CHECK_FALSE(fs::exists(orphan));
+
+  r = cotune_cli({"cache", "gc", "--dir", cache.dir.string(), "--max-bytes", "1"});
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains(fmt::format("evicted {} entries", cache.files)));
+  r = cotune_cli({"cache", "verify", "--dir", cache.dir.string()});
+  CHECK_THAT(r.output, Catch::Contains("0 valid, 0 corrupt, 0 temporary"));
+
+  CHECK(cotune_cli({"cache", "gc", "--dir", cache.dir.string(), "--max-bytes", "-5"}).exit_code == 2);
+}
+
+TEST_CASE("cotune cache verify and gc refuse a cache directory others may write to", "[tools][cli]") {
+  if (!tool_available()) return;
+  tuned_cache cache;
+  fs::permissions(cache.dir, fs::perms::all);
+  auto r = cotune_cli({"cache", "verify", "--dir", cache.dir.string()});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("untrusted") && Catch::Contains("chmod 700"));
+  r = cotune_cli({"cache", "gc", "--dir", cache.dir.string(), "--max-bytes", "1"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("writable by others"));
+  fs::permissions(cache.dir, fs::perms::owner_all, fs::perm_options::replace);
+  CHECK(cotune_cli({"cache", "verify", "--dir", cache.dir.string()}).exit_code == 0);
 }

@@ -1,6 +1,6 @@
 #pragma once
 /// \file `cotune::cache_inventory`: what a file-cache directory holds, checked the way readers check
-/// it, and the operations on the whole directory (list, verify, clear, read one entry). The
+/// it, and the operations on the whole directory (list, verify, clear, gc, read one entry). The
 /// `cotune cache` commands are a thin layer over it.
 ///
 ///     cotune::cache_inventory inv{"/home/me/.cache/cotune"};
@@ -8,8 +8,11 @@
 ///       if (f.status == cotune::cache_file_status::corrupt) std::puts(f.path.c_str());
 
 #include <algorithm>
-#include <functional>
+#include <cerrno>
+#include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <filesystem>
 #include <optional>
 #include <span>
@@ -20,8 +23,13 @@
 
 #include <fmt/format.h>
 
+#include <cotune/cache/cache_trust.hpp>
+#include <cotune/cache/entry_fault.hpp>
 #include <cotune/cache/file_cache.hpp>
+#include <cotune/cache/local_key.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/detail/cache_sweep.hpp>
+#include <cotune/detail/dir_fd.hpp>
 #include <cotune/detail/entry_frame.hpp>
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/hashing.hpp>
@@ -69,6 +77,30 @@ struct cache_clear_plan {
   std::size_t left_alone = 0; ///< top-level files and directories that are not cotune's
 };
 
+/// What `gc` does: reclaim temporary files at least `tmp_max_age` old whose writers are gone, and
+/// evict entries beyond `max_bytes`, least recently used first.
+struct cache_gc_options {
+  std::uintmax_t max_bytes = 0; ///< 0 = no limit: only temporary files and empty key directories go
+  std::chrono::seconds tmp_max_age{600};
+  /// The cache.max_bytes and cache.tmp_max_age_s knobs.
+  [[nodiscard]] static cache_gc_options from_knobs() {
+    return {static_cast<std::uintmax_t>(knobs().cache.max_bytes.get()),
+            std::chrono::seconds(knobs().cache.tmp_max_age_s.get())};
+  }
+};
+
+/// What `gc` did.
+struct cache_gc_report {
+  std::size_t temporaries_removed = 0;
+  std::uintmax_t temporary_bytes = 0;
+  std::size_t evicted = 0;
+  std::uintmax_t evicted_bytes = 0;
+  std::size_t pinned = 0; ///< entries beyond the limit kept because a live process holds them
+  std::size_t dirs_removed = 0;
+  std::uintmax_t bytes_before = 0, bytes_after = 0; ///< bytes of entries (temporary files not counted)
+  std::vector<std::string> skipped{}; ///< key directories left alone, and why
+};
+
 /// One entry's content read for people: from a framed cache entry (verified against its place in the
 /// cache) or from a plain file (the dump directory, a copy someone made).
 struct stored_entry {
@@ -105,11 +137,14 @@ public:
   }
 
   /// Every file, in name order, checked the way readers check them (empty if the directory does not
-  /// exist). Symbolic links are reported, never followed. `describe` annotates valid entries.
+  /// exist). Symbolic links are reported, never followed. `describe` annotates valid entries. Entries
+  /// are checked with the local cache key when one is configured (cache/local_key.hpp).
   [[nodiscard]] std::vector<cache_file> files(const entry_describer& describe = {}) const {
     std::vector<cache_file> out;
     if (!exists()) return out;
     namespace fs = std::filesystem;
+    const auto root_fd = detail::open_dir(root_);
+    const std::string secret = local_cache_key();
     for (const auto& top : sorted_entries(root_)) {
       const auto top_name = top.path().filename().string();
       const auto top_status = top.symlink_status();
@@ -119,33 +154,49 @@ public:
         continue;
       }
       const auto key = key_of_dir(top_name);
-      std::optional<file_cache> cache;
-      if (key) cache.emplace(root_, *key);
+      const auto dir_fd = detail::open_dir_at(root_fd.get(), top_name);
       for (const auto& e : sorted_entries(top.path())) {
         cache_file f{top_name, e.path().filename().string(), e.path(), 0, cache_file_status::foreign, {}};
         const auto st = e.symlink_status();
         if (fs::is_regular_file(st)) f.bytes = e.file_size();
-        if (!cache) {
+        if (!key) {
           f.note = "the directory's name is not a cache key";
         } else if (!fs::is_regular_file(st)) {
           f.note = fs::is_symlink(st) ? "a symbolic link" : fs::is_directory(st) ? "a directory" : "not a regular file";
-        } else if (f.file.starts_with(".tmp.")) {
+        } else if (detail::is_temporary_name(f.file)) {
           f.status = cache_file_status::temporary;
         } else {
-          std::optional<std::string> payload;
-          try {
-            payload = cache->get(f.file);
-          } catch (const cache_error&) {
-            // A name that file_cache refuses was not written by it.
-          }
-          f.status = payload ? cache_file_status::valid : cache_file_status::corrupt;
-          if (!payload) f.note = "the frame does not check out (damaged, truncated, renamed, or copied from another key)";
-          else if (describe) f.note = describe(f, *payload);
+          check_entry(dir_fd.get(), *key, secret, f, describe);
         }
         out.push_back(std::move(f));
       }
     }
     return out;
+  }
+
+  /// The verdict on the directory itself (cache/cache_trust.hpp): readers refuse an untrusted one.
+  [[nodiscard]] cache_dir_trust trust() const { return check_cache_dir(root_); }
+
+  /// Reclaims orphaned temporary files and, with a limit, evicts the least recently used entries that
+  /// no live process holds (detail/cache_sweep.hpp); removes key directories left empty. Throws
+  /// cache_error for an untrusted directory (nothing is removed from it).
+  [[nodiscard]] cache_gc_report gc(const cache_gc_options& opts = cache_gc_options::from_knobs()) const {
+    cache_gc_report r;
+    if (!exists()) return r;
+    const auto root_fd = detail::open_trusted_root(root_);
+    if (!root_fd)
+      throw cache_error(fmt::format("cannot open the cache directory '{}': {}", root_.string(), std::strerror(errno)));
+    const auto s = detail::sweep_cache(root_fd.get(), root_, {opts.max_bytes, opts.tmp_max_age, true});
+    r.temporaries_removed = s.temporaries_removed;
+    r.temporary_bytes = s.temporary_bytes;
+    r.evicted = s.evicted;
+    r.evicted_bytes = s.evicted_bytes;
+    r.pinned = s.pinned;
+    r.dirs_removed = s.dirs_removed;
+    r.bytes_before = s.bytes_before;
+    r.bytes_after = s.bytes_after;
+    r.skipped = s.skipped;
+    return r;
   }
 
   /// Counts of `files()`.
@@ -195,28 +246,50 @@ public:
   }
 
   /// Reads one entry: a framed entry where the cache keeps it (its frame binds it to its file name and
-  /// key directory), or a plain file. Throws cache_error saying what is wrong.
+  /// its key directory's key), or a plain file. Throws cache_error saying what is wrong.
   [[nodiscard]] static stored_entry read_entry(const std::filesystem::path& file) {
     auto text = detail::read_file(file);
     if (!text)
       throw cache_error(fmt::format("cannot read '{}': it does not exist or is not a regular file", file.string()));
-    std::string payload = *text;
-    bool verified = false;
-    const auto binding = detail::entry_binding(std::filesystem::absolute(file).parent_path().filename().string(),
-                                               file.filename().string());
-    if (auto framed = detail::unframe(binding, *text)) {
-      payload = std::string(*framed);
-      verified = true;
-    } else if (std::string_view(*text).ends_with(detail::frame_tail)) {
-      throw cache_error(fmt::format("'{}' is a damaged, renamed or moved cache entry (its frame does not check out; an "
-                                    "entry is bound to its file name and its key's directory, so show it where the "
-                                    "cache keeps it); the tuning result cannot be trusted",
-                                    file.string()));
-    }
-    return {std::move(payload), verified};
+    const auto key = key_of_dir(std::filesystem::absolute(file).parent_path().filename().string());
+    const auto checked = key ? detail::unframe(*key, file.filename().string(), *text, local_cache_key())
+                             : detail::unframed{};
+    if (checked) return {std::string(checked.payload), true};
+    if (std::string_view(*text).ends_with(detail::frame_tail))
+      throw cache_error(fmt::format("'{}' is a damaged, renamed or moved cache entry ({}: an entry is bound to its "
+                                    "file name and its key's directory, so show it where the cache keeps it); the "
+                                    "tuning result cannot be trusted",
+                                    file.string(), fault_note(checked.fault)));
+    return {std::move(*text), false};
   }
 
 private:
+  [[nodiscard]] static std::string fault_note(entry_fault f) {
+    switch (f) {
+    case entry_fault::unsigned_entry:
+      return "unsigned: a reader holding the local cache key (COTUNE_CACHE_KEY, COTUNE_CACHE_KEY_FILE) refuses it";
+    case entry_fault::bad_signature: return "signed with another local cache key";
+    case entry_fault::bad_version: return "written by another cache format";
+    default: return "the frame does not check out (damaged, truncated, renamed, or copied from another key)";
+    }
+  }
+
+  /// Reads and checks the regular file `f` of key directory `dir` (open, or invalid) as readers do.
+  static void check_entry(int dir, const std::string& key, const std::string& secret, cache_file& f,
+                          const entry_describer& describe) {
+    auto opened = detail::open_file_at(dir, f.file);
+    if (opened && !detail::trusted_file(opened->st)) {
+      f.note = fmt::format("owned by {} or writable by others (mode {:04o}): readers ignore it",
+                           detail::user_text(opened->st.st_uid), opened->st.st_mode & 07777);
+      return;
+    }
+    auto content = opened ? detail::read_all(opened->fd.get()) : std::nullopt;
+    const auto checked = content ? detail::unframe(key, f.file, *content, secret) : detail::unframed{};
+    f.status = checked ? cache_file_status::valid : cache_file_status::corrupt;
+    if (!checked) f.note = fault_note(checked.fault);
+    else if (describe) f.note = describe(f, checked.payload);
+  }
+
   static std::vector<std::filesystem::directory_entry> sorted_entries(const std::filesystem::path& dir) {
     std::vector<std::filesystem::directory_entry> entries;
     for (const auto& e : std::filesystem::directory_iterator(dir)) entries.push_back(e);

@@ -33,6 +33,15 @@ concept GroupCache = requires(C& c, const C& cc, std::string_view name, const ca
   { c.put_group(name, group) } -> std::same_as<std::filesystem::path>;
 };
 
+/// Entries can be pinned: `pin(name)` gives a handle to a verified entry (or nothing), with `path()`,
+/// and eviction never removes the entry while the handle lives (a process holds one for as long as it
+/// uses what it loaded from the entry).
+template <class C>
+concept PinnableCache = requires(const C& c, std::string_view name) {
+  { c.pin(name).has_value() } -> std::same_as<bool>;
+  { c.pin(name)->path() } -> std::convertible_to<std::filesystem::path>;
+};
+
 /// A cache manager: constructed from a hex key (a SHA-256 digest), it reads and writes the files
 /// filed under that key. `file_cache` and `remote_cache` satisfy it; users may bring their own.
 template <class C>

@@ -4,9 +4,10 @@
 ///
 /// Differences from Triton's RemoteCacheManager, each deliberate:
 /// - a local hit never touches the network (Triton queries the backend on every lookup);
-/// - every remote value is an envelope (format version, checksum bound to key + file name, optional
-///   HMAC-SHA256 signature); anything that does not check out is a miss, counted, and never written
-///   to the local cache, so a dlopen or a module load only ever sees verified bytes;
+/// - every remote value is framed as a local entry is (detail/entry_frame.hpp: format version, checksum
+///   bound to key + file name, and an HMAC-SHA256 under the remote secret when one is set); anything
+///   that does not check out is a miss, counted, and never written to the local cache, so a dlopen or
+///   a module load only ever sees verified bytes;
 /// - groups are stored in the same format as the file cache's, and their children are fetched in one
 ///   request, so a compiled kernel costs at most two round trips (group, then children);
 /// - a read-only client never writes to the remote store;
@@ -27,152 +28,20 @@
 #include <simdjson.h>
 
 #include <cotune/cache/cache_manager.hpp>
+#include <cotune/cache/entry_fault.hpp>
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/cache/remote_backend.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/json_writer.hpp>
+#include <cotune/detail/entry_frame.hpp>
 #include <cotune/detail/hashing.hpp>
 #include <cotune/detail/json.hpp>
 
 namespace cotune {
 
-/// Why a remote value was not accepted.
-enum class remote_entry_fault {
-  none,          ///< accepted
-  malformed,     ///< too short, or not an envelope at all (no magic)
-  bad_version,   ///< another envelope format version
-  truncated,     ///< the recorded length is not the content's length
-  bad_checksum,  ///< content, key or file name differ from what was sealed
-  unsigned_entry, ///< a secret is set and the entry carries no signature
-  bad_signature, ///< signed with another secret, or for another key or file name
-};
-
-/// Text for a fault, for messages and reports.
-[[nodiscard]] constexpr std::string_view to_string(remote_entry_fault f) noexcept {
-  switch (f) {
-  case remote_entry_fault::none: return "none";
-  case remote_entry_fault::malformed: return "malformed";
-  case remote_entry_fault::bad_version: return "bad version";
-  case remote_entry_fault::truncated: return "truncated";
-  case remote_entry_fault::bad_checksum: return "bad checksum";
-  case remote_entry_fault::unsigned_entry: return "unsigned";
-  case remote_entry_fault::bad_signature: return "bad signature";
-  }
-  return "unknown";
-}
-
-namespace detail {
-
-/// Length-prefixed fields (as sha256_hasher::field does), so ("ab","c") and ("a","bc") differ.
-[[nodiscard]] inline std::string remote_entry_fields(std::string_view domain, std::string_view version,
-                                                     std::string_view key, std::string_view name,
-                                                     std::string_view content) {
-  std::string m;
-  m.reserve(domain.size() + version.size() + key.size() + name.size() + content.size() + 64);
-  for (auto part : {domain, version, key, name, content}) {
-    m += std::to_string(part.size());
-    m += ':';
-    m.append(part);
-  }
-  return m;
-}
-
-inline void put_le(std::string& out, std::uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-
-[[nodiscard]] inline std::uint64_t get_le(std::string_view in, std::size_t offset, int bytes) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i)
-    v |= std::uint64_t(static_cast<unsigned char>(in[offset + static_cast<std::size_t>(i)])) << (8 * i);
-  return v;
-}
-
-} // namespace detail
-
-/// Layout of a remote value: a fixed header, then the content.
-///   magic "CTREMOTE" (8) | format version u32 LE | flags u32 LE (bit 0: signed) | content length u64 LE
-///   | SHA-256(key, name, content) (32 raw) | HMAC-SHA256(secret; key, name, content) (64 hex, or 64 '0')
-/// Key and file name are bound into both digests, so a value copied under another key or name fails.
-namespace remote_entry {
-
-inline constexpr std::string_view magic = "CTREMOTE";
-inline constexpr std::uint32_t format_version = 1;
-inline constexpr std::uint32_t flag_signed = 1;
-inline constexpr std::size_t header_size = 8 + 4 + 4 + 8 + 32 + 64;
-
-/// SHA-256 over (key, name, content): the checksum every value carries.
-[[nodiscard]] inline detail::sha256_digest checksum(std::string_view key, std::string_view name,
-                                                    std::string_view content) {
-  return detail::sha256_hasher{}
-      .field("cotune-remote-entry")
-      .field(std::to_string(format_version))
-      .field(key)
-      .field(name)
-      .field(content)
-      .digest();
-}
-
-/// HMAC-SHA256 under `secret` over (key, name, content), as hex: the signature of a signed value.
-[[nodiscard]] inline std::string signature(std::string_view secret, std::string_view key, std::string_view name,
-                                           std::string_view content) {
-  const std::string version = std::to_string(format_version);
-  return detail::hmac_sha256_hex(secret,
-                                 detail::remote_entry_fields("cotune-remote-signature", version, key, name, content));
-}
-
-
-/// The value to store for `content` filed as (`key`, `name`); signed when `secret` is not empty.
-[[nodiscard]] inline std::string seal(std::string_view key, std::string_view name, std::string_view content,
-                                      std::string_view secret) {
-  std::string out;
-  out.reserve(header_size + content.size());
-  out.append(magic);
-  detail::put_le(out, format_version, 4);
-  detail::put_le(out, secret.empty() ? 0 : flag_signed, 4);
-  detail::put_le(out, content.size(), 8);
-  const auto sum = checksum(key, name, content);
-  out.append(reinterpret_cast<const char*>(sum.data()), sum.size());
-  if (secret.empty()) out.append(64, '0');
-  else out += signature(secret, key, name, content);
-  out.append(content);
-  return out;
-}
-
-/// The outcome of opening a value: the content (a view into the value) when `fault` is none.
-struct opened {
-  remote_entry_fault fault = remote_entry_fault::malformed;
-  std::string_view content;
-  bool was_signed = false;
-  [[nodiscard]] explicit operator bool() const noexcept { return fault == remote_entry_fault::none; }
-};
-
-/// Checks a stored value against (`key`, `name`). With a secret, only entries signed with that secret
-/// for this key and name are accepted; without one, signed and unsigned entries are accepted once
-/// their checksum matches (a reader without the secret cannot check a signature).
-[[nodiscard]] inline opened open(std::string_view key, std::string_view name, std::string_view value,
-                                 std::string_view secret) {
-  opened r;
-  if (value.size() < header_size || !value.starts_with(magic)) return r;
-  if (detail::get_le(value, 8, 4) != format_version) return {remote_entry_fault::bad_version, {}, false};
-  const auto flags = detail::get_le(value, 12, 4);
-  const auto length = detail::get_le(value, 16, 8);
-  if (length != value.size() - header_size) return {remote_entry_fault::truncated, {}, false};
-  const auto content = value.substr(header_size);
-  const auto sum = checksum(key, name, content);
-  if (!detail::constant_time_equal(
-          value.substr(24, 32), std::string_view(reinterpret_cast<const char*>(sum.data()), sum.size())))
-    return {remote_entry_fault::bad_checksum, {}, false};
-  const bool is_signed = (flags & flag_signed) != 0;
-  if (!secret.empty()) {
-    if (!is_signed) return {remote_entry_fault::unsigned_entry, {}, false};
-    if (!detail::constant_time_equal(value.substr(56, 64), signature(secret, key, name, content)))
-      return {remote_entry_fault::bad_signature, {}, false};
-  }
-  return {remote_entry_fault::none, content, is_signed};
-}
-
-} // namespace remote_entry
+/// Why a remote value was not accepted: remote values are framed like local entries
+/// (detail/entry_frame.hpp), and refused for the same faults.
+using remote_entry_fault = entry_fault;
 
 namespace detail {
 
@@ -244,12 +113,23 @@ public:
     return std::nullopt;
   }
 
+  /// A verified entry held against eviction in the local cache (fetched from the remote store first
+  /// if needed), or nothing; see entry_pin.
+  [[nodiscard]] auto pin(std::string_view name) const
+    requires PinnableCache<Local>
+  {
+    validate_remote_file_name(name);
+    auto held = local_.pin(name);
+    if (!held && fetch_one(name)) held = local_.pin(name);
+    return held;
+  }
+
   /// Stores `data` as `name` locally and (unless read-only) remotely; returns the local path. A
   /// remote failure is not an error: the entry is still cached locally.
   std::filesystem::path put(std::string_view data, std::string_view name) {
     validate_remote_file_name(name);
     auto path = local_.put(data, name);
-    if (writes_remote()) (void)backend_->put(key_, name, remote_entry::seal(key_, name, data, backend_->secret()));
+    if (writes_remote()) (void)backend_->put(key_, name, detail::frame_entry(key_, name, data, backend_->secret()));
     return path;
   }
 
@@ -354,12 +234,12 @@ private:
     const std::string secret = backend_->secret();
     remote_values accepted;
     for (auto& [name, value] : found) {
-      auto opened = remote_entry::open(key_, name, value, secret);
-      if (!opened) {
+      auto checked = detail::unframe(key_, name, value, secret);
+      if (!checked) {
         if constexpr (RemoteRefusalCounter<R>) backend_->count_refused();
         continue;
       }
-      accepted.emplace(name, std::string(opened.content));
+      accepted.emplace(name, std::string(checked.payload));
     }
     return accepted;
   }

@@ -9,6 +9,7 @@ inline constexpr const char* version = COTUNE_VERSION_STRING;
 inline constexpr const char* version = "0.1.0";
 #endif
 /// Bumped whenever the layout of cache entries or the composition of keys changes.
-inline constexpr int cache_format_version = 2; // 2: frames bind the key directory too
+// 2: frames bind the key directory too; 3: one frame for local and remote entries (checksum + optional MAC)
+inline constexpr int cache_format_version = 3;
 
 } // namespace cotune

@@ -100,13 +100,18 @@ template <class Range>
   return out;
 }
 
-/// HMAC-SHA256 of `message` under `secret`, as lower-case hex.
-[[nodiscard]] inline std::string hmac_sha256_hex(std::string_view secret, std::string_view message) {
+/// HMAC-SHA256 of `message` under `secret`.
+[[nodiscard]] inline sha256_digest hmac_sha256(std::string_view secret, std::string_view message) {
   CryptoPP::HMAC<CryptoPP::SHA256> mac(reinterpret_cast<const CryptoPP::byte*>(secret.data()), secret.size());
   mac.Update(reinterpret_cast<const CryptoPP::byte*>(message.data()), message.size());
   sha256_digest out{};
   mac.Final(out.data());
-  return to_hex(out);
+  return out;
+}
+
+/// HMAC-SHA256 of `message` under `secret`, as lower-case hex.
+[[nodiscard]] inline std::string hmac_sha256_hex(std::string_view secret, std::string_view message) {
+  return to_hex(hmac_sha256(secret, message));
 }
 
 /// Compares two strings in time independent of where they differ (for signatures).

@@ -46,6 +46,30 @@ struct cache_knobs {
                                   .doc = "where override managers read user-supplied files (read-only)",
                                   .computed_default = [] { return detail::user_cache_root() + "/cotune-override"; },
                                   .default_text = "$XDG_CACHE_HOME/cotune-override"}};
+  // Unset: the root's permission check already keeps other local users out, and a key makes entries
+  // unreadable to any process without it (a cache shared by design, a key lost with a home directory).
+  knob<std::optional<std::string>> local_key_file{
+      {.name = "cache.local_key_file", .env = "COTUNE_CACHE_KEY_FILE",
+       .doc = "a per-user secret file (created 0600 on first use) whose key turns every entry's checksum into an "
+              "HMAC, so entries planted by anyone without it are refused; unset = checksums only"}};
+  knob<std::optional<std::string>> local_key{
+      {.name = "cache.local_key", .env = "COTUNE_CACHE_KEY",
+       .doc = "the local cache key itself (e.g. from a CI secret store); overrides cache.local_key_file",
+       .secret = true}};
+  // 0: eviction walks the whole cache, and a limit right for a laptop is wrong for a build farm; with
+  // no limit the cache grows as Triton's does, and `cotune cache gc --max-bytes` trims it on demand.
+  knob<std::int64_t> max_bytes{{.name = "cache.max_bytes", .env = "COTUNE_CACHE_MAX_BYTES", .fallback = 0,
+                                .doc = "size limit of the file cache: the least recently used entries not loaded by "
+                                       "a live process are evicted beyond it; 0 = no limit",
+                                .validate = detail::at_least<std::int64_t>(0, "COTUNE_CACHE_MAX_BYTES")}};
+  // 600 s: a live writer holds a lock on its temporary file, so the age only matters where flock is a
+  // no-op (some FUSE and old NFS mounts); there it must outlast the slowest write, a 100 MB fatbin at
+  // 1 MB/s taking 100 s: 6x headroom.
+  knob<std::int64_t> tmp_max_age_s{{.name = "cache.tmp_max_age_s", .env = "COTUNE_CACHE_TMP_MAX_AGE_S",
+                                    .fallback = 600,
+                                    .doc = "temporary files older than this, whose writer is gone, are removed by "
+                                           "later writers and by `cotune cache gc`",
+                                    .validate = detail::at_least<std::int64_t>(0, "COTUNE_CACHE_TMP_MAX_AGE_S")}};
 };
 
 /// How the autotuner behaves.

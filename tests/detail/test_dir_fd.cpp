@@ -1,0 +1,130 @@
+// Tests for cotune/detail/dir_fd.hpp: opens relative to a directory that never follow links, the
+// locked temporary-file writer, and reclaiming what a dead writer left.
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cotune/detail/dir_fd.hpp>
+#include <cotune/detail/files.hpp>
+
+#include "../support/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+using namespace cotune::detail;
+using std::chrono::seconds;
+
+namespace {
+
+std::set<std::string> names_in(const fs::path& dir) {
+  std::set<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.insert(e.path().filename().string());
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("opens below a directory descriptor never follow a link", "[detail][dir_fd]") {
+  cotune_test::temp_dir tmp;
+  std::ofstream(tmp / "real") << "content";
+  fs::create_directory(tmp / "sub");
+  fs::create_symlink(tmp / "real", tmp / "link");
+  fs::create_directory_symlink(tmp / "sub", tmp / "dirlink");
+  const auto dir = open_dir(tmp.path());
+  REQUIRE(dir);
+  auto f = open_file_at(dir.get(), "real");
+  REQUIRE(f);
+  CHECK(read_all(f->fd.get()) == "content");
+  CHECK_FALSE(open_file_at(dir.get(), "link"));
+  CHECK_FALSE(open_file_at(dir.get(), "sub")); // not a regular file
+  CHECK_FALSE(open_file_at(dir.get(), "absent"));
+  CHECK(open_dir_at(dir.get(), "sub"));
+  CHECK_FALSE(open_dir_at(dir.get(), "dirlink"));
+  CHECK(still_linked(dir.get(), "real", f->st));
+  fs::rename(tmp / "real", tmp / "renamed");
+  CHECK_FALSE(still_linked(dir.get(), "real", f->st));
+}
+
+TEST_CASE("make_dir_at creates 0700 directories and replaces a link, never its target", "[detail][dir_fd]") {
+  cotune_test::temp_dir tmp;
+  const mode_t old = ::umask(022);
+  const auto dir = open_dir(tmp.path());
+  auto made = make_dir_at(dir.get(), "new", tmp / "new");
+  ::umask(old);
+  CHECK(made);
+  struct stat st {};
+  REQUIRE(::stat((tmp / "new").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+  fs::create_directory(tmp / "elsewhere");
+  std::ofstream(tmp / "elsewhere" / "keep") << "x";
+  fs::create_directory_symlink(tmp / "elsewhere", tmp / "planted");
+  CHECK(make_dir_at(dir.get(), "planted", tmp / "planted"));
+  CHECK(fs::is_directory(fs::symlink_status(tmp / "planted")));
+  CHECK(names_in(tmp / "elsewhere") == std::set<std::string>{"keep"});
+  std::ofstream(tmp / "file") << "x";
+  CHECK_THROWS_WITH(make_dir_at(dir.get(), "file", tmp / "file"), Catch::Contains((tmp / "file").string()));
+}
+
+TEST_CASE("a temporary file is renamed onto its target, or removed if never committed", "[detail][dir_fd]") {
+  cotune_test::temp_dir tmp;
+  const auto dir = open_dir(tmp.path());
+  atomic_write_at(dir.get(), "target", tmp.path(), std::string("part one, "), std::string("part two"));
+  CHECK(read_file(tmp / "target") == "part one, part two");
+  {
+    temp_file_writer w(dir.get(), "target", tmp.path());
+    w.write("abandoned");
+    CHECK(names_in(tmp.path()).count(w.temporary_name()) == 1);
+  }
+  CHECK(names_in(tmp.path()) == std::set<std::string>{"target"});
+  CHECK(read_file(tmp / "target") == "part one, part two");
+}
+
+TEST_CASE("a temporary file is reclaimed only when old enough and its writer's lock is gone", "[detail][dir_fd]") {
+  cotune_test::temp_dir tmp;
+  const auto dir = open_dir(tmp.path());
+  std::uintmax_t bytes = 0;
+  {
+    temp_file_writer w(dir.get(), "live", tmp.path());
+    w.write("being written");
+    CHECK_FALSE(reclaim_temporary(dir.get(), w.temporary_name(), seconds(0), bytes)); // locked by a live writer
+    CHECK(names_in(tmp.path()).count(w.temporary_name()) == 1);
+  }
+  // A writer killed mid-write: its lock dies with it.
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    temp_file_writer w(dir.get(), "dead", tmp.path());
+    w.write("half of it");
+    (void)::write(ready[1], w.temporary_name().data(), w.temporary_name().size());
+    ::pause();
+    ::_exit(0);
+  }
+  char name[256] = {};
+  const auto n = ::read(ready[0], name, sizeof name - 1);
+  REQUIRE(n > 0);
+  const std::string orphan(name, static_cast<std::size_t>(n));
+  CHECK_FALSE(reclaim_temporary(dir.get(), orphan, seconds(0), bytes)); // its writer still lives
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  ::close(ready[0]);
+  ::close(ready[1]);
+  CHECK_FALSE(reclaim_temporary(dir.get(), orphan, seconds(3600), bytes)); // too young
+  CHECK(reclaim_temporary(dir.get(), orphan, seconds(0), bytes));
+  CHECK(bytes == 10);
+  CHECK(names_in(tmp.path()).empty());
+  std::ofstream(tmp / "not.tmp") << "x"; // only temporary names are ever reclaimed
+  CHECK_FALSE(reclaim_temporary(dir.get(), "not.tmp", seconds(0), bytes));
+}
