@@ -184,10 +184,11 @@ int main(int argc, char** argv) {
                                       .rep_ms = cotune::knobs().bench.rep_ms.get(),
                                       .quantiles = {0.5, 0.2, 0.8}};
     const auto t0 = clock_type::now();
+    const cotune::binary_cache<cuda::cuda_backend> binaries(backend);
     std::vector<std::optional<cuda::cuda_backend::binary>> bins;
     for (const auto& cfg : configs) {
       try {
-        bins.emplace_back(backend.compile(kernel, cfg, d));
+        bins.emplace_back(binaries.get_or_compile(kernel, cfg, d).binary);
       } catch (const cotune::error&) {
         bins.emplace_back();
       }
@@ -288,7 +289,7 @@ int main(int argc, char** argv) {
       std::vector<std::unique_ptr<gemm_tuner>> tuners;
       tuners.push_back(make(0, false));
       tuners.push_back(make(spread ? 1 : 0, false));
-      std::vector<cotune::tuning_job> jobs;
+      std::vector<cotune::tuning_task> jobs;
       for (std::size_t i = 0; i < 2; ++i)
         jobs.push_back([&, i] {
           return std::apply([&](auto... xs) { return tuners[i]->tune(xs...); }, on(spread ? i : 0));

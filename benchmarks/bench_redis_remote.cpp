@@ -32,7 +32,7 @@ extern "C" void remote_work(int* out, int n) {
 )";
 
 template <class Cache>
-using tuner_t = cotune::autotuner<void(int*, int), cotune::basic_host_backend<Cache>, cotune::host_benchmarker, Cache>;
+using tuner_t = cotune::autotuner<void(int*, int), cotune::host_backend, cotune::host_benchmarker, Cache>;
 
 std::vector<cotune::config> configs() {
   std::vector<cotune::config> out;

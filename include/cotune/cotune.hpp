@@ -22,9 +22,12 @@
 #include <cotune/knobs/knob.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/autotuner.hpp>
+#include <cotune/tune/binary_cache.hpp>
 #include <cotune/tune/coordination.hpp>
 #include <cotune/tune/engine.hpp>
 #include <cotune/tune/events.hpp>
+#include <cotune/tune/measure_strategy.hpp>
+#include <cotune/tune/tune_options.hpp>
 #include <cotune/tune/tuning_key.hpp>
 #include <cotune/tune/tuning_result.hpp>
 #include <cotune/tune/tune_many.hpp>

@@ -60,10 +60,6 @@ struct quick_flags {
   scoped_env timeout{"COTUNE_COMPILE_TIMEOUT_MS", std::nullopt};
 };
 
-std::string key_of(const host_backend& b, const kernel_source& k, const config& c) {
-  return b.binary_key(cotune::resolve_host_compiler(), k, c);
-}
-
 /// A unique macro name: it shows up in the compiler's command line, so /proc tells whether a compiler
 /// process for this test is still alive.
 std::string unique_marker(const char* what) {
@@ -104,14 +100,6 @@ extern "C" unsigned long long slow() { return result; }
                        .options = {"-fconstexpr-loop-limit=2147483647", "-fconstexpr-ops-limit=1000000000000000"}};
 }
 
-/// Replaces a file by a new inode (write + rename), as any other writer would: rewriting a loaded shared
-/// object in place would pull pages from under the process that mapped it.
-void replace_file(const fs::path& path, const std::string& bytes) {
-  const auto tmp = path.string() + ".test-new";
-  std::ofstream(tmp, std::ios::binary | std::ios::trunc) << bytes;
-  fs::rename(tmp, path);
-}
-
 } // namespace
 
 TEST_CASE("the host backend compiles and runs a real kernel with config values as -D macros",
@@ -123,10 +111,10 @@ TEST_CASE("the host backend compiles and runs a real kernel with config values a
   const auto k = affine_kernel();
   const auto c = affine_config(3);
   const auto bin = b.compile(k, c, b.devices()[0]);
-  CHECK_FALSE(bin.from_cache);
-  CHECK(bin.path == cotune::file_cache(bin.key).dir() / "affine.so");
-  CHECK(fs::exists(bin.path));
-  const auto fn = b.load(bin, k, c, b.devices()[0]);
+  CHECK(bin.image.substr(0, 4) == "\x7f" "ELF");
+  CHECK(bin.path.empty()); // compile is pure: it stores nothing
+  CHECK_FALSE(fs::exists(cache.cache_dir()));
+  const auto fn = b.load(bin, k, c, b.devices()[0]); // from a process-private file
   REQUIRE(fn.symbol != nullptr);
   std::vector<float> x{1, 2, 3};
   cotune::host_span<float> span(x);
@@ -137,7 +125,7 @@ TEST_CASE("the host backend compiles and runs a real kernel with config values a
   auto negated = affine_config(2);
   negated.set("NEGATE", true);
   const auto bin2 = b.compile(k, negated);
-  CHECK(bin2.key != bin.key);
+  CHECK(bin2.image != bin.image);
   const auto fn2 = b.load(bin2, k, negated);
   std::vector<float> y{1, 2};
   cotune::host_span<float> yspan(y);
@@ -161,152 +149,6 @@ TEST_CASE("the compile command holds flags, options, include dirs and macros", "
   auto debug = knobs().runtime.debug.scoped(true);
   const auto with_debug = b.command(cc, k, affine_config(), "src.cpp", "out.so");
   CHECK(std::find(with_debug.begin(), with_debug.end(), "-g") != with_debug.end());
-}
-
-TEST_CASE("the binary key covers source, macros, options, include dirs, flags and debug", "[backend][host_backend]") {
-  quick_flags flags;
-  host_backend b;
-  const auto k = affine_kernel();
-  const auto c = affine_config();
-  const auto base = key_of(b, k, c);
-  CHECK(cotune::detail::is_hex(base));
-  CHECK(base.size() == 64);
-  CHECK(key_of(b, affine_kernel(), affine_config()) == base); // deterministic
-
-  auto source = k;
-  source.code += "\n// a comment\n";
-  CHECK(key_of(b, source, c) != base);
-  CHECK(key_of(b, k, affine_config(4)) != base);
-  CHECK(key_of(b, k, config{{"SCALE", 3}, {"OFFSET", 0.5}, {"NEGATE", false}, {"TYPE", "double"}}) != base);
-  auto options = k;
-  options.options = {"-ffast-math"};
-  CHECK(key_of(b, options, c) != base);
-  auto includes = k;
-  includes.include_dirs = {"/usr/include"};
-  CHECK(key_of(b, includes, c) != base);
-  auto includes2 = k;
-  includes2.include_dirs = {"/usr/local/include"};
-  CHECK(key_of(b, includes2, c) != key_of(b, includes, c));
-  {
-    auto o2 = knobs().build.cxxflags.scoped("-O2");
-    CHECK(key_of(b, k, c) != base);
-  }
-  {
-    // The flags knob read from its environment variable.
-    auto drop = knobs().build.cxxflags.scoped("-O1");
-    knobs().build.cxxflags.reset();
-    scoped_env env("COTUNE_HOST_CXXFLAGS", std::string("-O1"));
-    const auto o1_env = key_of(b, k, c);
-    CHECK(o1_env == base); // same flags, same key, however they were given
-    env.set(std::string("-O1 -fno-inline"));
-    CHECK(key_of(b, k, c) != base);
-  }
-  {
-    auto debug = knobs().runtime.debug.scoped(true);
-    CHECK(key_of(b, k, c) != base);
-  }
-  CHECK(key_of(b, k, c) == base);
-}
-
-TEST_CASE("the binary key and the binary change with the compiler", "[backend][host_backend]") {
-  private_cache cache;
-  quick_flags flags;
-  host_backend b;
-  const auto k = affine_kernel();
-  const auto c = affine_config();
-  scoped_env cxx("CXX", std::string("g++"));
-  const auto gcc = cotune::resolve_host_compiler();
-  CHECK(gcc.path.filename() == "g++");
-  CHECK_THAT(gcc.version, Catch::Contains("g++"));
-  const auto gcc_key = key_of(b, k, c);
-  const auto gcc_bin = b.compile(k, c);
-  CHECK(b.fingerprint({}).find(gcc.path.string()) != std::string::npos);
-
-  cxx.set(std::string("clang++-14"));
-  const auto clang = cotune::resolve_host_compiler();
-  // Called by the name asked for (a resolved symlink would be plain `clang`, which links as C).
-  CHECK(clang.path.filename() == "clang++-14");
-  CHECK_THAT(clang.version, Catch::Contains("clang"));
-  const auto clang_key = key_of(b, k, c);
-  CHECK(clang_key != gcc_key);
-  CHECK(b.fingerprint({}) != fmt::format("host;{};{};{}", gcc.path.string(), cotune::detail::sha256_hex(gcc.version),
-                                          cotune::detail::host_platform()));
-  const auto clang_bin = b.compile(k, c);
-  CHECK_FALSE(clang_bin.from_cache); // not served the g++ binary
-  CHECK(clang_bin.key == clang_key);
-  CHECK(clang_bin.path != gcc_bin.path);
-  const auto fn = b.load(clang_bin, k, c);
-  std::vector<float> x{2};
-  cotune::host_span<float> span(x);
-  int n = 1;
-  b.launch(fn, cotune::launch_grid{}, span, n);
-  CHECK(x[0] == 6.5f);
-
-  // The knob wins over the environment.
-  auto in_code = knobs().build.cxx.scoped(std::optional<std::string>("g++"));
-  CHECK(key_of(b, k, c) == gcc_key);
-}
-
-TEST_CASE("an identical second compile is served from the cache", "[backend][host_backend]") {
-  private_cache cache;
-  quick_flags flags;
-  host_backend b;
-  const auto k = affine_kernel();
-  const auto c = affine_config();
-  const auto first = b.compile(k, c);
-  CHECK_FALSE(first.from_cache);
-  const auto second = b.compile(k, c);
-  CHECK(second.from_cache);
-  CHECK(second.path == first.path);
-  CHECK(second.key == first.key);
-  // Another backend object (as another process would) finds it too.
-  CHECK(host_backend{}.compile(k, c).from_cache);
-  const auto fn = b.load(second, k, c);
-  CHECK(fn.symbol != nullptr);
-}
-
-TEST_CASE("a garbage cached object with a valid frame is rebuilt transparently by load", "[backend][host_backend]") {
-  private_cache cache;
-  quick_flags flags;
-  host_backend b;
-  const auto k = affine_kernel();
-  const auto c = affine_config();
-  const auto built = b.compile(k, c);
-  cotune::file_cache entry(built.key);
-  entry.put("this is not a shared object", "affine.so"); // framed correctly, so the cache serves it
-  const auto cached = b.compile(k, c);
-  REQUIRE(cached.from_cache);
-  CHECK(entry.get("affine.so") == "this is not a shared object");
-  const auto fn = b.load(cached, k, c); // dlopen fails, so load rebuilds
-  REQUIRE(fn.symbol != nullptr);
-  std::vector<float> x{1};
-  cotune::host_span<float> span(x);
-  int n = 1;
-  b.launch(fn, cotune::launch_grid{}, span, n);
-  CHECK(x[0] == 3.5f);
-  const auto repaired = entry.get("affine.so");
-  REQUIRE(repaired);
-  CHECK(repaired->substr(0, 4) == "\x7f" "ELF");
-  CHECK(b.compile(k, c).from_cache);
-}
-
-TEST_CASE("a damaged cache frame is a miss and the binary is rebuilt", "[backend][host_backend]") {
-  private_cache cache;
-  quick_flags flags;
-  host_backend b;
-  const auto k = affine_kernel();
-  const auto c = affine_config();
-  const auto built = b.compile(k, c);
-  auto bytes = *cotune::detail::read_file(built.path);
-  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x20);
-  replace_file(built.path, bytes);
-  const auto again = b.compile(k, c);
-  CHECK_FALSE(again.from_cache);
-  CHECK(again.path == built.path);
-  const auto fn = b.load(again, k, c);
-  CHECK(fn.symbol != nullptr);
-  replace_file(built.path, bytes.substr(0, 100)); // truncated
-  CHECK_FALSE(b.compile(k, c).from_cache);
 }
 
 TEST_CASE("a compile error carries the compiler's log and names the kernel and the config",
@@ -414,7 +256,6 @@ TEST_CASE("a compile past the timeout throws timeout_error and leaves no compile
     CHECK_THAT(std::string(e.what()), Catch::Contains(marker));
   }
   CHECK(no_process_with_marker_soon(marker));
-  CHECK_FALSE(fs::exists(cotune::file_cache(key_of(b, slow_kernel(), c)).dir() / "slow.so"));
   CHECK(fs::is_empty(tmpdir.path())); // no build directory, no compiler temporaries (cc*.s) left
 }
 
@@ -474,6 +315,24 @@ TEST_CASE("include directories reach the compiler", "[backend][host_backend]") {
   int* ptr = &out;
   b.launch(fn, cotune::launch_grid{}, ptr);
   CHECK(out == 43);
+}
+
+TEST_CASE("the binary's recipe names the compiler, the platform, every flag and macro, and the source",
+          "[backend][host_backend]") {
+  quick_flags flags;
+  host_backend b;
+  const auto cc = cotune::resolve_host_compiler();
+  const auto r = b.binary_key(affine_kernel(), affine_config());
+  CHECK(r.backend == "host");
+  CHECK(r.file == "affine.so");
+  CHECK_FALSE(r.has_meta);
+  auto has = [&](const std::string& s) { return std::find(r.ingredients.begin(), r.ingredients.end(), s) != r.ingredients.end(); };
+  CHECK(has(cc.path.string()));
+  CHECK(has(cc.version));
+  CHECK(has(cotune::detail::host_platform()));
+  CHECK(has("-O1"));
+  CHECK(has("-DSCALE=3"));
+  CHECK(has(affine_kernel().digest()));
 }
 
 TEST_CASE("the host device has a name and a fingerprint naming the compiler", "[backend][host_backend]") {

@@ -130,7 +130,7 @@ std::string self_path() { return std::filesystem::read_symlink("/proc/self/exe")
 
 TEST_CASE("CUDA tuners measure with the CUDA benchmarker by default", "[cuda][autotune]") {
   static_assert(std::is_same_v<cotune::default_benchmarker_t<cuda::cuda_backend>, cuda::cuda_benchmarker>);
-  static_assert(std::is_same_v<cotune::default_benchmarker_t<cuda::basic_cuda_backend<cotune::file_cache>>,
+  static_assert(std::is_same_v<cotune::default_benchmarker_t<cuda::cuda_backend>,
                                cuda::cuda_benchmarker>);
   static_assert(std::is_same_v<cotune::default_benchmarker_t<cotune::host_backend>, cotune::host_benchmarker>);
   static_assert(std::is_same_v<example04::gemm_tuner,
@@ -465,7 +465,7 @@ TEST_CASE("tune_many tunes keys on every device at once", "[cuda][autotune][gpu]
     outs.emplace_back(devices[dev], std::size_t(sizes.back()));
     tuners.push_back(std::make_unique<busy_tuner>(busy, busy_configs(), opts));
   }
-  std::vector<cotune::tuning_job> jobs;
+  std::vector<cotune::tuning_task> jobs;
   for (std::size_t i = 0; i < 2; ++i)
     jobs.push_back([&, i] { return tuners[i]->tune(outs[i], sizes[i], busy_iters); });
   const auto outcomes = cotune::tune_many(std::move(jobs));

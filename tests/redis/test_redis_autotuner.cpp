@@ -15,7 +15,7 @@
 
 namespace {
 
-using remote_tuner = cotune::autotuner<void(int*, int), cotune::basic_host_backend<cotune::redis::remote_cache>,
+using remote_tuner = cotune::autotuner<void(int*, int), cotune::host_backend,
                                        cotune::host_benchmarker, cotune::redis::remote_cache>;
 
 const char* work_code = R"(

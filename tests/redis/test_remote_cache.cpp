@@ -111,20 +111,21 @@ TEST_CASE("a shared object built through the host backend is served from Redis a
                                 .code = "extern \"C\" void offset_add(int* out, int a) { *out = a + OFFSET; }\n",
                                 .entry = "offset_add"};
   const cotune::config c{{"OFFSET", 5}};
-  cotune::basic_host_backend<remote_cache> host;
+  cotune::host_backend host;
+  cotune::binary_cache<cotune::host_backend, remote_cache> binaries(host);
 
-  auto first = host.compile(k, c);
+  auto first = binaries.get_or_compile(k, c, {});
   CHECK_FALSE(first.from_cache);
   fs::remove_all(local.dir.path()); // a new machine, or a wiped cache
   REQUIRE_FALSE(local.holds_any_file());
 
   auto& shared = redis_backend::shared();
   const auto hits = shared.stats().hits;
-  auto second = host.compile(k, c);
+  auto second = binaries.get_or_compile(k, c, {});
   CHECK(second.from_cache);
   CHECK(shared.stats().hits == hits + 1);
-  CHECK(second.path.string().starts_with(local.dir.string()));
-  auto fn = host.load(second, k, c);
+  CHECK(second.binary.path.string().starts_with(local.dir.string()));
+  auto fn = binaries.load(second, k, c, {});
   int out = 0, a = 37;
   int* out_ptr = &out;
   host.launch(fn, {}, out_ptr, a);
@@ -240,7 +241,8 @@ TEST_CASE("garbage values are misses, counted, and never written locally", "[red
   raw({"SET", prefix + "junk", "raw junk, no envelope"});
   raw({"SET", prefix + "empty", ""});
   raw({"SET", prefix + "truncated", good.substr(0, good.size() - 3)});
-  raw({"SET", prefix + "header-only", good.substr(0, cotune::remote_entry::header_size)});
+  // The frame alone, without its payload (the frame is a trailer since cache format 3).
+  raw({"SET", prefix + "header-only", good.substr(good.size() - cotune::detail::frame_size)});
   raw({"SET", prefix + "flipped", flipped});
   raw({"SET", prefix + "version", wrong_version});
   raw({"HSET", prefix + "hash", "field", good});

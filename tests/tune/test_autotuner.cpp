@@ -314,9 +314,10 @@ TEST_CASE("async callers of a failing key all see the error", "[tune][autotuner]
 }
 
 namespace {
-/// The file cache under another type: a host backend over it is a different backend type.
-struct other_file_cache : cotune::file_cache {
-  using file_cache::file_cache;
+/// The host backend under another type, with its own options: a differently parameterised backend
+/// (the kind of type that used to get a device thread of its own).
+struct other_host_backend : cotune::host_backend {
+  int tag = 7;
 };
 } // namespace
 
@@ -330,7 +331,7 @@ TEST_CASE("tuners over differently parameterised backends on one device share it
     ++runs;
   };
   auto leave = [&](std::exception_ptr, auto&...) { --active; };
-  using other_tuner = autotuner<void(int*, int), basic_host_backend<other_file_cache>>;
+  using other_tuner = autotuner<void(int*, int), other_host_backend>;
   static_assert(!std::is_same_v<work_tuner::backend_type, other_tuner::backend_type>);
   work_tuner a{work_kernel("work_shared_a"), cost_configs({1, 2, 3}),
                {.arg_names = {"out", "n"}, .key = {"n"}, .pre_hook = enter, .post_hook = leave, .bench = quick_bench()},
@@ -425,6 +426,30 @@ TEST_CASE("a result cache that fails is a warning event, and the tuning still su
   check.operator()<false>("the tuning-result cache is unusable (the cache directory is on fire (test))");
 }
 
+namespace {
+/// A host backend with a warning of its own to give (as the CUDA backend's lost compile server).
+struct warning_backend : cotune::host_backend {
+  std::shared_ptr<std::atomic<int>> taken = std::make_shared<std::atomic<int>>(0);
+  [[nodiscard]] std::vector<std::string> take_warnings() const {
+    return ++*taken == 1 ? std::vector<std::string>{"the compile server went away (test)"} : std::vector<std::string>{};
+  }
+};
+static_assert(cotune::ReportsWarnings<warning_backend>);
+} // namespace
+
+TEST_CASE("a backend's own warnings reach the observers once, as warning events", "[tune][autotuner][events]") {
+  private_cache cache;
+  auto obs = std::make_shared<recording_observer>();
+  autotuner<void(int*, int), warning_backend> tuner{
+      work_kernel("work_backend_warns"), cost_configs({1, 2}),
+      {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench(), .observers = {obs}}};
+  int out = 0;
+  tuner(&out, 10);
+  tuner(&out, 11); // a second tuning: nothing new to say
+  CHECK(std::count(obs->kinds.begin(), obs->kinds.end(), "warning: the compile server went away (test)") == 1);
+  CHECK(*tuner.backend().taken == 2);
+}
+
 TEST_CASE("a cache that cannot store binaries costs one warning, never the tuning", "[tune][autotuner][cache]") {
   cotune_test::temp_dir dir("cotune-blocked");
   auto tune_and_count = [](const std::string& cache_dir, const char* name, std::initializer_list<int> costs) {
@@ -452,7 +477,8 @@ TEST_CASE("a cache that cannot store binaries costs one warning, never the tunin
   SECTION("the cache is on a full file system (a 64 KiB tmpfs: ENOSPC)") {
     const auto small = dir.path() / "small";
     std::filesystem::create_directory(small);
-    if (::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=64k") != 0) {
+    // mode=0700: a tmpfs root is 1777 by default, and the cache refuses a world-writable directory.
+    if (::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=64k,mode=0700") != 0) {
       WARN("skipped: cannot mount a tmpfs here (" << std::strerror(errno) << ")");
       return;
     }

@@ -2,9 +2,13 @@
 /// \file The `Backend` concept: compile a kernel for a config, load it on a device, launch it.
 
 #include <concepts>
+#include <filesystem>
+#include <memory>
+#include <optional>
 #include <stop_token>
-#include <type_traits>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <cotune/core/config.hpp>
@@ -32,13 +36,41 @@ concept DeviceProvider = requires(const B& b, const typename B::device& d) {
   { b.device_name(d) } -> std::same_as<std::string>;
 };
 
-/// Turns a source and a config into a binary for a device's architecture. Must be thread-safe and
-/// must not touch device state: it runs on the compile pool. It consults the compiled-binary cache
-/// first, and throws compile_error (with the compiler's log and the config) on failure.
+/// What a binary is made from. The binary cache (tune/binary_cache.hpp) hashes the ingredients, with
+/// cotune's version and the set cache-invalidating knobs, into the binary's key: one recipe for every
+/// backend, so a backend names its inputs and never hashes or stores anything itself.
+struct binary_recipe {
+  std::string backend;                  ///< "host", "cuda": keeps two backends' keys apart
+  std::vector<std::string> ingredients; ///< compiler identity, target, every flag and macro, the source digest
+  std::string file;                     ///< the image's file name in the cache ("vadd.so", "saxpy.cubin")
+  bool has_meta = false;                ///< the binary has meta text (binary_image::meta) stored beside the image
+};
+
+/// A binary as the binary cache stores it: the image, what else the backend needs to load it, and
+/// where the image lies on the local disk when the cache keeps it in a file.
+struct binary_image {
+  std::string bytes;          ///< a shared object, a cubin, PTX text (may be empty when `file` is set)
+  std::string meta;           ///< small text the backend reads back (a symbol, an architecture); may be empty
+  std::filesystem::path file; ///< the image's local file, or empty
+  /// Keeps `file` in the cache (never evicted) while anything made from this image lives: a backend
+  /// that loads from the file keeps it as long as the loaded code.
+  std::shared_ptr<const void> hold{};
+};
+
+/// Turns a source and a config into a binary for a device's architecture. `compile` must be pure
+/// (no cache: tune/binary_cache.hpp stores binaries for every backend), thread-safe, and must not
+/// touch device state: it runs on the compile pool. It throws compile_error (with the compiler's log
+/// and the config) on failure. `binary_key` names what the binary is made from; `to_image` and
+/// `from_image` turn a binary into what the cache stores and back (`from_image` gives nothing for an
+/// image it cannot use, which the cache then treats as a miss).
 template <class B>
-concept Compiler = requires(const B& b, const kernel_source& k, const config& c, const typename B::device& d) {
+concept Compiler = requires(const B& b, const kernel_source& k, const config& c, const typename B::device& d,
+                            const typename B::binary& bin, binary_image img) {
   typename B::binary;
+  { b.binary_key(k, c, d) } -> std::same_as<binary_recipe>;
   { b.compile(k, c, d) } -> std::same_as<typename B::binary>;
+  { b.to_image(bin) } -> std::same_as<binary_image>;
+  { b.from_image(std::move(img)) } -> std::same_as<std::optional<typename B::binary>>;
 };
 
 /// Makes a binary callable on a device (on that device's strand). Throws out_of_resources when the
@@ -90,12 +122,6 @@ concept StoppableCompiler = requires(const B& b, const kernel_source& k, const c
   { b.compile(k, c, d, stop) } -> std::same_as<typename B::binary>;
 };
 
-/// A binary says whether it came from the compiled-binary cache (`bool from_cache`).
-template <class B>
-concept ReportsBinaryCacheHit = requires(const typename B::binary& bin) {
-  { bin.from_cache } -> std::convertible_to<bool>;
-};
-
 /// Says whether two devices are the same model with the same limits, so that one candidate list can
 /// be split across them. Without it: equal fingerprints.
 template <class B>
@@ -103,11 +129,21 @@ concept ComparesDevices = requires(const B& b, const typename B::device& d) {
   { b.interchangeable(d, d) } -> std::convertible_to<bool>;
 };
 
-/// A binary says why it is not in the cache (`std::string not_cached`, empty when it is): a cache that
-/// cannot store (full disk, read-only, not writable) never fails a tuning, and the autotuner reports it.
+/// Loads binaries from a file rather than from bytes (`static constexpr bool loads_from_file`): the
+/// host backend dlopens a shared object. The binary cache then hands it the cached file and skips
+/// reading the bytes; a binary that is in no file is written to a process-private one first.
 template <class B>
-concept ReportsUncachedBinary = requires(const typename B::binary& bin) {
-  { bin.not_cached } -> std::convertible_to<std::string_view>;
+concept DeclaresFileLoading = requires {
+  requires std::same_as<decltype(B::loads_from_file), const bool>;
+  typename std::bool_constant<B::loads_from_file>;
+};
+
+/// Has warnings for the user that belong to no one candidate (a compile server that could not start):
+/// `take_warnings()` hands over those gathered since the last call, and each tuning reports them as
+/// `tuning_warning` events.
+template <class B>
+concept ReportsWarnings = requires(const B& b) {
+  { b.take_warnings() } -> std::same_as<std::vector<std::string>>;
 };
 
 /// Names the benchmarker its kernels are timed with (`using default_benchmarker_type = ...`).

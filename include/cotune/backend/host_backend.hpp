@@ -1,6 +1,6 @@
 #pragma once
-/// \file `cotune::host_backend`: CPU kernels built by the system C++ compiler into shared objects in the
-/// file cache, then dlopen'ed. The C++ counterpart of Triton's compile_module_from_src (spec §7).
+/// \file `cotune::host_backend`: CPU kernels built by the system C++ compiler into shared objects, then
+/// dlopen'ed. The C++ counterpart of Triton's compile_module_from_src (spec §7).
 
 #include <cerrno>
 #include <chrono>
@@ -16,6 +16,7 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <type_traits>
 #include <vector>
 
@@ -26,9 +27,7 @@
 #include <fmt/format.h>
 
 #include <cotune/backend/backend.hpp>
-#include <cotune/cache/cache_manager.hpp>
 #include <cotune/bench/host_benchmarker.hpp>
-#include <cotune/cache/file_cache.hpp>
 #include <cotune/core/buffer.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
@@ -146,7 +145,14 @@ namespace detail {
   std::lock_guard lock(mutex);
   auto it = versions.find(*path);
   if (it == versions.end()) {
-    auto r = detail::run_process({path->string(), "--version"}, std::chrono::seconds(30));
+    detail::process_result r;
+    try {
+      r = detail::run_process({path->string(), "--version"}, std::chrono::seconds(30));
+    } catch (const std::system_error& e) {
+      throw error(fmt::format("host backend: cannot run '{} --version': {}; set CXX (cotune::knobs().build.cxx) to "
+                              "an installed C++ compiler",
+                              path->string(), e.what()));
+    }
     if (r.exit_code != 0)
       throw error(fmt::format("host backend: '{} --version' failed (exit {}): {}", path->string(), r.exit_code,
                               r.output));
@@ -155,22 +161,20 @@ namespace detail {
   return {*path, it->second};
 }
 
-/// Builds CPU kernels with the system compiler. A kernel's entry is an `extern "C"` function; each
-/// config parameter becomes a `-D NAME=value` macro. Binaries live in a `Cache` (the file cache by
-/// default; a remote cache manager shares them across machines).
-template <CacheManager Cache = file_cache>
-class basic_host_backend {
+/// Builds CPU kernels with the system compiler into shared objects and dlopens them. A kernel's entry
+/// is an `extern "C"` function; each config parameter becomes a `-D NAME=value` macro. Binaries are
+/// stored by the tuner's binary cache (tune/binary_cache.hpp), not here.
+class host_backend {
 public:
   /// The CPU.
   struct device {
     friend bool operator==(const device&, const device&) = default;
   };
-  /// A compiled kernel: the framed shared object in the file cache.
+  /// A compiled kernel: the shared object's bytes, or the file that holds them.
   struct binary {
-    std::filesystem::path path;
-    bool from_cache = false; ///< found in the cache rather than built now
-    std::string key;         ///< hex key of the cache entry
-    std::string not_cached{}; ///< why the cache could not take it (it is in a private directory instead)
+    std::string image;          ///< the shared object (empty when only `path` is known)
+    std::filesystem::path path; ///< the shared object's file, or empty (then `load` writes a private one)
+    std::shared_ptr<const void> hold{}; ///< keeps `path` in the cache while the library is loaded
   };
   /// A loaded kernel.
   struct function {
@@ -181,6 +185,8 @@ public:
   using default_benchmarker_type = host_benchmarker;
   /// Compiles run on the same cores as the measurements: measure only once every candidate is built.
   static constexpr bool benchmark_overlaps_compile = false;
+  /// dlopen takes a file: the binary cache hands over the cached file instead of its bytes.
+  static constexpr bool loads_from_file = true;
 
   [[nodiscard]] std::vector<device> devices() const { return {device{}}; }
   /// One CPU: every host tuner measures on one device thread.
@@ -206,63 +212,24 @@ public:
     return cmd;
   }
 
-  /// The cache key of a kernel + config: SHA-256 over cotune's version, the compiler's identity
-  /// (path and --version), every flag, include dir and macro, the source, and the platform. Triton's
-  /// covers only source + platform (spec §7), so a flag change reused a stale binary.
-  [[nodiscard]] std::string binary_key(const host_compiler& cc, const kernel_source& k, const config& c) const {
-    detail::sha256_hasher h;
-    h.field("cotune-host-binary").field(version).field(std::to_string(cache_format_version));
-    h.field(cc.path.string()).field(cc.version).field(detail::host_platform());
-    for (const auto& arg : command(cc, k, c, "SRC", "OUT")) h.field(arg);
-    h.field(k.digest());
-    return detail::to_hex(h.digest());
+  /// What a binary is made from: the compiler's identity (path and --version), the platform, every
+  /// flag, include dir and macro, and the source. Triton's key covers only source + platform (spec
+  /// §7), so a flag change reused a stale binary.
+  [[nodiscard]] binary_recipe binary_key(const kernel_source& k, const config& c, const device& = {}) const {
+    auto cc = resolve_host_compiler();
+    binary_recipe r{"host", {cc.path.string(), cc.version, detail::host_platform()}, k.name + ".so"};
+    for (auto& arg : command(cc, k, c, "SRC", "OUT")) r.ingredients.push_back(std::move(arg));
+    r.ingredients.push_back(k.digest());
+    return r;
   }
 
-  /// Builds (or finds in the cache) the shared object for `k` under `c`. Thread-safe.
+  /// Builds the shared object for `k` under `c` (always: caching is the binary cache's). Thread-safe.
   [[nodiscard]] binary compile(const kernel_source& k, const config& c, const device& = {},
                                std::stop_token stop = {}) const {
-    return build(k, c, stop, /*force=*/false);
-  }
-
-  /// dlopens the binary and finds the entry point. A cached object that does not load is rebuilt
-  /// once, transparently (as compile_module_from_src does).
-  [[nodiscard]] function load(const binary& bin, const kernel_source& k, const config& c, const device& = {}) const {
-    std::string first_error;
-    if (auto f = try_load(bin, k, first_error)) return *f;
-    if (bin.from_cache) {
-      auto rebuilt = build(k, c, {}, /*force=*/true);
-      std::string second_error;
-      if (auto f = try_load(rebuilt, k, second_error)) return *f;
-      first_error = second_error;
-    }
-    throw launch_error(fmt::format("host backend: kernel '{}' with config {{{}}}: {}", k.name, c.text(), first_error));
-  }
-
-  /// Calls the entry point `extern "C" void entry(A...)`, where each A is what `kernel_arg` gives
-  /// for the argument (a host_span<T> passes T*). The declared signature must match the kernel's.
-  template <class... Args>
-  void launch(const function& f, const launch_grid&, Args&... args) const {
-    using entry_type = void (*)(std::decay_t<decltype(kernel_arg(args))>...);
-    reinterpret_cast<entry_type>(f.symbol)(kernel_arg(args)...);
-  }
-
-private:
-  binary build(const kernel_source& k, const config& c, std::stop_token stop, bool force) const {
     if (!is_identifier(k.name))
       throw error(fmt::format("host backend: kernel name '{}' must be a C identifier", k.name));
     auto cc = resolve_host_compiler();
-    const std::string key = binary_key(cc, k, c);
     const std::string file = k.name + ".so";
-    std::optional<Cache> cache;
-    std::string cache_trouble;
-    try {
-      cache.emplace(key);
-      if (!force)
-        if (auto path = cache->get_file(file)) return {*path, true, key};
-    } catch (const cache_error& e) {
-      cache_trouble = e.what();
-    }
-
     // In $TMPDIR (else /tmp), like every other temporary file.
     std::string tmpl = (std::filesystem::temp_directory_path() / "cotune-build-XXXXXX").string();
     if (!::mkdtemp(tmpl.data()))
@@ -287,10 +254,16 @@ private:
     auto cmd = command(cc, k, c, src, out);
     // TMPDIR inside the build directory: a compiler killed by the timeout or a stop request cannot
     // remove its temporary files (/tmp/cc*.s, *.o), and this directory is removed whatever happens.
-    auto r = detail::run_process(cmd, std::chrono::milliseconds(knobs().autotuning.compile_timeout_ms.get()), stop,
-                                 {"TMPDIR=" + tmp.string()});
     std::string shown;
     for (const auto& a : cmd) shown += (shown.empty() ? "" : " ") + a;
+    detail::process_result r;
+    try {
+      r = detail::run_process(cmd, std::chrono::milliseconds(knobs().autotuning.compile_timeout_ms.get()), stop,
+                              {"TMPDIR=" + tmp.string()});
+    } catch (const std::system_error& e) {
+      throw error(fmt::format("host backend: cannot run the compiler for kernel '{}' with config {{{}}}: {}; command: {}",
+                              k.name, c.text(), e.what(), shown));
+    }
     if (r.timed_out)
       throw timeout_error(fmt::format("host backend: compiling kernel '{}' with config {{{}}} took longer than "
                                       "COTUNE_COMPILE_TIMEOUT_MS={} ms and was cancelled; command: {}",
@@ -310,50 +283,58 @@ private:
                           r.output);
     auto bytes = detail::read_file(out);
     if (!bytes) throw error(fmt::format("host backend: the compiler wrote no '{}'", out));
-    if (cache) {
-      try {
-        return {cache->put(*bytes, file), false, key};
-      } catch (const cache_error& e) {
-        cache_trouble = e.what();
-      }
-    }
-    // Failure to cache never fails a tuning (a full disk, a read-only or foreign cache directory): the
-    // object is loaded from a directory private to this process, and the binary says why.
-    const auto kept = detail::process_private_dir() / (key.substr(0, 32) + "-" + file);
-    try {
-      detail::atomic_write(kept, *bytes); // a temporary and a rename: a concurrent dlopen sees a whole file
-    } catch (const cache_error& e) {
-      throw error(fmt::format("host backend: the cache cannot store kernel '{}' ({}), and neither can the private "
-                              "directory: {}",
-                              k.name, cache_trouble, e.what()));
-    }
-    return {kept, false, key, cache_trouble};
+    return {*std::move(bytes), {}};
   }
 
-  static std::optional<function> try_load(const binary& bin, const kernel_source& k, std::string& why) {
-    void* handle = ::dlopen(bin.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  [[nodiscard]] binary_image to_image(const binary& b) const { return {b.image, {}, b.path, b.hold}; }
+  [[nodiscard]] std::optional<binary> from_image(binary_image img) const {
+    if (img.bytes.empty() && img.file.empty()) return std::nullopt;
+    return binary{std::move(img.bytes), std::move(img.file), std::move(img.hold)};
+  }
+
+  /// dlopens the binary and finds the entry point. A binary in no file (a failed cache write, or one
+  /// straight from `compile`) is written to a directory private to this process first.
+  [[nodiscard]] function load(const binary& bin, const kernel_source& k, const config& c, const device& = {}) const {
+    std::filesystem::path path = bin.path;
+    if (path.empty()) {
+      path = detail::process_private_dir() /
+             (detail::sha256_hex(bin.image).substr(0, 32) + "-" + k.name + ".so");
+      try {
+        detail::atomic_write(path, bin.image); // a temporary and a rename: a concurrent dlopen sees a whole file
+      } catch (const cache_error& e) {
+        throw launch_error(fmt::format("host backend: kernel '{}' with config {{{}}}: cannot write the shared object "
+                                       "to the private directory: {}",
+                                       k.name, c.text(), e.what()));
+      }
+    }
+    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
       const char* e = ::dlerror();
-      why = fmt::format("dlopen('{}') failed: {}", bin.path.string(), e ? e : "unknown error");
-      return std::nullopt;
+      throw launch_error(fmt::format("host backend: kernel '{}' with config {{{}}}: dlopen('{}') failed: {}", k.name,
+                                     c.text(), path.string(), e ? e : "unknown error"));
     }
-    std::shared_ptr<void> lib(handle, [](void* h) { ::dlclose(h); });
+    // The cache entry stays pinned (never evicted) for as long as the library is loaded.
+    std::shared_ptr<void> lib(handle, [hold = bin.hold](void* h) { ::dlclose(h); });
     void* sym = ::dlsym(handle, k.entry.c_str());
-    if (!sym) {
-      why = fmt::format("the shared object has no symbol '{}' (declare the entry point extern \"C\")", k.entry);
-      return std::nullopt;
-    }
+    if (!sym)
+      throw launch_error(fmt::format("host backend: kernel '{}' with config {{{}}}: the shared object has no symbol "
+                                     "'{}' (declare the entry point extern \"C\")",
+                                     k.name, c.text(), k.entry));
     return function{std::move(lib), sym};
+  }
+
+  /// Calls the entry point `extern "C" void entry(A...)`, where each A is what `kernel_arg` gives
+  /// for the argument (a host_span<T> passes T*). The declared signature must match the kernel's.
+  template <class... Args>
+  void launch(const function& f, const launch_grid&, Args&... args) const {
+    using entry_type = void (*)(std::decay_t<decltype(kernel_arg(args))>...);
+    reinterpret_cast<entry_type>(f.symbol)(kernel_arg(args)...);
   }
 };
 
-/// The host backend over the local file cache.
-using host_backend = basic_host_backend<file_cache>;
-
 // The optional capabilities the host backend means to offer (a misspelt member fails here).
 static_assert(HasDeviceKey<host_backend> && DeclaresCompileOverlap<host_backend> && StoppableCompiler<host_backend> &&
-              ReportsBinaryCacheHit<host_backend> && DeclaresBenchmarker<host_backend> &&
-              ReportsUncachedBinary<host_backend>);
+              DeclaresBenchmarker<host_backend> && DeclaresFileLoading<host_backend>);
 
 static_assert(Backend<host_backend>);
 

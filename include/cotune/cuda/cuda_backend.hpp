@@ -30,8 +30,6 @@
 #include <simdjson.h>
 
 #include <cotune/backend/backend.hpp>
-#include <cotune/cache/cache_manager.hpp>
-#include <cotune/cache/file_cache.hpp>
 #include <cotune/core/buffer.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
@@ -42,9 +40,6 @@
 #include <cotune/cuda/device.hpp>
 #include <cotune/cuda/driver_api.hpp>
 #include <cotune/cuda/nvrtc_api.hpp>
-#include <cotune/detail/hashing.hpp>
-#include <cotune/detail/json.hpp>
-#include <cotune/knobs/knob.hpp>
 #include <cotune/knobs/knobs.hpp>
 
 namespace cotune::cuda {
@@ -121,12 +116,12 @@ struct loaded_module {
 
 } // namespace detail
 
-/// Compiles with NVRTC, caches cubins in `Cache`, loads and launches with the driver API.
-/// Satisfies `cotune::Backend`; `launch` takes any arguments, device spans passing their address.
 class cuda_benchmarker; // cuda_benchmarker.hpp
 
-template <CacheManager Cache = file_cache>
-class basic_cuda_backend {
+/// Compiles with NVRTC, loads and launches with the driver API (cubins are stored by the tuner's
+/// binary cache, tune/binary_cache.hpp). Satisfies `cotune::Backend`; `launch` takes any arguments,
+/// device spans passing their address.
+class cuda_backend {
 public:
   using device = cuda::device;
   /// What an autotuner over this backend measures with unless told otherwise (include
@@ -142,8 +137,6 @@ public:
     std::string lowered_name; ///< the symbol NVRTC gave the entry (name expression)
     std::string arch;         ///< "sm_90", or what the kernel's options asked for
     std::string log;          ///< NVRTC's diagnostics (warnings), empty when clean
-    bool from_cache = false;  ///< found in the cache rather than compiled now
-    std::string key;          ///< hex key of the cache entry
   };
 
   /// A loaded kernel, bound to one device. Copies share the module.
@@ -164,8 +157,8 @@ public:
     bool preload_nvrtc = true;
   };
 
-  basic_cuda_backend() : basic_cuda_backend(options{}) {}
-  explicit basic_cuda_backend(options o) {
+  cuda_backend() : cuda_backend(options{}) {}
+  explicit cuda_backend(options o) {
     (void)cuda_knobs(); // registers the CUDA knobs, so that invalidating_text() sees them in every key
     if (o.preload_nvrtc) {
       // Started once the driver is open (now, or when it opens): dlopen holds the loader's lock, so
@@ -226,25 +219,19 @@ public:
     return out;
   }
 
-  /// The compiled-binary cache key: SHA-256 over cotune's version and cache format, NVRTC's version,
-  /// the target architecture, the kernel (source, entry or name expression, options, include dirs),
-  /// the config's canonical text, every NVRTC option and the cache-invalidating knobs that are set.
-  /// The toolkit's include directory is left out: its headers belong to the NVRTC version, and
-  /// leaving its path out lets machines with the toolkit in different places share cubins.
-  [[nodiscard]] std::string binary_key(const kernel_source& k, const config& c, const device& d) const {
-    const auto& nv = nvrtc();
-    cotune::detail::sha256_hasher h;
-    h.field("cotune-cuda-binary").field(version).field(std::to_string(cache_format_version));
-    h.field("nvrtc " + nv.version_text()).field(target_arch(k, d));
-    h.field(k.digest()).field(k.entry).field(c.text());
-    const auto opts = options_for(k, c, d);
-    h.field(std::to_string(opts.size()));
-    for (const auto& o : opts) h.field(o);
-    h.field(knob_registry::instance().invalidating_text());
-    return cotune::detail::to_hex(h.digest());
+  /// What a binary is made from: NVRTC's version, the target architecture, the kernel (source, entry
+  /// or name expression), the config's canonical text and every NVRTC option. The toolkit's include
+  /// directory is left out: its headers belong to the NVRTC version, and leaving its path out lets
+  /// machines with the toolkit in different places share cubins.
+  [[nodiscard]] binary_recipe binary_key(const kernel_source& k, const config& c, const device& d) const {
+    const std::string arch = target_arch(k, d);
+    binary_recipe r{"cuda", {"nvrtc " + nvrtc().version_text(), arch, k.digest(), k.entry, c.text()},
+                    k.name + (arch.starts_with("compute_") ? ".ptx" : ".cubin"), /*has_meta=*/true};
+    for (auto& o : options_for(k, c, d)) r.ingredients.push_back(std::move(o));
+    return r;
   }
 
-  /// Compiles `k` under `c` for `d`'s architecture, or finds the cubin in the cache. Thread-safe;
+  /// Compiles `k` under `c` for `d`'s architecture (always: caching is the binary cache's). Thread-safe;
   /// touches no device state, so `d` may be a hand-made description on a machine without a GPU.
   /// Throws compile_error (NVRTC's log and the config), out_of_resources (ptxas found too much
   /// static shared memory), timeout_error (past COTUNE_COMPILE_TIMEOUT_MS, or `stop` requested) or
@@ -258,9 +245,6 @@ public:
       throw error(fmt::format("cuda backend: kernel '{}' has no entry (a kernel name or name expression)", k.name));
     const auto& nv = nvrtc();
     const std::string arch = target_arch(k, d);
-    const std::string key = binary_key(k, c, d);
-    Cache cache(key);
-    if (auto hit = read_cached(cache, k, key)) return *std::move(hit);
 
     if (arch == d.arch() && !nv.supports(d.cc.major * 10 + d.cc.minor))
       throw compile_error(fmt::format("cuda backend: NVRTC {} cannot compile for {} (device {}); it supports {}; use "
@@ -299,9 +283,26 @@ public:
                                       k.name, k.entry, c.text(), arch, nv.version_text(), out.error, shown, out.log),
                           out.log);
     }
-    binary bin{std::move(out.image), out.is_ptx, std::move(out.lowered_name), arch, std::move(out.log), false, key};
-    store(cache, k, bin);
-    return bin;
+    return binary{std::move(out.image), out.is_ptx, std::move(out.lowered_name), arch, std::move(out.log)};
+  }
+
+  /// The cubin as the binary cache stores it, its symbol, architecture and log as meta (JSON).
+  [[nodiscard]] binary_image to_image(const binary& bin) const {
+    json_writer meta;
+    meta.begin_object().field("lowered_name", bin.lowered_name).field("arch", bin.arch).field("is_ptx", bin.is_ptx);
+    meta.field("log", bin.log).end_object();
+    return {bin.image, meta.str(), {}};
+  }
+  [[nodiscard]] std::optional<binary> from_image(binary_image img) const {
+    simdjson::dom::parser parser;
+    simdjson::dom::object root;
+    if (img.bytes.empty() || parser.parse(img.meta).get(root) != simdjson::SUCCESS) return std::nullopt;
+    std::string_view lowered, arch, log;
+    bool is_ptx = false;
+    if (root["lowered_name"].get(lowered) != simdjson::SUCCESS || root["arch"].get(arch) != simdjson::SUCCESS ||
+        root["log"].get(log) != simdjson::SUCCESS || root["is_ptx"].get(is_ptx) != simdjson::SUCCESS)
+      return std::nullopt;
+    return binary{std::move(img.bytes), is_ptx, std::string(lowered), std::string(arch), std::string(log)};
   }
 
   /// Loads the binary into `d`'s primary context and checks its resources before any launch:
@@ -391,6 +392,13 @@ public:
                                f.threads_per_block, grid.shared_bytes));
   }
 
+  /// Warnings about how compiles run (NVRTC's compile server could not start, or was lost) since the
+  /// last call; none without NVRTC.
+  [[nodiscard]] std::vector<std::string> take_warnings() const {
+    const auto* nv = try_nvrtc();
+    return nv ? nv->take_warnings() : std::vector<std::string>{};
+  }
+
   /// The stream cotune launches on for `d` (for the caller's own copies and launches in order with ours).
   [[nodiscard]] CUstream stream(const device& d) const { return driver().context(d.ordinal).stream(); }
 
@@ -408,37 +416,6 @@ private:
     return out.empty() ? std::string("(unknown)") : out;
   }
 
-  static std::string image_file(const kernel_source& k, bool is_ptx) { return k.name + (is_ptx ? ".ptx" : ".cubin"); }
-  static std::string meta_file(const kernel_source& k) { return k.name + ".json"; }
-
-  /// The cubin and its metadata if both are present and agree; a partial or damaged entry is a miss.
-  static std::optional<binary> read_cached(const Cache& cache, const kernel_source& k, const std::string& key) {
-    auto meta = cache.get(meta_file(k));
-    if (!meta) return std::nullopt;
-    simdjson::dom::parser parser;
-    simdjson::dom::object root;
-    if (parser.parse(*meta).get(root) != simdjson::SUCCESS) return std::nullopt;
-    std::string_view lowered, arch, log, digest;
-    bool is_ptx = false;
-    if (root["lowered_name"].get(lowered) != simdjson::SUCCESS || root["arch"].get(arch) != simdjson::SUCCESS ||
-        root["log"].get(log) != simdjson::SUCCESS || root["image_sha256"].get(digest) != simdjson::SUCCESS ||
-        root["is_ptx"].get(is_ptx) != simdjson::SUCCESS)
-      return std::nullopt;
-    auto image = cache.get(image_file(k, is_ptx));
-    if (!image || cotune::detail::sha256_hex(*image) != digest) return std::nullopt;
-    return binary{std::move(*image), is_ptx, std::string(lowered), std::string(arch), std::string(log), true, key};
-  }
-
-  /// The image first and the metadata last: a reader that finds the metadata finds the image too.
-  static void store(Cache& cache, const kernel_source& k, const binary& bin) {
-    cache.put(bin.image, image_file(k, bin.is_ptx));
-    json_writer meta;
-    meta.begin_object().field("format", 1).field("lowered_name", bin.lowered_name).field("arch", bin.arch);
-    meta.field("is_ptx", bin.is_ptx).field("image_sha256", cotune::detail::sha256_hex(bin.image));
-    meta.field("log", bin.log).end_object();
-    cache.put(meta.str(), meta_file(k));
-  }
-
   static void opt_in_dynamic_shared(const function& f, unsigned bytes) {
     if (static_cast<std::int64_t>(bytes) > f.max_dynamic_shared)
       throw out_of_resources("shared memory", std::int64_t{f.static_shared_bytes} + bytes,
@@ -453,12 +430,9 @@ private:
   }
 };
 
-/// The CUDA backend over the local file cache.
-using cuda_backend = basic_cuda_backend<file_cache>;
-
 // The optional capabilities the CUDA backend means to offer (a misspelt member fails here).
-static_assert(HasDeviceKey<cuda_backend> && StoppableCompiler<cuda_backend> && ReportsBinaryCacheHit<cuda_backend> &&
-              ComparesDevices<cuda_backend> && DeclaresBenchmarker<cuda_backend>);
+static_assert(HasDeviceKey<cuda_backend> && StoppableCompiler<cuda_backend> && ComparesDevices<cuda_backend> &&
+              DeclaresBenchmarker<cuda_backend> && ReportsWarnings<cuda_backend>);
 
 static_assert(Backend<cuda_backend>);
 

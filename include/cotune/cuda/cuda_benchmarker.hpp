@@ -20,7 +20,6 @@
 
 #include <cotune/bench/benchmarker.hpp>
 #include <cotune/bench/summary.hpp>
-#include <cotune/cache/cache_manager.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/cuda/cuda_backend.hpp>
 #include <cotune/cuda/cuda_knobs.hpp>
@@ -103,8 +102,7 @@ public:
   explicit cuda_benchmarker(const device& d, options o = {})
       : context_(&driver().context(d.ordinal)), l2_bytes_(d.l2_bytes), options_(o),
         events_(std::make_unique<detail::event_pool>(*context_)) {}
-  template <CacheManager C>
-  cuda_benchmarker(const basic_cuda_backend<C>&, const device& d, options o = {}) : cuda_benchmarker(d, o) {}
+  cuda_benchmarker(const cuda_backend&, const device& d, options o = {}) : cuda_benchmarker(d, o) {}
 
   cuda_benchmarker(cuda_benchmarker&&) noexcept = default;
   cuda_benchmarker& operator=(cuda_benchmarker&&) noexcept = default;

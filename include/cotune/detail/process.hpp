@@ -7,7 +7,9 @@
 #include <cstring>
 #include <optional>
 #include <stop_token>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <string_view>
 #include <vector>
 
@@ -19,7 +21,6 @@
 
 #include <fmt/format.h>
 
-#include <cotune/core/errors.hpp>
 
 extern char** environ;
 
@@ -37,10 +38,10 @@ struct process_result {
 /// Past `timeout` (zero = none) or on a stop request, the whole group is killed (a compiler driver's
 /// children too); when the program ends, whatever it left running in its group is killed as well.
 /// `env` entries ("NAME=value") are added to the inherited environment, replacing same-named variables.
-/// Throws cotune::error if the program cannot be started.
+/// Throws std::system_error if the program cannot be started (std::invalid_argument for an empty command).
 inline process_result run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout = {},
                                   std::stop_token stop = {}, const std::vector<std::string>& env = {}) {
-  if (argv.empty()) throw error("run_process: empty command");
+  if (argv.empty()) throw std::invalid_argument("run_process: empty command");
   std::vector<char*> envp;
   for (char** e = environ; *e; ++e) {
     const std::string_view entry(*e);
@@ -52,7 +53,7 @@ inline process_result run_process(const std::vector<std::string>& argv, std::chr
   for (const auto& o : env) envp.push_back(const_cast<char*>(o.c_str()));
   envp.push_back(nullptr);
   int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw error(fmt::format("pipe: {}", std::strerror(errno)));
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
@@ -72,7 +73,7 @@ inline process_result run_process(const std::vector<std::string>& argv, std::chr
   ::close(pipe_fds[1]);
   if (rc != 0) {
     ::close(pipe_fds[0]);
-    throw error(fmt::format("cannot start '{}': {}", argv[0], std::strerror(rc)));
+    throw std::system_error(rc, std::generic_category(), fmt::format("cannot start '{}'", argv[0]));
   }
 
   process_result result;

@@ -16,8 +16,8 @@
 
 namespace cotune {
 
-/// One tuning job: typically `[&] { return tuner.tune(args...); }` for a tuner bound to one device.
-using tuning_job = std::function<boost::asio::awaitable<const tuning_result*>()>;
+/// One tuning task: typically `[&] { return tuner.tune(args...); }` for a tuner bound to one device.
+using tuning_task = std::function<boost::asio::awaitable<const tuning_result*>()>;
 
 /// What one job gave: its result, or the error that stopped it.
 struct tuning_outcome {
@@ -30,10 +30,10 @@ struct tuning_outcome {
 /// benchmarks run on each job's device thread, so jobs bound to different devices measure in
 /// parallel and jobs on one device take turns. A failing job does not stop the others.
 ///
-///     std::vector<cotune::tuning_job> jobs;
+///     std::vector<cotune::tuning_task> jobs;
 ///     for (auto& t : tuners_per_device) jobs.push_back([&] { return t->tune(args...); });
 ///     auto outcomes = cotune::tune_many(std::move(jobs));
-inline std::vector<tuning_outcome> tune_many(std::vector<tuning_job> jobs, engine& eng = engine::shared()) {
+inline std::vector<tuning_outcome> tune_many(std::vector<tuning_task> jobs, engine& eng = engine::shared()) {
   std::vector<std::future<const tuning_result*>> futures;
   futures.reserve(jobs.size());
   for (auto& job : jobs) futures.push_back(boost::asio::co_spawn(eng.coordinator(), job(), boost::asio::use_future));

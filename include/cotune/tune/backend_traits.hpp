@@ -1,0 +1,66 @@
+#pragma once
+/// \file How the tuner uses a backend's optional capabilities: which benchmarker it is measured with,
+/// whether measuring may overlap compiles, and a refusal of a capability that is spelt but does not fit.
+
+#include <memory>
+#include <type_traits>
+
+#include <cotune/backend/backend.hpp>
+#include <cotune/bench/host_benchmarker.hpp>
+
+namespace cotune {
+
+/// The benchmarker a backend is measured with unless the tuner names another: the backend's
+/// `default_benchmarker_type` if it declares one (so that the choice cannot depend on include order),
+/// else the host clock.
+template <class B>
+struct default_benchmarker {
+  using type = host_benchmarker;
+};
+template <DeclaresBenchmarker B>
+struct default_benchmarker<B> {
+  using type = typename B::default_benchmarker_type;
+};
+template <class B>
+using default_benchmarker_t = typename default_benchmarker<B>::type;
+
+namespace detail {
+
+/// Makes a benchmarker for a device: from (backend, device) if it can, else default-constructed.
+template <class Bench, class B>
+std::unique_ptr<Bench> make_benchmarker(const B& backend, const typename B::device& d) {
+  if constexpr (std::is_constructible_v<Bench, const B&, const typename B::device&>)
+    return std::make_unique<Bench>(backend, d);
+  else
+    return std::make_unique<Bench>();
+}
+
+/// Backends whose benchmarks share the CPU with compiles (the host backend) are measured only after
+/// every candidate is compiled, so that compiles running beside them do not skew their timings.
+template <class B>
+constexpr bool overlaps_compile() {
+  if constexpr (DeclaresCompileOverlap<B>) return B::benchmark_overlaps_compile;
+  else return true;
+}
+
+/// Refuses an optional capability that a backend spells but does not fit: a member that is there with
+/// the wrong shape would otherwise switch the feature off without a word.
+template <class B>
+constexpr bool capabilities_fit() {
+  static_assert(HasDeviceKey<B> || !requires { &B::device_key; },
+                "the backend's device_key must be `std::string device_key(const device&) const` (it names the "
+                "physical device, so that all tuners on it share one device thread)");
+  static_assert(DeclaresCompileOverlap<B> || !requires { B::benchmark_overlaps_compile; },
+                "the backend's benchmark_overlaps_compile must be `static constexpr bool`");
+  static_assert(ComparesDevices<B> || !requires { &B::interchangeable; },
+                "the backend's interchangeable must be `bool interchangeable(const device&, const device&) const` "
+                "(or static)");
+  static_assert(ReportsWarnings<B> || !requires { &B::take_warnings; },
+                "the backend's take_warnings must be `std::vector<std::string> take_warnings() const`");
+  static_assert(DeclaresFileLoading<B> || !requires { B::loads_from_file; },
+                "the backend's loads_from_file must be `static constexpr bool`");
+  return true;
+}
+
+} // namespace detail
+} // namespace cotune

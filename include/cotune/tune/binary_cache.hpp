@@ -1,0 +1,200 @@
+#pragma once
+/// \file `cotune::binary_cache`: compiled binaries of every backend, stored through a CacheManager (the
+/// same one the tuner keeps its results in, so a Redis-backed tuner shares both). One key recipe for
+/// all backends: SHA-256 over cotune's version and cache format, the backend's `binary_recipe`, and
+/// the set cache-invalidating knobs. The Triton counterpart is the cache inside compile_module_from_src.
+///
+///     cotune::host_backend backend;
+///     cotune::binary_cache<cotune::host_backend> binaries(backend);
+///     auto bin = binaries.get_or_compile(kernel, cfg, backend.devices()[0]);
+///     auto fn = binaries.load(bin, kernel, cfg, backend.devices()[0]);
+
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <cotune/backend/backend.hpp>
+#include <cotune/cache/cache_manager.hpp>
+#include <cotune/cache/file_cache.hpp>
+#include <cotune/core/config.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/json_writer.hpp>
+#include <cotune/core/kernel_source.hpp>
+#include <cotune/core/version.hpp>
+#include <cotune/detail/hashing.hpp>
+#include <cotune/knobs/knob.hpp>
+
+namespace cotune {
+
+/// A binary and where it came from.
+template <class Binary>
+struct cached_binary {
+  Binary binary;
+  bool from_cache = false;  ///< found in the cache rather than compiled now
+  std::string key;          ///< the hex key it is stored under
+  std::string not_cached{}; ///< why the cache could not take it (it still loads: see binary_image::file)
+};
+
+/// Binaries of backend `B` in `Cache`. Thread-safe: every call opens the key's entries anew. A cache
+/// that cannot be read is a miss; one that cannot be written never fails a compile (the binary says
+/// why in `not_cached`, and a backend that loads from files gets a process-private one).
+template <Backend B, CacheManager Cache = file_cache>
+class binary_cache {
+public:
+  using binary_type = typename B::binary;
+  using entry = cached_binary<binary_type>;
+
+  /// `backend` must outlive the cache.
+  explicit binary_cache(const B& backend) noexcept : backend_(&backend) {}
+
+  /// The hex key of `k` under `c` for `d`.
+  [[nodiscard]] std::string key(const kernel_source& k, const config& c, const typename B::device& d) const {
+    return key_of(backend_->binary_key(k, c, d));
+  }
+
+  /// The cached binary, or the one compiled now (and stored). Compile failures propagate
+  /// (compile_error, timeout_error, ...); cache failures never do.
+  [[nodiscard]] entry get_or_compile(const kernel_source& k, const config& c, const typename B::device& d,
+                                     std::stop_token stop = {}) const {
+    const binary_recipe recipe = backend_->binary_key(k, c, d);
+    const std::string hex = key_of(recipe);
+    std::optional<Cache> cache;
+    std::string trouble;
+    try {
+      cache.emplace(hex);
+      if (auto hit = read(*cache, recipe)) return {*std::move(hit), true, hex};
+    } catch (const cache_error& e) {
+      trouble = e.what();
+      cache.reset();
+    }
+    return store(cache, recipe, hex, compile(k, c, d, stop), std::move(trouble));
+  }
+
+  /// Loads `bin` on `d`. A binary from the cache that does not load is compiled again and replaced,
+  /// once, transparently (as compile_module_from_src does); the second failure propagates.
+  [[nodiscard]] typename B::function load(const entry& bin, const kernel_source& k, const config& c,
+                                          const typename B::device& d) const {
+    if (!bin.from_cache) return backend_->load(bin.binary, k, c, d);
+    try {
+      return backend_->load(bin.binary, k, c, d);
+    } catch (const out_of_resources&) {
+      throw; // the kernel's own limits, not a damaged binary
+    } catch (const launch_error&) {
+      const binary_recipe recipe = backend_->binary_key(k, c, d);
+      std::optional<Cache> cache;
+      std::string trouble;
+      try {
+        cache.emplace(bin.key);
+      } catch (const cache_error& e) {
+        trouble = e.what();
+      }
+      auto rebuilt = store(cache, recipe, bin.key, compile(k, c, d, {}), std::move(trouble));
+      return backend_->load(rebuilt.binary, k, c, d);
+    }
+  }
+
+private:
+  [[nodiscard]] static std::string key_of(const binary_recipe& recipe) {
+    detail::sha256_hasher h;
+    h.field("cotune-binary").field(version).field(std::to_string(cache_format_version)).field(recipe.backend);
+    h.field(recipe.file).field(std::to_string(recipe.ingredients.size()));
+    for (const auto& i : recipe.ingredients) h.field(i);
+    h.field(knob_registry::instance().invalidating_text());
+    return detail::to_hex(h.digest());
+  }
+
+  [[nodiscard]] binary_type compile(const kernel_source& k, const config& c, const typename B::device& d,
+                                    std::stop_token stop) const {
+    if constexpr (StoppableCompiler<B>) return backend_->compile(k, c, d, stop);
+    else return backend_->compile(k, c, d);
+  }
+
+  [[nodiscard]] static constexpr bool loads_from_file() {
+    if constexpr (DeclaresFileLoading<B>) return B::loads_from_file;
+    else return false;
+  }
+
+  /// The meta entry holds the backend's meta text and the image's digest: an image and a meta from
+  /// two different writes (or a torn pair) never combine into a binary.
+  static std::string meta_file(const binary_recipe& recipe) { return recipe.file + ".meta"; }
+
+  /// The stored binary if its entries are present, agree and decode; anything else is a miss.
+  [[nodiscard]] std::optional<binary_type> read(const Cache& cache, const binary_recipe& recipe) const {
+    binary_image img;
+    std::string digest;
+    if (recipe.has_meta) {
+      auto meta = cache.get(meta_file(recipe));
+      if (!meta) return std::nullopt;
+      simdjson::dom::parser parser;
+      simdjson::dom::object root;
+      std::string_view text, sha;
+      if (parser.parse(*meta).get(root) != simdjson::SUCCESS || root["meta"].get(text) != simdjson::SUCCESS ||
+          root["image_sha256"].get(sha) != simdjson::SUCCESS)
+        return std::nullopt;
+      img.meta = text;
+      digest = sha;
+    }
+    if (digest.empty() && loads_from_file()) {
+      if (!locate(cache, recipe.file, img)) return std::nullopt;
+    } else {
+      auto bytes = cache.get(recipe.file);
+      if (!bytes || (!digest.empty() && detail::sha256_hex(*bytes) != digest)) return std::nullopt;
+      img.bytes = *std::move(bytes);
+      if (loads_from_file()) (void)locate(cache, recipe.file, img);
+    }
+    return backend_->from_image(std::move(img));
+  }
+
+  /// Points `img` at the verified local file of entry `name`, pinned (kept from eviction for as long as
+  /// the image's `hold` lives) where the cache can pin. False if there is no such entry.
+  static bool locate(const Cache& cache, const std::string& name, binary_image& img) {
+    if constexpr (PinnableCache<Cache>) {
+      auto held = cache.pin(name);
+      if (!held) return false;
+      img.file = held->path();
+      img.hold = std::make_shared<std::remove_cvref_t<decltype(*held)>>(*std::move(held));
+      return true;
+    } else {
+      auto file = cache.get_file(name);
+      if (!file) return false;
+      img.file = *std::move(file);
+      return true;
+    }
+  }
+
+  /// Stores a fresh binary (image first, meta last: a reader that finds the meta finds the image),
+  /// and hands back the binary as loaded from where it now lies.
+  [[nodiscard]] entry store(std::optional<Cache>& cache, const binary_recipe& recipe, const std::string& hex,
+                            binary_type bin, std::string trouble) const {
+    binary_image img = backend_->to_image(bin);
+    if (cache) {
+      try {
+        img.file = cache->put(img.bytes, recipe.file);
+        if constexpr (PinnableCache<Cache>)
+          if (loads_from_file()) (void)locate(*cache, recipe.file, img); // the stored entry, pinned
+        if (recipe.has_meta) {
+          json_writer meta;
+          meta.begin_object().field("image_sha256", detail::sha256_hex(img.bytes)).field("meta", img.meta).end_object();
+          cache->put(meta.str(), meta_file(recipe));
+        }
+        if (auto stored = backend_->from_image(std::move(img))) return {*std::move(stored), false, hex};
+        throw error(fmt::format("the {} backend cannot read back the image it made for '{}'", recipe.backend,
+                                recipe.file));
+      } catch (const cache_error& e) {
+        trouble = e.what();
+      }
+    }
+    if (trouble.empty()) trouble = "no cache";
+    return {std::move(bin), false, hex, std::move(trouble)};
+  }
+
+  const B* backend_;
+};
+
+} // namespace cotune

@@ -1,0 +1,229 @@
+#pragma once
+/// \file `cotune::kernel_arguments<Args...>`: what each argument of a kernel `void(Args...)` is for
+/// (part of the tuning key, zeroed, restored), the tuning key and its text, and the hooks around one
+/// benchmark run. The autotuner's hot path is `make_key`; the rest runs while tuning.
+
+#include <any>
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <cotune/backend/backend.hpp>
+#include <cotune/core/buffer.hpp>
+#include <cotune/core/config.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/value.hpp>
+#include <cotune/tune/tune_options.hpp>
+#include <cotune/tune/tuning_key.hpp>
+
+namespace cotune {
+
+namespace detail {
+
+template <class T>
+using bare = std::remove_cvref_t<T>;
+
+/// Calls f(arg, index) for each element of a tuple, in order.
+template <class Tuple, class F>
+void for_each_indexed(Tuple& t, F&& f) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (f(std::get<I>(t), I), ...);
+  }(std::make_index_sequence<std::tuple_size_v<std::remove_cvref_t<Tuple>>>{});
+}
+
+/// One key word for a heuristic's value.
+[[nodiscard]] inline std::uint64_t value_word(const value& v) {
+  if (v.is_int()) return static_cast<std::uint64_t>(v.as_int());
+  if (v.is_bool()) return v.as_bool() ? 1 : 0;
+  if (v.is_double()) return std::bit_cast<std::uint64_t>(v.as_double());
+  return std::hash<std::string>{}(v.as_string());
+}
+
+} // namespace detail
+
+/// The roles of a kernel's arguments, checked once against the options (a name that is not an
+/// argument, or a role an argument cannot take, is an autotuner_error naming both).
+template <class... Args>
+class kernel_arguments {
+public:
+  static constexpr std::size_t arity = sizeof...(Args);
+  using options = tune_options<Args...>;
+
+  /// `opts` must outlive this object (the autotuner owns both).
+  kernel_arguments(const std::string& kernel_name, const options& opts) : kernel_name_(kernel_name), opts_(&opts) {
+    if (opts.arg_names.size() != arity)
+      throw autotuner_error(fmt::format("autotuner for '{}': {} argument names given, but the kernel takes {}",
+                                        kernel_name_, opts.arg_names.size(), arity));
+    is_key_.assign(arity, false);
+    is_reset_.assign(arity, false);
+    is_restore_.assign(arity, false);
+    mark(opts.key, is_key_, "key", [](bool scalar, bool buffer) { return scalar || buffer; });
+    mark(opts.reset_to_zero, is_reset_, "reset_to_zero", [](bool, bool buffer) { return buffer; });
+    mark(opts.restore_value, is_restore_, "restore_value", [](bool, bool buffer) { return buffer; });
+    std::size_t words = opts.heuristics.size();
+    std::tuple<detail::bare<Args>*...> probe{};
+    detail::for_each_indexed(probe, [&](auto* p, std::size_t i) {
+      using A = std::remove_pointer_t<decltype(p)>;
+      if constexpr (Buffer<A>) words += is_key_[i] ? 2 : 1;
+      else words += is_key_[i] ? 1 : 0;
+    });
+    if (words > tuning_key::capacity)
+      throw autotuner_error(fmt::format("autotuner for '{}': the tuning key needs {} words, at most {} are supported",
+                                        kernel_name_, words, tuning_key::capacity));
+    for (const auto& [name, fn] : opts.heuristics)
+      if (!is_identifier(name))
+        throw autotuner_error(
+            fmt::format("autotuner for '{}': heuristic name '{}' is not a C identifier", kernel_name_, name));
+    static const std::array<const std::type_info*, arity> types{&typeid(detail::bare<Args>)...};
+    types_ = types;
+  }
+
+  /// The tuning key of a call: each buffer's element type (and extent, if it is a key), each key
+  /// scalar's value, each heuristic's value. Allocates nothing.
+  [[nodiscard]] tuning_key make_key(const Args&... args) const {
+    tuning_key key;
+    std::tuple<const Args&...> t(args...);
+    detail::for_each_indexed(t, [&](const auto& a, std::size_t i) {
+      using A = detail::bare<decltype(a)>;
+      if constexpr (Buffer<A>) {
+        key.push(detail::element_type_word(a));
+        if (is_key_[i]) key.push(static_cast<std::uint64_t>(a.size()));
+      } else if constexpr (detail::key_scalar<A>) {
+        if (is_key_[i]) key.push(detail::key_word(a));
+      }
+    });
+    for (const auto& h : opts_->heuristics) key.push(detail::value_word(h.second(args...)));
+    return key;
+  }
+
+  /// The text of the key, as printed and hashed into the result cache ("x: float[4096], n=4096").
+  [[nodiscard]] std::string key_text(const Args&... args) const {
+    std::string out;
+    auto add = [&](std::string part) { out += (out.empty() ? "" : ", ") + part; };
+    std::tuple<const Args&...> t(args...);
+    detail::for_each_indexed(t, [&](const auto& a, std::size_t i) {
+      using A = detail::bare<decltype(a)>;
+      const auto& name = opts_->arg_names[i];
+      if constexpr (Buffer<A>) {
+        if (is_key_[i]) add(fmt::format("{}: {}[{}]", name, a.element_type_name(), a.size()));
+        else add(fmt::format("{}: {}", name, a.element_type_name()));
+      } else if constexpr (detail::key_scalar<A>) {
+        if (is_key_[i]) add(fmt::format("{}={}", name, value_of(a).text()));
+      }
+    });
+    for (const auto& [name, fn] : opts_->heuristics) add(fmt::format("{}={}", name, fn(args...).text()));
+    return out;
+  }
+
+  /// Zeroes the reset_to_zero buffers (Triton's reset-only pre-hook before the real launch).
+  void reset_buffers(Args&... args) const {
+    std::tuple<Args&...> t(args...);
+    detail::for_each_indexed(t, [&](auto& a, std::size_t i) {
+      if constexpr (Buffer<detail::bare<decltype(a)>>)
+        if (is_reset_[i]) a.zero();
+    });
+  }
+
+  /// Runs the config's own pre-hook, if it has one, with the call's arguments.
+  void config_pre_hook(const config& c, Args&... args) const {
+    if (!c.pre_hook() || !c.pre_hook()->fn) return;
+    std::array<void*, arity> ptrs{const_cast<void*>(static_cast<const void*>(std::addressof(args)))...};
+    c.pre_hook()->fn(hook_args{c, ptrs, types_, opts_->arg_names});
+  }
+
+  /// One benchmark run: config pre-hook, built-in and user pre-hooks, the launch, then the post
+  /// hooks, which always run (and see the exception if the launch failed). `saved` holds the
+  /// restore_value snapshots between the two (one slot per argument).
+  template <class B>
+  void run_once(const B& backend, const typename B::function& fn, const config& c, const launch_grid& g,
+                std::vector<std::any>& saved, Args&... args) const {
+    config_pre_hook(c, args...);
+    builtin_pre(saved, args...);
+    if (opts_->pre_hook) opts_->pre_hook(args...);
+    try {
+      backend.launch(fn, g, args...);
+    } catch (...) {
+      auto failure = std::current_exception();
+      builtin_post(saved, args...);
+      if (opts_->post_hook) opts_->post_hook(failure, args...);
+      throw;
+    }
+    builtin_post(saved, args...);
+    if (opts_->post_hook) opts_->post_hook(nullptr, args...);
+  }
+
+private:
+  template <class A>
+  static value value_of(const A& a) {
+    if constexpr (std::is_enum_v<A>) return value(static_cast<std::int64_t>(a));
+    else if constexpr (std::is_same_v<A, bool>) return value(a);
+    else if constexpr (std::is_floating_point_v<A>) return value(static_cast<double>(a));
+    else return value(static_cast<std::int64_t>(a));
+  }
+
+  template <class Allowed>
+  void mark(const std::vector<std::string>& names, std::vector<bool>& flags, const char* what, Allowed allowed) {
+    std::tuple<detail::bare<Args>*...> probe{};
+    for (const auto& name : names) {
+      bool found = false;
+      detail::for_each_indexed(probe, [&](auto* p, std::size_t i) {
+        using A = std::remove_pointer_t<decltype(p)>;
+        if (opts_->arg_names[i] != name) return;
+        found = true;
+        if (!allowed(detail::key_scalar<A>, Buffer<A>))
+          throw autotuner_error(fmt::format("autotuner for '{}': argument '{}' cannot be used in {} (it is neither "
+                                            "a scalar nor a cotune::Buffer)",
+                                            kernel_name_, name, what));
+        flags[i] = true;
+      });
+      if (!found) {
+        std::string known;
+        for (const auto& n : opts_->arg_names) known += (known.empty() ? "" : ", ") + n;
+        throw autotuner_error(fmt::format("autotuner for '{}': {} names '{}', which is not an argument (arguments: {})",
+                                          kernel_name_, what, name, known));
+      }
+    }
+  }
+
+  void builtin_pre(std::vector<std::any>& saved, Args&... args) const {
+    reset_buffers(args...);
+    std::tuple<Args&...> t(args...);
+    detail::for_each_indexed(t, [&](auto& a, std::size_t i) {
+      if constexpr (Buffer<detail::bare<decltype(a)>>)
+        // Held through a shared_ptr: std::any needs a copyable value, and device snapshots are move-only.
+        if (is_restore_[i])
+          saved[i] = std::make_shared<const typename detail::bare<decltype(a)>::snapshot_type>(a.snapshot());
+    });
+  }
+
+  void builtin_post(std::vector<std::any>& saved, Args&... args) const {
+    std::tuple<Args&...> t(args...);
+    detail::for_each_indexed(t, [&](auto& a, std::size_t i) {
+      using A = detail::bare<decltype(a)>;
+      if constexpr (Buffer<A>)
+        if (is_restore_[i] && saved[i].has_value()) {
+          a.restore(*std::any_cast<const std::shared_ptr<const typename A::snapshot_type>&>(saved[i]));
+          saved[i].reset();
+        }
+    });
+  }
+
+  std::string kernel_name_;
+  const options* opts_;
+  std::vector<bool> is_key_, is_reset_, is_restore_;
+  std::array<const std::type_info*, arity> types_{};
+};
+
+} // namespace cotune

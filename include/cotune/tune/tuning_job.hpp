@@ -1,0 +1,400 @@
+#pragma once
+/// \file `cotune::tuning_job`: the tuning of one key. It reads the result cache (and, with a
+/// coordinating cache, takes the key's lease or waits for another process's result), prunes,
+/// compiles every candidate on the compile pool, measures each on a free device thread as the
+/// measure strategy says, selects the winner, stores the result and loads the winner on the launch
+/// device. The autotuner runs one job per new key and keeps what it hands back.
+
+#include <algorithm>
+#include <any>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/post.hpp>
+
+#include <fmt/format.h>
+
+#include <cotune/backend/backend.hpp>
+#include <cotune/cache/cache_manager.hpp>
+#include <cotune/core/config.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/detail/async_queue.hpp>
+#include <cotune/detail/run_on.hpp>
+#include <cotune/tune/backend_traits.hpp>
+#include <cotune/tune/binary_cache.hpp>
+#include <cotune/tune/coordination.hpp>
+#include <cotune/tune/events.hpp>
+#include <cotune/tune/measure_strategy.hpp>
+#include <cotune/tune/tuning_context.hpp>
+#include <cotune/tune/tuning_result.hpp>
+
+namespace cotune {
+
+/// One key's tuning over a tuner's context. Every co_await awaits a named awaitable (see
+/// detail/run_on.hpp for the GCC 12 reason).
+template <Backend B, class Bench, CacheManager Cache, class... Args>
+class tuning_job {
+public:
+  using context = tuning_context<B, Bench, Cache, Args...>;
+  using function_type = typename B::function;
+  using binary_entry = cached_binary<typename B::binary>;
+
+  /// What a finished job hands back: the result and its winner, loaded on the launch device.
+  struct outcome {
+    std::shared_ptr<const tuning_result> result;
+    function_type fn;
+  };
+
+  /// The arguments are copied (buffers are views: their data must outlive the job).
+  tuning_job(context& ctx, Args... args) : ctx_(ctx), args_(std::move(args)...) {}
+
+  boost::asio::awaitable<outcome> run() {
+    start_ = clock::now();
+    key_text_ = std::apply([&](const Args&... a) { return ctx_.arguments.key_text(a...); }, args_);
+    pruned_ = std::apply([&](const Args&... a) { return ctx_.prune(a...); }, args_);
+
+    std::optional<Cache> cache;
+    std::shared_ptr<void> lease; // held while this process tunes a key others may be waiting for
+    if (ctx_.cache_results()) {
+      try {
+        const std::string rkey = ctx_.result_key(key_text_, pruned_);
+        cache.emplace(rkey);
+        auto reading = read_result(*cache);
+        if (auto stored = co_await std::move(reading)) {
+          ctx_.emit(cache_hit{ctx_.kernel.name, key_text_, "result"});
+          auto finishing = finish_from_cache(std::move(*stored));
+          co_return co_await std::move(finishing);
+        }
+        if constexpr (CoordinatingCache<Cache>) {
+          // One tuning per key across processes: take the key's lease or wait for its holder's result.
+          Cache* c = &*cache;
+          const std::string file = ctx_.result_file();
+          std::function<bool()> ready = [c, file] {
+            auto text = c->get(file);
+            return text && tuning_result::from_json(*text).has_value();
+          };
+          auto coordinating = coordinate_tuning(*cache, rkey, ready);
+          tuning_coordination coord = co_await std::move(coordinating);
+          if (coord.result_ready) {
+            auto rereading = read_result(*cache);
+            if (auto stored = co_await std::move(rereading)) {
+              ctx_.emit(cache_hit{ctx_.kernel.name, key_text_, "result (tuned by another process)"});
+              auto finishing = finish_from_cache(std::move(*stored));
+              co_return co_await std::move(finishing);
+            }
+          }
+          lease = std::move(coord.guard);
+        }
+      } catch (const cache_error& e) {
+        ctx_.emit(tuning_warning{ctx_.kernel.name,
+                                 fmt::format("the tuning-result cache is unusable ({}); tuning without it", e.what())});
+        cache.reset();
+      }
+    }
+
+    auto measuring = measure();
+    auto state = co_await std::move(measuring);
+
+    tuning_result result;
+    result.kernel = ctx_.kernel.name;
+    result.key_text = key_text_;
+    result.candidates = std::move(state->results);
+    result.made = provenance::here(ctx_.backend.device_name(ctx_.devices[ctx_.opts.device]));
+    auto best = select_best(result.candidates);
+    if (!best) {
+      std::string list;
+      for (const auto& c : result.candidates)
+        list += fmt::format("\n  {{{}}}: {}: {}", c.cfg.text(), to_string(c.status), c.reason.substr(0, 2000));
+      throw autotuner_error(fmt::format("autotuner for '{}': every candidate failed for key ({}):{}", ctx_.kernel.name,
+                                        key_text_, list));
+    }
+    result.winner = *best;
+    result.wall_ms = std::chrono::duration<double, std::milli>(clock::now() - start_).count();
+    if (cache) {
+      auto storing = store_result(*cache, result);
+      co_await std::move(storing);
+    }
+    lease.reset(); // the result is stored: waiters elsewhere can read it
+    ++ctx_.measured;
+    std::optional<function_type> fn = std::move(state->loaded[result.winner]);
+    auto finishing = finish(std::move(result), std::move(fn));
+    co_return co_await std::move(finishing);
+  }
+
+private:
+  using clock = std::chrono::steady_clock;
+
+  /// Everything the job shares between its coroutine and the tasks on the pools.
+  struct shared_state {
+    struct event {
+      bool compiled = false; ///< else: a benchmark finished
+      std::size_t index = 0, device = 0;
+    };
+    explicit shared_state(std::size_t n) : binaries(n), loaded(n) {}
+    detail::async_queue<event> events;
+    std::vector<candidate_result> results;
+    std::vector<std::optional<binary_entry>> binaries;
+    std::vector<std::optional<function_type>> loaded; ///< on the launch device
+    std::stop_source stop;
+  };
+
+  /// Compiles every candidate on the pool and measures each compiled one on a free device as soon as
+  /// it is compiled (GPU backends) or once all are compiled (the host backend, whose benchmarks would
+  /// compete with compiles): a first pass over every candidate, then the finals the measure strategy
+  /// asks for (screening by default).
+  boost::asio::awaitable<std::shared_ptr<shared_state>> measure() {
+    const std::size_t n = pruned_.size();
+    const std::size_t launch_dev = ctx_.opts.device;
+    auto state = std::make_shared<shared_state>(n);
+    for (auto& c : pruned_) state->results.push_back(candidate_result{c});
+
+    // Devices measuring this job: the launch device, plus identical ones when arguments can be made for them.
+    std::vector<std::size_t> devs{launch_dev};
+    std::vector<std::optional<std::tuple<Args...>>> dev_args(ctx_.devices.size());
+    if (ctx_.opts.args_for_device && n > 1) {
+      for (std::size_t d = 0; d < ctx_.devices.size(); ++d)
+        if (d != launch_dev && ctx_.interchangeable(ctx_.devices[launch_dev], ctx_.devices[d])) {
+          dev_args[d].emplace(
+              std::apply([&](const Args&... a) { return ctx_.opts.args_for_device(d, a...); }, args_));
+          devs.push_back(d);
+        }
+    }
+    ctx_.emit(tuning_started{ctx_.kernel.name, key_text_, n, devs.size()});
+
+    context* ctx = &ctx_;
+    for (std::size_t i = 0; i < n; ++i) {
+      boost::asio::post(ctx_.eng.compile_executor(), [ctx, state, i, launch_dev] {
+        auto& r = state->results[i];
+        const auto t0 = clock::now();
+        try {
+          state->binaries[i] = ctx->compile(r.cfg, ctx->devices[launch_dev], state->stop.get_token());
+          r.binary_from_cache = state->binaries[i]->from_cache;
+        } catch (...) {
+          detail::record_failure(r, std::current_exception());
+        }
+        r.compile_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+        state->events.push(typename shared_state::event{true, i, 0});
+      });
+    }
+
+    const bench_options full = ctx_.bench_settings();
+    const screening_measure knob_screening = screening_measure::from_knobs();
+    const measure_strategy& strategy = ctx_.opts.measure ? *ctx_.opts.measure : knob_screening;
+    const bench_options first_pass = strategy.first_pass(full, n);
+    std::vector<std::size_t> ready, idle(devs.rbegin(), devs.rend());
+    std::size_t compiled = 0, finished = 0;
+    auto dispatch = [&](const bench_options& bopts) {
+      std::sort(ready.begin(), ready.end(), std::greater<>()); // measure in config order
+      while (!ready.empty() && !idle.empty()) {
+        const std::size_t i = ready.back(), d = idle.back();
+        ready.pop_back();
+        idle.pop_back();
+        std::tuple<Args...>* a = d == launch_dev ? &args_ : &*dev_args[d];
+        boost::asio::post(ctx_.eng.device_executor(ctx_.device_ids[d]),
+                          [ctx, state, i, d, a, launch_dev, bopts, n] { measure_one(*ctx, *state, i, d, *a, launch_dev, bopts, n); });
+      }
+    };
+    while (finished < n) {
+      auto popping = state->events.pop();
+      auto ev = co_await std::move(popping);
+      auto& r = state->results[ev.index];
+      if (ev.compiled) {
+        ++compiled;
+        if (!state->binaries[ev.index]) {
+          ++finished;
+          ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, ev.index, n, &r});
+        } else {
+          ctx_.emit(candidate_compiled{ctx_.kernel.name, key_text_, ev.index, n, &r.cfg, r.compile_ms,
+                                       r.binary_from_cache});
+          ready.push_back(ev.index);
+        }
+      } else {
+        ++finished;
+        idle.push_back(ev.device);
+        if (r.status == candidate_status::ok) ctx_.emit(candidate_measured{ctx_.kernel.name, key_text_, ev.index, n, &r});
+        else ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, ev.index, n, &r});
+      }
+      if (detail::overlaps_compile<B>() || compiled == n) dispatch(first_pass);
+    }
+    report_uncached(state->binaries);
+    if constexpr (ReportsWarnings<B>)
+      for (auto& w : ctx_.backend.take_warnings()) ctx_.emit(tuning_warning{ctx_.kernel.name, std::move(w)});
+
+    if (auto finalists = strategy.finalists(state->results, full); !finalists.empty()) {
+      for (std::size_t i = 0; i < n; ++i)
+        if (state->results[i].status == candidate_status::ok) state->results[i].screened_only = true;
+      for (auto i : finalists) state->results[i].screened_only = false;
+      ready = finalists;
+      dispatch(full);
+      for (std::size_t done = 0; done < finalists.size(); ++done) {
+        auto popping = state->events.pop();
+        auto ev = co_await std::move(popping);
+        idle.push_back(ev.device);
+        dispatch(full);
+      }
+    }
+    co_return state;
+  }
+
+  /// On device `d`'s thread: loads candidate `i` there and times it (one candidate: runs it once).
+  static void measure_one(context& ctx, shared_state& state, std::size_t i, std::size_t d, std::tuple<Args...>& args,
+                          std::size_t launch_dev, const bench_options& bopts, std::size_t n) {
+    auto& r = state.results[i];
+    r.device = static_cast<int>(d);
+    try {
+      auto fn = ctx.binaries.load(*state.binaries[i], ctx.kernel, r.cfg, ctx.devices[d]);
+      std::apply(
+          [&](Args&... xs) {
+            const launch_grid g = ctx.opts.grid ? ctx.opts.grid(r.cfg, xs...) : launch_grid{};
+            std::vector<std::any> saved(sizeof...(Args));
+            auto once = [&] { ctx.arguments.run_once(ctx.backend, fn, r.cfg, g, saved, xs...); };
+            if (n == 1) {
+              // One candidate: nothing to choose, so nothing to measure (as in Triton).
+              once();
+              r.time = {0.0, 0.0, 0.0};
+            } else {
+              auto t = ctx.benchmarker(d).bench(once, bopts);
+              if (t.size() < 3) throw error("the benchmarker returned fewer than 3 quantiles");
+              r.time = {t[0], t[1], t[2]};
+            }
+          },
+          args);
+      r.status = candidate_status::ok;
+      if (d == launch_dev) state.loaded[i].emplace(std::move(fn));
+    } catch (...) {
+      detail::record_failure(r, std::current_exception());
+    }
+    state.events.push(typename shared_state::event{false, i, d});
+  }
+
+  /// One warning per tuning when the cache could not take some binaries (they ran from a private
+  /// location instead): the tuning is unharmed, but the next run will compile them again.
+  void report_uncached(const std::vector<std::optional<binary_entry>>& binaries) const {
+    std::size_t uncached = 0, built = 0;
+    std::string_view why;
+    for (const auto& b : binaries) {
+      if (!b) continue;
+      ++built;
+      if (!b->not_cached.empty() && !uncached++) why = b->not_cached;
+    }
+    if (uncached)
+      ctx_.emit(tuning_warning{ctx_.kernel.name,
+                               fmt::format("{} of {} compiled binaries could not be stored in the cache ({}); they "
+                                           "were loaded from a private temporary location, and the next run will "
+                                           "compile them again",
+                                           uncached, built, why)});
+  }
+
+  /// A stored result for exactly these candidates, or nothing. Remote reads run off the engine's threads.
+  boost::asio::awaitable<std::optional<tuning_result>> read_result(Cache& cache) const {
+    const std::string file = ctx_.result_file();
+    std::optional<std::string> text;
+    if constexpr (requires { cache.async_get(file); }) {
+      auto getting = cache.async_get(file);
+      text = co_await std::move(getting);
+    } else {
+      text = cache.get(file);
+    }
+    if (!text) co_return std::nullopt;
+    auto stored = tuning_result::from_json(*text);
+    if (!stored || !matches(*stored)) co_return std::nullopt;
+    co_return stored;
+  }
+
+  /// Stores the result; a failure is a warning (the tuning itself succeeded).
+  boost::asio::awaitable<void> store_result(Cache& cache, const tuning_result& result) const {
+    try {
+      const std::string json = result.json(), file = ctx_.result_file();
+      if constexpr (requires { cache.async_put(json, file); }) {
+        auto putting = cache.async_put(json, file);
+        co_await std::move(putting);
+      } else {
+        cache.put(json, file);
+      }
+    } catch (const std::exception& e) {
+      ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("could not store the tuning result: {}", e.what())});
+    }
+  }
+
+  /// The stored result is for exactly these candidates, in this order.
+  [[nodiscard]] bool matches(const tuning_result& stored) const {
+    if (stored.candidates.size() != pruned_.size()) return false;
+    for (std::size_t i = 0; i < pruned_.size(); ++i)
+      if (!(stored.candidates[i].cfg == pruned_[i])) return false;
+    return true;
+  }
+
+  /// A result-cache hit: only the winner is compiled (normally a binary-cache hit) and loaded.
+  boost::asio::awaitable<outcome> finish_from_cache(tuning_result stored) {
+    // The stored configs lack hook functions: use the user's equal configs.
+    for (std::size_t i = 0; i < pruned_.size(); ++i) stored.candidates[i].cfg = pruned_[i];
+    ++ctx_.cached;
+    stored.wall_ms = std::chrono::duration<double, std::milli>(clock::now() - start_).count();
+    auto finishing = finish(std::move(stored), std::nullopt);
+    co_return co_await std::move(finishing);
+  }
+
+  /// Loads the winner on the launch device if the measurement did not, and reports the selection.
+  boost::asio::awaitable<outcome> finish(tuning_result result, std::optional<function_type> fn) {
+    auto shared = std::make_shared<const tuning_result>(std::move(result));
+    if (!fn) {
+      const config& best = shared->best();
+      const auto& dev = ctx_.devices[ctx_.opts.device];
+      auto compiling = detail::run_on(ctx_.eng.compile_executor(), [&] { return ctx_.compile(best, dev, {}); });
+      auto bin = co_await std::move(compiling);
+      auto loading = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[ctx_.opts.device]),
+                                    [&] { return ctx_.binaries.load(bin, ctx_.kernel, best, dev); });
+      fn.emplace(co_await std::move(loading));
+    }
+    ctx_.emit(tuning_selected{shared.get()});
+    co_return outcome{std::move(shared), *std::move(fn)};
+  }
+
+  context& ctx_;
+  std::tuple<Args...> args_;
+  clock::time_point start_{};
+  std::string key_text_;
+  std::vector<config> pruned_;
+};
+
+/// Compiles every candidate these arguments would try (concurrently), measuring nothing.
+template <Backend B, class Bench, CacheManager Cache, class... Args>
+boost::asio::awaitable<std::vector<candidate_result>> warm_up(tuning_context<B, Bench, Cache, Args...>& ctx,
+                                                               Args... args) {
+  std::vector<config> pruned = ctx.prune(args...);
+  std::vector<candidate_result> results;
+  for (auto& c : pruned) results.push_back(candidate_result{c});
+  auto remaining = std::make_shared<std::atomic<std::size_t>>(pruned.size());
+  auto done = std::make_shared<detail::async_queue<bool>>();
+  for (std::size_t i = 0; i < results.size(); ++i)
+    boost::asio::post(ctx.eng.compile_executor(), [&ctx, &results, i, remaining, done] {
+      auto& r = results[i];
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        r.binary_from_cache = ctx.compile(r.cfg, ctx.devices[ctx.opts.device], {}).from_cache;
+        r.status = candidate_status::ok;
+        r.time = {inf_ms, inf_ms, inf_ms};
+      } catch (...) {
+        detail::record_failure(r, std::current_exception());
+      }
+      r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (--*remaining == 0) done->push(true);
+    });
+  if (!results.empty()) {
+    auto popping = done->pop();
+    co_await std::move(popping);
+  }
+  co_return results;
+}
+
+} // namespace cotune
