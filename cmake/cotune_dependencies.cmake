@@ -15,10 +15,13 @@ include(CMakeFindDependencyMacro)
 if(NOT COTUNE_PACKAGE_MODE)
   set(COTUNE_WITH_REDIS AUTO CACHE STRING "Build cotune::redis (needs hiredis): AUTO, ON or OFF")
   set(COTUNE_WITH_CUDA AUTO CACHE STRING "Build cotune::cuda (needs the CUDA toolkit headers): AUTO, ON or OFF")
+  set(COTUNE_WITH_HIP AUTO CACHE STRING
+      "Build cotune::hip (needs no HIP header; ON also requires the HIP headers, to check cotune's declarations): AUTO, ON or OFF")
   set_property(CACHE COTUNE_WITH_REDIS PROPERTY STRINGS AUTO ON OFF)
   set_property(CACHE COTUNE_WITH_CUDA PROPERTY STRINGS AUTO ON OFF)
+  set_property(CACHE COTUNE_WITH_HIP PROPERTY STRINGS AUTO ON OFF)
   # Normalised to AUTO, ON or OFF (any CMake truth value is accepted).
-  foreach(module IN ITEMS redis cuda)
+  foreach(module IN ITEMS redis cuda hip)
     string(TOUPPER "${module}" cotune_module)
     string(TOUPPER "${COTUNE_WITH_${cotune_module}}" cotune_want_${module})
     if(NOT cotune_want_${module} STREQUAL "AUTO")
@@ -35,6 +38,7 @@ else()
   # never fail the whole package over one; cotune-config.cmake reports them as components.
   set(cotune_want_redis AUTO)
   set(cotune_want_cuda AUTO)
+  set(cotune_want_hip AUTO)
   if(NOT COTUNE_PACKAGE_HAS_REDIS)
     set(cotune_want_redis OFF)
   endif()
@@ -124,6 +128,32 @@ if(NOT TARGET cotune_deps::cuda_headers AND NOT cotune_want_cuda STREQUAL "OFF")
   endif()
 endif()
 
+# HIP: cotune::hip declares the HIP functions it loads itself, so it builds without any HIP header.
+# The HIP headers (Debian: libamdhip64-dev) are looked for only so that the tests can check those
+# declarations against them; COTUNE_WITH_HIP=ON requires them.
+if(NOT COTUNE_PACKAGE_MODE AND NOT TARGET cotune_deps::hip_headers AND NOT cotune_want_hip STREQUAL "OFF")
+  find_path(COTUNE_HIP_INCLUDE_DIR NAMES hip/hip_runtime_api.h hip/hiprtc.h
+            HINTS ENV ROCM_PATH ENV HIP_PATH PATHS /opt/rocm/include /usr/include PATH_SUFFIXES include)
+  if(COTUNE_HIP_INCLUDE_DIR AND EXISTS "${COTUNE_HIP_INCLUDE_DIR}/hip/hiprtc.h")
+    add_library(cotune_deps::hip_headers INTERFACE IMPORTED GLOBAL)
+    set_target_properties(cotune_deps::hip_headers PROPERTIES
+      INTERFACE_INCLUDE_DIRECTORIES "${COTUNE_HIP_INCLUDE_DIR}"
+      INTERFACE_COMPILE_DEFINITIONS "__HIP_PLATFORM_AMD__=1")
+  elseif(cotune_want_hip STREQUAL "ON")
+    message(FATAL_ERROR "COTUNE_WITH_HIP=ON but the HIP headers (hip/hip_runtime_api.h, hip/hiprtc.h) were not "
+                        "found, so cotune's HIP declarations cannot be checked: install libamdhip64-dev (Debian) or "
+                        "ROCm, set COTUNE_HIP_INCLUDE_DIR, or pass -DCOTUNE_WITH_HIP=AUTO")
+  endif()
+endif()
+if(COTUNE_PACKAGE_MODE AND NOT COTUNE_PACKAGE_HAS_HIP)
+  set(cotune_want_hip OFF)
+endif()
+set(COTUNE_BUILD_HIP_MODULE OFF)
+if(NOT cotune_want_hip STREQUAL "OFF")
+  set(COTUNE_BUILD_HIP_MODULE ON)
+endif()
+
 unset(cotune_want_redis)
 unset(cotune_want_cuda)
+unset(cotune_want_hip)
 unset(cotune_missing)

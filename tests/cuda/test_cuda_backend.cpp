@@ -20,6 +20,8 @@
 #include <cotune/cuda/cuda_backend.hpp>
 #include <cotune/cuda/cuda_benchmarker.hpp>
 #include <cotune/cuda/device_buffer.hpp>
+#include <cotune/cache/file_cache.hpp>
+#include <cotune/tune/binary_cache.hpp>
 
 #include "../support/temp_dir.hpp"
 
@@ -115,13 +117,44 @@ TEST_CASE("a kernel compiles for a hand-made sm_90 description without a GPU", "
   cotune_test::private_cache cache;
   cuda::cuda_backend backend;
   auto bin = backend.compile(saxpy, saxpy_config(256, 4), sm90());
-  CHECK_FALSE(bin.from_cache);
   CHECK_FALSE(bin.is_ptx);
   CHECK(bin.arch == "sm_90");
   CHECK(bin.lowered_name == "saxpy");
   REQUIRE(bin.image.size() > 4);
   CHECK(bin.image.substr(0, 4) == std::string("\x7f" "ELF")); // a cubin is an ELF file
-  CHECK(bin.key.size() == 64);
+  CHECK_FALSE(std::filesystem::exists(cache.cache_dir())); // compile is pure: it stores nothing
+}
+
+TEST_CASE("the binary cache stores a cubin with its meta and gives it back whole", "[cuda][cuda_backend][binary_cache]") {
+  cotune_test::private_cache cache;
+  cuda::cuda_backend backend;
+  cotune::binary_cache<cuda::cuda_backend> binaries(backend);
+  const auto c = saxpy_config(256, 4);
+  const auto recipe = backend.binary_key(saxpy, c, sm90());
+  CHECK(recipe.backend == "cuda");
+  CHECK(recipe.file == "saxpy.cubin");
+  CHECK(recipe.has_meta);
+  auto first = binaries.get_or_compile(saxpy, c, sm90());
+  CHECK_FALSE(first.from_cache);
+  CHECK(first.key.size() == 64);
+  auto second = binaries.get_or_compile(saxpy, c, sm90());
+  REQUIRE(second.from_cache);
+  CHECK(second.binary.image == first.binary.image);
+  CHECK(second.binary.lowered_name == "saxpy");
+  CHECK(second.binary.arch == "sm_90");
+  CHECK_FALSE(second.binary.is_ptx);
+
+  // An image from another write than its meta (a torn pair) is a miss, recompiled and repaired.
+  cotune::file_cache entry(first.key);
+  auto other = backend.compile(saxpy, saxpy_config(128, 4), sm90());
+  entry.put(other.image, "saxpy.cubin");
+  auto third = binaries.get_or_compile(saxpy, c, sm90());
+  CHECK_FALSE(third.from_cache);
+  CHECK(third.binary.image == first.binary.image);
+  CHECK(binaries.get_or_compile(saxpy, c, sm90()).from_cache);
+  // Meta that does not parse is a miss too.
+  entry.put("{not json", "saxpy.cubin.meta");
+  CHECK_FALSE(binaries.get_or_compile(saxpy, c, sm90()).from_cache);
 }
 
 TEST_CASE("config parameters become macros and the launch options COTUNE_ macros", "[cuda][cuda_backend]") {
@@ -157,10 +190,13 @@ TEST_CASE("a kernel's own -arch option wins, and a virtual architecture yields P
   CHECK(bin.is_ptx);
   CHECK(bin.arch == "compute_90");
   CHECK(bin.image.find(".entry saxpy") != std::string::npos);
-  auto again = backend.compile(k, saxpy_config(128, 4), sm90());
+  cotune::binary_cache<cuda::cuda_backend> binaries(backend);
+  CHECK(backend.binary_key(k, saxpy_config(128, 4), sm90()).file == "saxpy.ptx");
+  (void)binaries.get_or_compile(k, saxpy_config(128, 4), sm90());
+  auto again = binaries.get_or_compile(k, saxpy_config(128, 4), sm90());
   CHECK(again.from_cache);
-  CHECK(again.is_ptx);
-  CHECK(again.image == bin.image);
+  CHECK(again.binary.is_ptx);
+  CHECK(again.binary.image == bin.image);
 }
 
 TEST_CASE("a compile error carries NVRTC's log and the config", "[cuda][cuda_backend]") {
@@ -202,59 +238,61 @@ TEST_CASE("too much static shared memory is out_of_resources at compile time", "
 TEST_CASE("the cubin key changes with architecture, options, source, config and invalidating knobs",
           "[cuda][cuda_backend]") {
   cuda::cuda_backend backend;
+  const cotune::binary_cache<cuda::cuda_backend> binaries(backend);
   const auto c = saxpy_config(256, 4);
-  const auto base = backend.binary_key(saxpy, c, sm90());
-  CHECK(backend.binary_key(saxpy, c, sm90()) == base);
+  const auto base = binaries.key(saxpy, c, sm90());
+  CHECK(binaries.key(saxpy, c, sm90()) == base);
 
   auto sm80 = sm90();
   sm80.cc = {8, 0};
-  CHECK(backend.binary_key(saxpy, c, sm80) != base);
+  CHECK(binaries.key(saxpy, c, sm80) != base);
 
   auto with_option = saxpy;
   with_option.options = {"--use_fast_math"};
-  CHECK(backend.binary_key(with_option, c, sm90()) != base);
+  CHECK(binaries.key(with_option, c, sm90()) != base);
 
   auto other_source = saxpy;
   other_source.code += "\n// a comment\n";
-  CHECK(backend.binary_key(other_source, c, sm90()) != base);
+  CHECK(binaries.key(other_source, c, sm90()) != base);
 
-  CHECK(backend.binary_key(saxpy, saxpy_config(512, 4), sm90()) != base);
-  CHECK(backend.binary_key(saxpy, saxpy_config(256, 8), sm90()) != base);
+  CHECK(binaries.key(saxpy, saxpy_config(512, 4), sm90()) != base);
+  CHECK(binaries.key(saxpy, saxpy_config(256, 8), sm90()) != base);
 
   {
     auto scope = cuda::cuda_knobs().nvrtc_options.scoped("-lineinfo");
-    CHECK(backend.binary_key(saxpy, c, sm90()) != base);
+    CHECK(binaries.key(saxpy, c, sm90()) != base);
   }
-  CHECK(backend.binary_key(saxpy, c, sm90()) == base);
+  CHECK(binaries.key(saxpy, c, sm90()) == base);
 
   // The device's name and ordinal are not part of it: any sm_90 device shares the cubin.
   auto other_device = sm90();
   other_device.ordinal = 3;
   other_device.name = "another sm_90";
-  CHECK(backend.binary_key(saxpy, c, other_device) == base);
+  CHECK(binaries.key(saxpy, c, other_device) == base);
 }
 
 TEST_CASE("a second compile is a cache hit and runs no NVRTC compilation", "[cuda][cuda_backend]") {
   cotune_test::private_cache cache;
   cuda::cuda_backend first;
-  auto cold = first.compile(saxpy, saxpy_config(128, 4), sm90());
+  auto cold = cotune::binary_cache<cuda::cuda_backend>(first).get_or_compile(saxpy, saxpy_config(128, 4), sm90());
   REQUIRE_FALSE(cold.from_cache);
 
   const auto compilations = cuda::nvrtc().compilations();
   cuda::cuda_backend second; // a new instance: nothing is remembered in memory
-  auto warm = second.compile(saxpy, saxpy_config(128, 4), sm90());
+  auto warm = cotune::binary_cache<cuda::cuda_backend>(second).get_or_compile(saxpy, saxpy_config(128, 4), sm90());
   CHECK(warm.from_cache);
   CHECK(cuda::nvrtc().compilations() == compilations);
-  CHECK(warm.image == cold.image);
-  CHECK(warm.lowered_name == cold.lowered_name);
+  CHECK(warm.binary.image == cold.binary.image);
+  CHECK(warm.binary.lowered_name == cold.binary.lowered_name);
   CHECK(warm.key == cold.key);
-  CHECK(warm.arch == cold.arch);
+  CHECK(warm.binary.arch == cold.binary.arch);
 }
 
 TEST_CASE("a damaged cubin in the cache is a miss and is replaced", "[cuda][cuda_backend]") {
   cotune_test::private_cache cache;
   cuda::cuda_backend backend;
-  auto cold = backend.compile(saxpy, saxpy_config(64, 2), sm90());
+  const cotune::binary_cache<cuda::cuda_backend> binaries(backend);
+  auto cold = binaries.get_or_compile(saxpy, saxpy_config(64, 2), sm90());
   int damaged = 0;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(cache.cache_dir()))
     if (entry.path().extension() == ".cubin") {
@@ -262,10 +300,10 @@ TEST_CASE("a damaged cubin in the cache is a miss and is replaced", "[cuda][cuda
       ++damaged;
     }
   REQUIRE(damaged == 1);
-  auto again = backend.compile(saxpy, saxpy_config(64, 2), sm90());
+  auto again = binaries.get_or_compile(saxpy, saxpy_config(64, 2), sm90());
   CHECK_FALSE(again.from_cache);
-  CHECK(again.image == cold.image);
-  CHECK(backend.compile(saxpy, saxpy_config(64, 2), sm90()).from_cache);
+  CHECK(again.binary.image == cold.binary.image);
+  CHECK(binaries.get_or_compile(saxpy, saxpy_config(64, 2), sm90()).from_cache);
 }
 
 TEST_CASE("compiles run concurrently from several threads", "[cuda][cuda_backend]") {
@@ -277,7 +315,7 @@ TEST_CASE("compiles run concurrently from several threads", "[cuda][cuda_backend
     threads.emplace_back([&, i] { bins[static_cast<std::size_t>(i)] = backend.compile(saxpy, saxpy_config(64 << i, 2), sm90()); });
   for (auto& t : threads) t.join();
   for (const auto& b : bins) CHECK(b.image.size() > 0);
-  CHECK(bins[0].key != bins[1].key);
+  CHECK(bins[0].image != bins[1].image);
 }
 
 namespace {
@@ -413,8 +451,12 @@ TEST_CASE("a tuned-size vector kernel's output matches a CPU reference", "[cuda]
   }
   REQUIRE(best);
   WARN("winner {" << best->text() << "} at " << best_ms << " ms for " << n << " elements");
-  auto winner = backend.load(backend.compile(saxpy, *best, *d), saxpy, *best, *d);
-  CHECK(backend.compile(saxpy, *best, *d).from_cache);
+  // The winner through the binary cache: stored once, then a hit.
+  const cotune::binary_cache<cuda::cuda_backend> binaries(backend);
+  (void)binaries.get_or_compile(saxpy, *best, *d);
+  const auto cached = binaries.get_or_compile(saxpy, *best, *d);
+  CHECK(cached.from_cache);
+  auto winner = binaries.load(cached, saxpy, *best, *d);
   const unsigned block = static_cast<unsigned>(best->at("BLOCK").as_int());
   out.zero();
   backend.launch(winner, cotune::launch_grid{.x = (static_cast<unsigned>(n) + block - 1) / block}, a, sx, sy, sout, count);
@@ -565,13 +607,14 @@ TEST_CASE("a warm start with the cache populated compiles nothing", "[cuda][cuda
   const auto c = saxpy_config(256, 8);
   {
     cuda::cuda_backend cold;
-    REQUIRE_FALSE(cold.compile(saxpy, c, *d).from_cache);
+    REQUIRE_FALSE(cotune::binary_cache<cuda::cuda_backend>(cold).get_or_compile(saxpy, c, *d).from_cache);
   }
   const auto compilations = cuda::nvrtc().compilations();
   cuda::cuda_backend warm;
-  auto bin = warm.compile(saxpy, c, *d);
+  const cotune::binary_cache<cuda::cuda_backend> binaries(warm);
+  auto bin = binaries.get_or_compile(saxpy, c, *d);
   CHECK(bin.from_cache);
-  auto f = warm.load(bin, saxpy, c, *d);
+  auto f = binaries.load(bin, saxpy, c, *d);
   CHECK(cuda::nvrtc().compilations() == compilations);
 
   const int n = 4096;

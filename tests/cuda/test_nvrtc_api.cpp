@@ -123,7 +123,7 @@ TEST_CASE("a stop request kills a compilation midway", "[cuda][nvrtc_api]") {
   CHECK(out.stopped == cuda::nvrtc_output::stop_cause::stop_request);
 }
 
-TEST_CASE("a compile server that was killed is replaced", "[cuda][nvrtc_api]") {
+TEST_CASE("compiles go on after the compile server is killed", "[cuda][nvrtc_api]") {
   auto on = cuda::cuda_knobs().compile_processes.scoped(true);
   const auto& nv = cuda::nvrtc();
   const std::string src = "extern \"C\" __global__ void again() {}\n";
@@ -131,10 +131,28 @@ TEST_CASE("a compile server that was killed is replaced", "[cuda][nvrtc_api]") {
   const pid_t first = nv.compile_server_pid();
   REQUIRE(first > 0);
   REQUIRE(::kill(first, SIGKILL) == 0);
-  auto out = nv.compile(src, "again.cu", {"-arch=sm_90"}, "again");
-  INFO(out.error);
-  CHECK(out.ok);
-  CHECK(nv.compile_server_pid() != first);
+  // The warm compile processes outlive their server; a new server is forked when a new process is
+  // needed (tests/detail/test_fork_server.cpp checks that part).
+  for (int i = 0; i < 3; ++i) {
+    auto out = nv.compile(src, "again.cu", {"-arch=sm_90"}, "again");
+    INFO(out.error);
+    CHECK(out.ok);
+  }
+}
+
+TEST_CASE("compiles run in warm compile processes that serve many compiles", "[cuda][nvrtc_api]") {
+  auto on = cuda::cuda_knobs().compile_processes.scoped(true);
+  const auto& nv = cuda::nvrtc();
+  REQUIRE(nv.start_compile_server());
+  const auto warm_before = nv.warm_compilations();
+  for (int i = 0; i < 4; ++i) {
+    auto out = nv.compile("extern \"C\" __global__ void w(float* x) { x[0] = " + std::to_string(i) + "; }\n", "w.cu",
+                          {"-arch=sm_90"}, "w");
+    INFO(out.error);
+    REQUIRE(out.ok);
+  }
+  CHECK(nv.warm_compilations() == warm_before + 4);
+  CHECK(nv.warm_processes() >= 1);
 }
 
 TEST_CASE("the compile server can be started before any compile", "[cuda][nvrtc_api]") {

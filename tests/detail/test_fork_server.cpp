@@ -35,6 +35,10 @@ using cotune_test::gone_soon;
 
 namespace {
 
+/// Set by the warm-up, which runs in the server only.
+bool warmed_up = false;
+void warm_up(const void*) { warmed_up = true; }
+
 /// The job under test: the request says what to do.
 std::string job(const void* context, std::string_view request) {
   const std::string& prefix = *static_cast<const std::string*>(context);
@@ -61,6 +65,8 @@ std::string job(const void* context, std::string_view request) {
     return "alone";
   }
   if (request == "exit3") ::_exit(3);
+  if (request == "pid") return std::to_string(::getpid());
+  if (request == "warmed") return warmed_up ? "warm" : "cold";
   if (request == "hang")
     for (;;) ::pause();
   if (request == "sigterm") {
@@ -279,4 +285,123 @@ TEST_CASE("destroying the server ends it even while a forked child holds its soc
   CHECK_FALSE(alive(server_pid));
   ::kill(holder, SIGKILL);
   ::waitpid(holder, nullptr, 0);
+}
+
+// --- warm workers ------------------------------------------------------------------------------------
+
+namespace {
+cotune::detail::warm_workers warm(std::size_t count, std::size_t prestart = 0) {
+  return {.count = count, .warm_up = &warm_up, .prestart = prestart};
+}
+} // namespace
+
+TEST_CASE("a warm worker serves many jobs in one process, warmed up once in the server", "[detail][fork_server]") {
+  fork_server server(&job, &prefix, nullptr, warm(2));
+  auto first = server.run("pid");
+  REQUIRE(first.outcome == job_outcome::ok);
+  CHECK(first.reply == std::to_string(first.worker));
+  for (int i = 0; i < 5; ++i) {
+    auto r = server.run("pid");
+    REQUIRE(r.outcome == job_outcome::ok);
+    CHECK(r.reply == first.reply); // one caller at a time: the same warm worker each time
+  }
+  CHECK(server.run("warmed").reply == "warm");
+  CHECK_FALSE(warmed_up); // the warm-up ran in the server, not here
+  CHECK(server.warm_worker_count() == 1);
+  CHECK(server.warm_jobs() == 7);
+  CHECK(alive(first.worker));
+}
+
+TEST_CASE("warm workers are forked when the server starts, when asked to", "[detail][fork_server]") {
+  fork_server server(&job, &prefix, nullptr, warm(3, 3));
+  CHECK(server.warm_worker_count() == 3);
+  CHECK(server.run("x").reply == "echo:x");
+  CHECK(server.warm_worker_count() == 3);
+}
+
+TEST_CASE("a warm worker past its deadline is killed, and the next job gets another", "[detail][fork_server]") {
+  fork_server server(&job, &prefix, nullptr, warm(1));
+  const auto before = server.run("pid");
+  REQUIRE(before.outcome == job_outcome::ok);
+  auto r = server.run("hang", std::chrono::steady_clock::now() + 50ms);
+  CHECK(r.outcome == job_outcome::timed_out);
+  CHECK(r.worker == std::stoi(before.reply));
+  CHECK(gone_soon(r.worker));
+  auto next = server.run("pid");
+  REQUIRE(next.outcome == job_outcome::ok);
+  CHECK(next.reply != before.reply);
+  CHECK(server.warm_worker_count() == 1);
+}
+
+TEST_CASE("a stop request kills a warm worker midway", "[detail][fork_server]") {
+  fork_server server(&job, &prefix, nullptr, warm(1));
+  std::stop_source stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(50ms);
+    stop.request_stop();
+  });
+  auto r = server.run("hang", std::chrono::steady_clock::time_point::max(), stop.get_token());
+  stopper.join();
+  CHECK(r.outcome == job_outcome::cancelled);
+  CHECK(gone_soon(r.worker));
+  CHECK(server.run("y").reply == "echo:y");
+}
+
+TEST_CASE("a crash in a warm worker fails only its job", "[detail][fork_server]") {
+  fork_server server(&job, &prefix, nullptr, warm(1));
+  auto r = server.run("segv");
+  CHECK(r.outcome == job_outcome::crashed);
+  CHECK_THAT(r.detail, Catch::Contains("killed by signal 11"));
+  auto exited = server.run("exit3");
+  CHECK(exited.outcome == job_outcome::crashed);
+  CHECK_THAT(exited.detail, Catch::Contains("exited with status 3"));
+  CHECK(server.run("throw").outcome == job_outcome::failed);
+  CHECK(server.run("after").reply == "echo:after");
+}
+
+TEST_CASE("a warm worker killed while idle is replaced", "[detail][fork_server]") {
+  fork_server server(&job, &prefix, nullptr, warm(1));
+  const auto first = server.run("pid");
+  REQUIRE(first.outcome == job_outcome::ok);
+  REQUIRE(::kill(first.worker, SIGKILL) == 0);
+  REQUIRE(gone_soon(first.worker));
+  auto r = server.run("pid");
+  REQUIRE(r.outcome == job_outcome::ok);
+  CHECK(r.reply != first.reply);
+}
+
+TEST_CASE("jobs beyond the warm workers get workers of their own, all at the same time", "[detail][fork_server]") {
+  cotune_test::temp_dir dir;
+  fork_server server(&job, &prefix, nullptr, warm(2));
+  std::vector<cotune::detail::job_result> results(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < results.size(); ++t)
+    threads.emplace_back([&, t] { results[t] = server.run("meet:" + dir.path().string() + ":4"); });
+  for (auto& t : threads) t.join();
+  for (const auto& r : results) CHECK(r.reply == "met");
+  CHECK(server.warm_worker_count() == 2);
+}
+
+TEST_CASE("a killed server is replaced when a new warm worker is needed", "[detail][fork_server]") {
+  fork_server server(&job, &prefix, nullptr, warm(1));
+  const pid_t first = server.server_pid();
+  REQUIRE(server.run("a").outcome == job_outcome::ok);
+  REQUIRE(::kill(first, SIGKILL) == 0);
+  CHECK(server.run("b").reply == "echo:b"); // the warm worker outlives its server
+  REQUIRE(server.run("hang", std::chrono::steady_clock::now() + 50ms).outcome == job_outcome::timed_out);
+  auto r = server.run("warmed"); // needs a new worker, so a new server (warmed up again)
+  CHECK(r.reply == "warm");
+  CHECK(server.server_pid() != first);
+}
+
+TEST_CASE("destroying the server ends its warm workers", "[detail][fork_server]") {
+  pid_t worker = -1;
+  {
+    fork_server server(&job, &prefix, nullptr, warm(1));
+    auto r = server.run("pid");
+    REQUIRE(r.outcome == job_outcome::ok);
+    worker = r.worker;
+    REQUIRE(alive(worker));
+  }
+  CHECK(gone_soon(worker));
 }

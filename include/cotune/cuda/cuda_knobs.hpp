@@ -36,10 +36,17 @@ struct cuda_knobs_group {
   // 0.25 s for one compile alone: NVRTC serialises much of its work inside a process.
   knob<bool> compile_processes{
       {.name = "cuda.compile_processes", .env = "COTUNE_CUDA_COMPILE_PROCESSES", .fallback = true,
-       .doc = "compile each CUDA kernel in its own process, forked from a compile server (one fork of the program, "
-              "taken at the first compile or by nvrtc().start_compile_server()): compiles then run in parallel, COTUNE_COMPILE_TIMEOUT_MS and cancellation stop them midway, "
-              "and an NVRTC crash fails that one candidate; 0 = compile on the compile pool's threads (no "
-              "timeout midway)"}};
+       .doc = "compile CUDA kernels in warm compile processes forked from a compile server (one fork of the program, "
+              "taken at the first compile or by nvrtc().start_compile_server()): compiles then run in parallel, "
+              "COTUNE_COMPILE_TIMEOUT_MS and cancellation stop them midway, and an NVRTC crash fails that one "
+              "candidate; 0 = compile on the compile pool's threads (no timeout midway)"}};
+  // 0 = one per hardware thread: each thread of the compile pool (hardware threads by default) then
+  // finds a warm process, and more than that would only sit idle holding memory.
+  knob<int> compile_workers{
+      {.name = "cuda.compile_workers", .env = "COTUNE_CUDA_COMPILE_WORKERS", .fallback = 0,
+       .doc = "warm compile processes kept by the CUDA compile server, each with NVRTC set up and serving many "
+              "compiles (0 = one per hardware thread); compiles beyond them get a process forked for them alone",
+       .validate = cotune::detail::at_least(0, "COTUNE_CUDA_COMPILE_WORKERS")}};
   knob<std::string> nvrtc_options{
       {.name = "cuda.nvrtc_options", .env = "COTUNE_NVRTC_OPTIONS", .fallback = "",
        .doc = "extra NVRTC options for every CUDA kernel, split on spaces (e.g. -lineinfo --use_fast_math); "

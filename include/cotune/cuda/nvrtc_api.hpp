@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <dlfcn.h>
@@ -31,7 +32,8 @@
 
 #include <cotune/core/errors.hpp>
 #include <cotune/cuda/cuda_knobs.hpp>
-#include <cotune/detail/fork_server.hpp>
+#include <cotune/gpu/rtc_output.hpp>
+#include <cotune/gpu/rtc_workers.hpp>
 
 // Every NVRTC function cotune calls: member name, symbol. (nvrtc.h versions no names.)
 #define COTUNE_NVRTC_FUNCTIONS(X)                                                                           \
@@ -60,20 +62,8 @@ struct nvrtc_api {
 #undef COTUNE_NVRTC_MEMBER
 };
 
-/// What one NVRTC compilation produced.
-struct nvrtc_output {
-  /// What stopped a compilation midway (only a compile process can be stopped).
-  enum class stop_cause { none, deadline, stop_request };
-
-  bool ok = false;
-  stop_cause stopped = stop_cause::none; ///< set when the compile was killed before it finished
-  std::string error;        ///< NVRTC's result text when not ok
-  std::string log;          ///< the compiler's diagnostics (also on success: warnings)
-  std::string image;        ///< cubin bytes, or NUL-free PTX text when `is_ptx`
-  bool is_ptx = false;
-  std::string lowered_name; ///< the mangled symbol of the name expression
-  bool crashed = false;     ///< the compile process died (NVRTC crashed), rather than NVRTC reporting an error
-};
+/// What one NVRTC compilation produced (the GPU layer's `rtc_output`: `stopped`, `crashed`, `image`...).
+using nvrtc_output = gpu::rtc_output;
 
 /// An opened libnvrtc: its function table, version, supported architectures and toolkit headers.
 class nvrtc_library {
@@ -133,12 +123,9 @@ public:
   /// The CUDA toolkit's include directory matching this NVRTC (for <cuda_fp16.h> and friends), or
   /// empty if none was found.
   [[nodiscard]] const std::filesystem::path& toolkit_include_dir() const noexcept { return include_dir_; }
-  /// How many compilations this process has run (a warm start runs none).
-  [[nodiscard]] std::uint64_t compilations() const noexcept { return compilations_.load(std::memory_order_relaxed); }
-
   /// Compiles `source` with `options`, registering `name_expression` and returning its lowered
   /// name. Thread-safe. With the `cuda.compile_processes` knob on (the default), the compilation runs
-  /// in its own process (see detail/fork_server.hpp): compiles then run in parallel, and one still
+  /// in a warm compile process (gpu/rtc_workers.hpp): compiles then run in parallel, and one still
   /// running past `deadline` or when `stop` is requested is killed (`stopped` says which). In-process,
   /// NVRTC serialises much of its work between threads and cannot be interrupted.
   [[nodiscard]] nvrtc_output compile(const std::string& source, const std::string& file_name,
@@ -146,46 +133,60 @@ public:
                                      std::chrono::steady_clock::time_point deadline =
                                          std::chrono::steady_clock::time_point::max(),
                                      std::stop_token stop = {}) const {
-    if (cuda_knobs().compile_processes.get())
-      if (auto* server = compile_server()) {
-        auto out = compile_in_process_of_its_own(*server, source, file_name, options, name_expression, deadline, stop);
-        if (out) return *std::move(out);
-      }
-    // In this process NVRTC cannot be interrupted: the deadline and the stop request count only
-    // before it starts.
-    if (stop.stop_requested() || std::chrono::steady_clock::now() >= deadline) {
-      nvrtc_output out;
-      out.stopped = stop.stop_requested() ? nvrtc_output::stop_cause::stop_request : nvrtc_output::stop_cause::deadline;
-      out.error = "stopped before it started";
-      return out;
-    }
-    std::shared_lock lock(in_process_mutex_); // no compile server is forked while NVRTC runs here
-    return compile_here(source, file_name, options, name_expression);
+    return workers_.compile(gpu::rtc_request{source, file_name, options, name_expression}, deadline, std::move(stop),
+                            cuda_knobs().compile_processes.get(), compile_workers());
   }
 
+  /// How many compilations this process has run (a warm start runs none).
+  [[nodiscard]] std::uint64_t compilations() const noexcept { return workers_.compilations(); }
   /// How many of compilations() ran in compile processes.
-  [[nodiscard]] std::uint64_t process_compilations() const noexcept {
-    return process_compilations_.load(std::memory_order_relaxed);
-  }
+  [[nodiscard]] std::uint64_t process_compilations() const noexcept { return workers_.process_compilations(); }
+  /// How many ran in a warm compile process (one that had compiled before, or was warmed up).
+  [[nodiscard]] std::uint64_t warm_compilations() const { return workers_.warm_compilations(); }
+  /// Warm compile processes alive now.
+  [[nodiscard]] std::size_t warm_processes() const { return workers_.warm_processes(); }
 
-  /// Starts the compile server now (if the `cuda.compile_processes` knob is on and none runs yet),
-  /// rather than at the first compile. Each compile forks the server, and a fork costs in proportion
-  /// to the memory the server holds: from a server forked out of a process holding 2 GB, a GEMM
+  /// Starts the compile server and its warm compile processes now (if the `cuda.compile_processes`
+  /// knob is on and none runs yet), rather than at the first compile. The server is a fork of this
+  /// process, and so are its processes: from a server forked out of a process holding 2 GB, a GEMM
   /// compile took 316-431 ms against 187-270 ms from one forked before the 2 GB were allocated (build
-  /// machine, 2026-11-30). A program that will hold many GB when it first compiles can call this
-  /// first, from its main thread. (Started from preload_nvrtc's thread during the driver's start-up,
-  /// 16 concurrent compiles were slower on the H200 host, 1.40-1.54 s against 1.04-1.08 s for a
-  /// server forked at the first compile, so the library does not do that by itself.) Returns whether
-  /// a server runs.
-  bool start_compile_server() const { return cuda_knobs().compile_processes.get() && compile_server() != nullptr; }
+  /// machine, 2026-11-30, one fork per compile). A program that will hold many GB when it first
+  /// compiles can call this first, from its main thread. (Started from preload_nvrtc's thread during
+  /// the driver's start-up, 16 concurrent compiles were slower on the H200 host, 1.40-1.54 s against
+  /// 1.04-1.08 s for a server forked at the first compile, so the library does not do that by
+  /// itself.) Returns whether a server runs.
+  bool start_compile_server() const {
+    return cuda_knobs().compile_processes.get() && workers_.start(compile_workers());
+  }
 
   /// The compile server's pid, or -1 if none has been started (for tests).
-  [[nodiscard]] pid_t compile_server_pid() const {
-    std::lock_guard lock(server_mutex_);
-    return server_ ? server_->server_pid() : -1;
+  [[nodiscard]] pid_t compile_server_pid() const { return workers_.server_pid(); }
+
+  /// Warnings about how compiles run (the compile server could not start or was lost) since the last
+  /// call: the tuner reports them as `tuning_warning` events (through `cuda_backend::take_warnings`).
+  [[nodiscard]] std::vector<std::string> take_warnings() const { return workers_.take_warnings(); }
+
+  /// For gpu::rtc_workers: messages name the compiler.
+  static constexpr const char* rtc_name = "NVRTC";
+
+  /// Compiles in this process, on the calling thread (gpu::rtc_workers calls it here or in a compile
+  /// process).
+  [[nodiscard]] nvrtc_output compile_here(const gpu::rtc_request& r) const {
+    return compile_here(r.source, r.file_name, r.options, r.name_expression);
+  }
+
+  /// NVRTC's first compile in a process pays a set-up (a tiny kernel: 79 ms first, 31-39 ms after,
+  /// build machine); the compile server pays it once, before forking its compile processes.
+  void warm_up() const {
+    (void)compile_here("extern \"C\" __global__ void cotune_warm_up() {}\n", "cotune_warm_up.cu", {}, "cotune_warm_up");
   }
 
 private:
+  static std::size_t compile_workers() {
+    const int n = cuda_knobs().compile_workers.get();
+    return n > 0 ? static_cast<std::size_t>(n) : gpu::default_compile_workers();
+  }
+
   /// Compiles in this process, on the calling thread.
   [[nodiscard]] nvrtc_output compile_here(const std::string& source, const std::string& file_name,
                                           const std::vector<std::string>& options,
@@ -209,7 +210,6 @@ private:
     std::vector<const char*> argv;
     argv.reserve(options.size());
     for (const auto& o : options) argv.push_back(o.c_str());
-    compilations_.fetch_add(1, std::memory_order_relaxed);
     nvrtcResult compiled = api_.compile_program(program, static_cast<int>(argv.size()), argv.data());
     std::size_t log_size = 0;
     if (api_.get_program_log_size(program, &log_size) == NVRTC_SUCCESS && log_size > 1) {
@@ -254,117 +254,6 @@ private:
     return out;
   }
 
-  /// The compile server, started on first use; null if it cannot be started (said once on stderr).
-  [[nodiscard]] cotune::detail::fork_server* compile_server() const {
-    std::lock_guard lock(server_mutex_);
-    if (!server_tried_) {
-      server_tried_ = true;
-      // The server forks only while no thread of this process is inside NVRTC (it holds
-      // in_process_mutex_ exclusively): its workers run NVRTC from the server's copy of this process,
-      // and a lock held in that copy would never be released.
-      try {
-        server_ = std::make_unique<cotune::detail::fork_server>(&compile_job, this, &in_process_mutex_);
-      } catch (const std::exception& e) {
-        fmt::print(stderr, "cotune: warning: CUDA kernels will compile in this process, one NVRTC at a time: {}\n",
-                   e.what());
-      }
-    }
-    return server_.get();
-  }
-
-  /// Runs in a compile process: decodes the request, compiles, encodes the result.
-  static std::string compile_job(const void* self, std::string_view request) {
-    wire_reader in{request};
-    const std::string source = in.text(), file_name = in.text(), name_expression = in.text();
-    std::vector<std::string> options(in.count());
-    for (auto& o : options) o = in.text();
-    const auto out = static_cast<const nvrtc_library*>(self)->compile_here(source, file_name, options, name_expression);
-    std::string reply;
-    wire_put(reply, out.ok ? "1" : "0");
-    wire_put(reply, out.is_ptx ? "1" : "0");
-    for (const std::string* f : {&out.error, &out.log, &out.image, &out.lowered_name}) wire_put(reply, *f);
-    return reply;
-  }
-
-  /// Compiles in a worker of `server`; nullopt if the server is lost (the caller compiles here instead).
-  [[nodiscard]] std::optional<nvrtc_output> compile_in_process_of_its_own(
-      cotune::detail::fork_server& server, const std::string& source, const std::string& file_name,
-      const std::vector<std::string>& options, const std::string& name_expression,
-      std::chrono::steady_clock::time_point deadline, std::stop_token stop) const {
-    std::string request;
-    for (const std::string* f : {&source, &file_name, &name_expression}) wire_put(request, *f);
-    wire_put_count(request, options.size());
-    for (const auto& o : options) wire_put(request, o);
-    auto r = server.run(request, deadline, std::move(stop));
-    nvrtc_output out;
-    using cotune::detail::job_outcome;
-    if (r.outcome != job_outcome::lost) {
-      compilations_.fetch_add(1, std::memory_order_relaxed);
-      process_compilations_.fetch_add(1, std::memory_order_relaxed);
-    }
-    switch (r.outcome) {
-    case job_outcome::ok:
-      try {
-        wire_reader in{r.reply};
-        out.ok = in.text() == "1";
-        out.is_ptx = in.text() == "1";
-        out.error = in.text();
-        out.log = in.text();
-        out.image = in.text();
-        out.lowered_name = in.text();
-      } catch (const std::exception& e) {
-        out = nvrtc_output{};
-        out.error = fmt::format("the compile process sent a malformed result ({})", e.what());
-      }
-      return out;
-    case job_outcome::failed:
-      out.error = fmt::format("the compile process failed: {}", r.detail);
-      return out;
-    case job_outcome::crashed:
-      out.error = fmt::format("NVRTC crashed: the compile process {}", r.detail);
-      out.crashed = true;
-      return out;
-    case job_outcome::timed_out:
-    case job_outcome::cancelled:
-      out.stopped = r.outcome == job_outcome::timed_out ? nvrtc_output::stop_cause::deadline
-                                                        : nvrtc_output::stop_cause::stop_request;
-      out.error = fmt::format("the compile process was {}", r.detail);
-      return out;
-    case job_outcome::lost:
-      break;
-    }
-    static std::once_flag warned;
-    std::call_once(warned, [&] {
-      fmt::print(stderr, "cotune: warning: the CUDA compile server is unusable ({}); compiling in this process\n",
-                 r.detail);
-    });
-    return std::nullopt;
-  }
-
-  // The compile processes' wire format: each field a u64 size and its bytes.
-  static void wire_put_count(std::string& out, std::uint64_t n) { out.append(reinterpret_cast<const char*>(&n), sizeof n); }
-  static void wire_put(std::string& out, std::string_view field) {
-    wire_put_count(out, field.size());
-    out.append(field);
-  }
-  struct wire_reader {
-    std::string_view data;
-    std::uint64_t count() {
-      std::uint64_t n = 0;
-      if (data.size() < sizeof n) throw std::runtime_error("truncated field size");
-      std::memcpy(&n, data.data(), sizeof n);
-      data.remove_prefix(sizeof n);
-      return n;
-    }
-    std::string text() {
-      const std::uint64_t n = count();
-      if (data.size() < n) throw std::runtime_error("truncated field");
-      std::string out(data.substr(0, static_cast<std::size_t>(n)));
-      data.remove_prefix(static_cast<std::size_t>(n));
-      return out;
-    }
-  };
-
   nvrtc_library(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
 
   /// `<lib>/../include` beside the loaded library (as the loader found it, then with links resolved),
@@ -396,12 +285,7 @@ private:
   int minor_ = 0;
   std::vector<int> archs_;
   std::filesystem::path include_dir_;
-  mutable std::atomic<std::uint64_t> compilations_{0};
-  mutable std::atomic<std::uint64_t> process_compilations_{0};
-  mutable std::mutex server_mutex_;
-  mutable bool server_tried_ = false;
-  mutable std::unique_ptr<cotune::detail::fork_server> server_; ///< never destroyed (the library never is)
-  mutable std::shared_mutex in_process_mutex_; ///< shared by in-process compiles, exclusive while forking
+  gpu::rtc_workers<nvrtc_library> workers_{*this}; ///< never destroyed (the library never is)
 };
 
 namespace detail {

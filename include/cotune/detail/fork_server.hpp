@@ -27,6 +27,18 @@
 /// size, then the exception's message); the monitor then writes 'S' (the worker's wait status), or
 /// 'F' (errno) when it could not fork the worker. The caller closing its end tells the monitor to
 /// kill the worker.
+///
+/// Warm workers (`warm_workers::count` > 0). Forking a worker per job costs the fork, the copy-on-write
+/// faults of its first touches, and whatever the job's library does on first use in a fresh process
+/// (NVRTC: ~45 ms of a 79 ms first compile of a tiny kernel against 31-39 ms for the next ones, build
+/// machine, 2026-11-30). So the server can run a warm-up once (`warm_workers::warm_up`) and keep up to
+/// `count` persistent workers, each forked from it and serving many jobs: a job goes to an idle warm
+/// worker, else to a new one while fewer than `count` live, else to a worker forked for that job alone.
+/// A persistent worker is spawned by a request whose size is `spawn_marker`, with one end of a
+/// socket pair attached: the worker writes 'P' on it, then reads [u64 size][request] and answers each
+/// with 'R' or 'X'; its monitor writes 'S' when it ends and kills it when the caller shuts its end down.
+/// A job past its deadline or stopped closes the channel (the worker is killed and not reused); a
+/// worker that crashes takes only its job with it; the next job gets another worker.
 
 #include <algorithm>
 #include <atomic>
@@ -36,10 +48,14 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <memory>
+#include <optional>
+#include <vector>
 #include <mutex>
 #include <shared_mutex>
 #include <stop_token>
 #include <string>
+#include <system_error>
 #include <string_view>
 
 #include <dirent.h>
@@ -53,7 +69,8 @@
 
 #include <fmt/format.h>
 
-#include <cotune/core/errors.hpp>
+#include <cotune/detail/unique_fd.hpp>
+
 
 namespace cotune::detail {
 
@@ -84,22 +101,6 @@ struct job_result {
   return fmt::format("ended with wait status {:#x}", status);
 }
 
-/// A descriptor closed when it goes out of scope.
-class unique_fd {
-public:
-  explicit unique_fd(int fd = -1) noexcept : fd_(fd) {}
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  ~unique_fd() { reset(); }
-  [[nodiscard]] int get() const noexcept { return fd_; }
-  void reset(int fd = -1) noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
-private:
-  int fd_;
-};
 
 /// `fd` moved to a descriptor >= 3 (close-on-exec): a caller that closed stdin, stdout or stderr
 /// would otherwise get pipe and socket ends there, where the server keeps whatever it inherits.
@@ -110,17 +111,33 @@ private:
   return moved;
 }
 
+/// Persistent workers a fork_server keeps (see the file comment).
+struct warm_workers {
+  /// At most this many persistent workers; 0 = none (every job forks a worker of its own).
+  std::size_t count = 0;
+  /// Runs once in the server, before it forks any worker (so that every worker starts warm).
+  void (*warm_up)(const void* context) = nullptr;
+  /// A worker is retired after this many jobs and replaced by a fresh one: bounds what a leak in the
+  /// job's library can accumulate, at the price of one fork from the warm server per 256 jobs.
+  std::size_t jobs_per_worker = 256;
+  /// Workers forked as soon as the server starts (at most `count`), so that the first jobs find them.
+  std::size_t prestart = 0;
+};
+
 class fork_server {
 public:
   /// Runs in the worker: the request in, the reply out. An exception becomes job_outcome::failed.
   using job_function = std::string (*)(const void* context, std::string_view request);
 
   /// Forks the server now, holding `fork_lock` (if any) exclusively while forking. Throws
-  /// cotune::error if the socket or the fork fails.
-  fork_server(job_function job, const void* context, std::shared_mutex* fork_lock = nullptr)
-      : job_(job), context_(context), fork_lock_(fork_lock) {
-    std::lock_guard lock(mutex_);
-    start();
+  /// std::system_error if the socket or the fork fails.
+  fork_server(job_function job, const void* context, std::shared_mutex* fork_lock = nullptr, warm_workers warm = {})
+      : job_(job), context_(context), fork_lock_(fork_lock), warm_(warm) {
+    {
+      std::lock_guard lock(mutex_);
+      start();
+    }
+    prestart_workers();
   }
 
   fork_server(const fork_server&) = delete;
@@ -129,9 +146,20 @@ public:
   /// Ends the server (its socket is shut down) and reaps it. Monitors kill their workers once the
   /// callers waiting on them stop listening.
   ~fork_server() {
+    {
+      std::lock_guard pool(pool_mutex_);
+      idle_.clear(); // each closes its channel: the worker sees its end of file and exits
+    }
     std::lock_guard lock(mutex_);
     stop_server();
   }
+
+  /// Persistent workers alive now (idle or busy), and jobs they have served (for tests and figures).
+  [[nodiscard]] std::size_t warm_worker_count() const {
+    std::lock_guard pool(pool_mutex_);
+    return live_;
+  }
+  [[nodiscard]] std::uint64_t warm_jobs() const noexcept { return warm_jobs_.load(std::memory_order_relaxed); }
 
   /// The server's pid (for tests).
   [[nodiscard]] pid_t server_pid() const {
@@ -146,6 +174,15 @@ public:
   [[nodiscard]] job_result run(std::string_view request,
                                std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
                                std::stop_token stop = {}) {
+    if (warm_.count > 0)
+      if (auto warm = run_warm(request, deadline, stop)) return *std::move(warm);
+    return run_forked(request, deadline, std::move(stop));
+  }
+
+private:
+  /// One job in a worker forked for it alone.
+  [[nodiscard]] job_result run_forked(std::string_view request, std::chrono::steady_clock::time_point deadline,
+                                      std::stop_token stop) {
     job_result result;
     // A server that died just after taking a request (killed, out of memory) never started its job:
     // that is safe to retry, once, on a new server.
@@ -164,7 +201,7 @@ public:
       }
       std::string why;
       std::uint64_t generation = 0;
-      const bool sent = send(request, out.get(), why, generation);
+      const bool sent = send(request.size(), request, out.get(), why, generation);
       out.reset(); // the server holds its own copy now; ours would hide the end of file
       if (!sent) {
         result.detail = std::move(why);
@@ -180,7 +217,6 @@ public:
     return result;
   }
 
-private:
   /// A request's 8-byte size header with room for one descriptor (SCM_RIGHTS) beside it.
   struct header_message {
     explicit header_message(std::uint64_t& size) : iov{&size, sizeof size} {
@@ -198,18 +234,243 @@ private:
 
   static constexpr char tag_pid = 'P', tag_reply = 'R', tag_exception = 'X', tag_status = 'S', tag_fork_failed = 'F';
 
+  /// A request header that asks for a persistent worker instead of carrying a job.
+  static constexpr std::uint64_t spawn_marker = ~std::uint64_t{0};
+
+  /// The caller's side of one persistent worker: its channel, and records read ahead on it.
+  struct warm_worker {
+    unique_fd channel;
+    pid_t pid = -1;
+    std::size_t jobs = 0;
+    std::string pending; ///< bytes read but not yet parsed
+    ~warm_worker() {
+      // shutdown, not just close: a child the caller forked without exec may hold a copy, and the
+      // monitor must see the hang-up all the same.
+      if (channel.get() >= 0) ::shutdown(channel.get(), SHUT_RDWR);
+    }
+  };
+
+  /// Asks the server for a new persistent worker; null if the server cannot be reached.
+  [[nodiscard]] std::unique_ptr<warm_worker> spawn(std::string& why) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      why = fmt::format("socketpair: {}", std::strerror(errno));
+      return nullptr;
+    }
+    auto w = std::make_unique<warm_worker>();
+    w->channel.reset(above_standard_streams(sv[0]));
+    unique_fd theirs(above_standard_streams(sv[1]));
+    if (w->channel.get() < 0 || theirs.get() < 0) {
+      why = fmt::format("fcntl: {}", std::strerror(errno));
+      return nullptr;
+    }
+    std::uint64_t generation = 0;
+    if (!send(spawn_marker, {}, theirs.get(), why, generation)) return nullptr;
+    return w;
+  }
+
+  /// Forks the `prestart` workers. Call with neither mutex held.
+  void prestart_workers() {
+    const std::size_t n = std::min(warm_.prestart, warm_.count);
+    for (std::size_t i = 0; i < n; ++i) {
+      {
+        std::lock_guard pool(pool_mutex_);
+        if (live_ >= warm_.count) return;
+        ++live_;
+      }
+      std::string why;
+      auto w = spawn(why);
+      std::lock_guard pool(pool_mutex_);
+      if (!w) {
+        --live_;
+        return;
+      }
+      idle_.push_back(std::move(w));
+    }
+  }
+
+  /// Parses the complete records in `w.pending`; sets `dead` on a status record.
+  static void parse_records(warm_worker& w, job_result& result, bool& have_reply, bool& have_exception, bool& dead,
+                            int& status) {
+    while (w.pending.size() >= 9) {
+      const char tag = w.pending[0];
+      std::uint64_t value = 0;
+      std::memcpy(&value, w.pending.data() + 1, sizeof value);
+      const bool sized = tag == tag_reply || tag == tag_exception;
+      if (sized && w.pending.size() - 9 < value) return;
+      const std::size_t used = 9 + (sized ? static_cast<std::size_t>(value) : 0);
+      if (tag == tag_pid) w.pid = static_cast<pid_t>(value);
+      else if (tag == tag_reply) {
+        result.reply.assign(w.pending, 9, static_cast<std::size_t>(value));
+        have_reply = true;
+      } else if (tag == tag_exception) {
+        result.detail.assign(w.pending, 9, static_cast<std::size_t>(value));
+        have_exception = true;
+      } else if (tag == tag_status) {
+        status = static_cast<int>(value);
+        dead = true;
+      } else if (tag == tag_fork_failed) {
+        dead = true;
+      }
+      w.pending.erase(0, used);
+    }
+  }
+
+  /// Whether an idle worker is still there: reads what it sent while idle (its pid, or its end).
+  static bool still_alive(warm_worker& w) {
+    char chunk[4096];
+    for (;;) {
+      pollfd pfd{w.channel.get(), POLLIN | POLLRDHUP, 0};
+      const int ready = ::poll(&pfd, 1, 0);
+      if (ready == 0) break;
+      if (ready < 0) {
+        if (errno == EINTR) continue;
+        return false;
+      }
+      if (pfd.revents & (POLLERR | POLLHUP | POLLNVAL)) return false;
+      const ssize_t got = ::read(w.channel.get(), chunk, sizeof chunk);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return false;
+      w.pending.append(chunk, static_cast<std::size_t>(got));
+    }
+    job_result ignored;
+    bool reply = false, exception = false, dead = false;
+    int status = 0;
+    parse_records(w, ignored, reply, exception, dead, status);
+    return !dead;
+  }
+
+  /// Takes an idle live worker, or spawns one while fewer than `count` live; null when all are busy
+  /// (or none can be spawned).
+  [[nodiscard]] std::unique_ptr<warm_worker> take_worker() {
+    {
+      std::lock_guard pool(pool_mutex_);
+      while (!idle_.empty()) {
+        auto w = std::move(idle_.back());
+        idle_.pop_back();
+        if (still_alive(*w)) return w;
+        --live_; // died while idle (killed from outside, or its server's restart): drop it
+      }
+      if (live_ >= warm_.count) return nullptr;
+      ++live_;
+    }
+    std::string why;
+    auto w = spawn(why);
+    if (!w) {
+      std::lock_guard pool(pool_mutex_);
+      --live_;
+    }
+    return w;
+  }
+
+  /// Gives a worker back (kept for the next job) or drops it (stopped, dead, or retired).
+  void release_worker(std::unique_ptr<warm_worker> w, bool keep) {
+    std::lock_guard pool(pool_mutex_);
+    if (keep && w->jobs < warm_.jobs_per_worker) {
+      idle_.push_back(std::move(w));
+      return;
+    }
+    --live_;
+    w.reset();
+  }
+
+  /// One job on a persistent worker; nullopt when none is free (the caller forks one for the job).
+  [[nodiscard]] std::optional<job_result> run_warm(std::string_view request,
+                                                   std::chrono::steady_clock::time_point deadline,
+                                                   const std::stop_token& stop) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto w = take_worker();
+      if (!w) return std::nullopt;
+      job_result result;
+      const std::uint64_t size = request.size();
+      if (!write_all_nosignal(w->channel.get(), &size, sizeof size) ||
+          !write_all_nosignal(w->channel.get(), request.data(), request.size())) {
+        release_worker(std::move(w), false); // gone before it took the job: safe to try another
+        continue;
+      }
+      ++w->jobs;
+      bool have_reply = false, have_exception = false, dead = false;
+      int status = -1; // -1: not reported
+      char chunk[65536];
+      for (;;) {
+        parse_records(*w, result, have_reply, have_exception, dead, status);
+        if (have_reply || have_exception || dead) break;
+        const bool late = std::chrono::steady_clock::now() >= deadline;
+        if (late || stop.stop_requested()) {
+          // Dropping the worker shuts its channel down: its monitor kills it.
+          result.outcome = late ? job_outcome::timed_out : job_outcome::cancelled;
+          result.detail = late ? "killed at its deadline" : "killed on a stop request";
+          result.worker = w->pid;
+          release_worker(std::move(w), false);
+          return result;
+        }
+        // 20 ms: how quickly a deadline or a stop request is noticed while a job runs (as for forked jobs).
+        int wait_ms = 20;
+        if (deadline != std::chrono::steady_clock::time_point::max()) {
+          const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+          wait_ms = static_cast<int>(std::clamp<std::int64_t>(left.count() + 1, 1, 20));
+        }
+        pollfd pfd{w->channel.get(), POLLIN, 0};
+        const int ready = ::poll(&pfd, 1, wait_ms);
+        if (ready < 0 && errno != EINTR) {
+          dead = true;
+          break;
+        }
+        if (ready <= 0) continue;
+        const ssize_t got = ::read(w->channel.get(), chunk, sizeof chunk);
+        if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (got <= 0) {
+          dead = true; // worker and monitor both gone without a status
+          break;
+        }
+        w->pending.append(chunk, static_cast<std::size_t>(got));
+      }
+      result.worker = w->pid;
+      warm_jobs_.fetch_add(1, std::memory_order_relaxed);
+      if (have_reply) {
+        result.outcome = job_outcome::ok;
+        release_worker(std::move(w), true);
+        return result;
+      }
+      if (have_exception) {
+        result.outcome = job_outcome::failed;
+        release_worker(std::move(w), true);
+        return result;
+      }
+      result.reply.clear();
+      result.outcome = job_outcome::crashed;
+      result.detail = status >= 0 ? wait_status_text(status) + " before replying"
+                                  : std::string("ended before replying (its exit status was not reported)");
+      release_worker(std::move(w), false);
+      return result;
+    }
+    return std::nullopt;
+  }
+
+  static bool write_all_nosignal(int fd, const void* data, std::size_t size) {
+    const char* p = static_cast<const char*>(data);
+    while (size > 0) {
+      const ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      p += n;
+      size -= static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
   /// Forks the server. Call with `mutex_` held.
   void start() {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-      throw error(fmt::format("fork_server: socketpair: {}", std::strerror(errno)));
+      throw std::system_error(errno, std::generic_category(), "fork_server: socketpair");
     sv[0] = above_standard_streams(sv[0]);
     sv[1] = above_standard_streams(sv[1]);
     if (sv[0] < 0 || sv[1] < 0) {
       const int e = errno;
       if (sv[0] >= 0) ::close(sv[0]);
       if (sv[1] >= 0) ::close(sv[1]);
-      throw error(fmt::format("fork_server: fcntl: {}", std::strerror(e)));
+      throw std::system_error(e, std::generic_category(), "fork_server: fcntl");
     }
     pid_t pid;
     {
@@ -221,11 +482,11 @@ private:
       const int e = errno;
       ::close(sv[0]);
       ::close(sv[1]);
-      throw error(fmt::format("fork_server: fork: {}", std::strerror(e)));
+      throw std::system_error(e, std::generic_category(), "fork_server: fork");
     }
     if (pid == 0) {
       ::close(sv[0]);
-      serve(sv[1], job_, context_);
+      serve(sv[1], job_, context_, warm_.warm_up);
     }
     ::close(sv[1]);
     socket_ = sv[0];
@@ -273,26 +534,26 @@ private:
 
   /// Sends one request with `fd` attached; restarts a dead server once. `generation` says which
   /// server took it.
-  bool send(std::string_view request, int fd, std::string& why, std::uint64_t& generation) {
+  bool send(std::uint64_t header, std::string_view request, int fd, std::string& why, std::uint64_t& generation) {
     std::lock_guard lock(mutex_);
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (socket_ < 0) {
         try {
           start();
-        } catch (const error& e) {
+        } catch (const std::system_error& e) {
           why = e.what();
           return false;
         }
       }
       generation = generation_;
-      if (send_locked(request, fd, why)) return true;
+      if (send_locked(header, request, fd, why)) return true;
       stop_server(); // the server is gone (or the stream is out of step): start another
     }
     return false;
   }
 
-  bool send_locked(std::string_view request, int fd, std::string& why) const {
-    std::uint64_t size = request.size();
+  bool send_locked(std::uint64_t header, std::string_view request, int fd, std::string& why) const {
+    std::uint64_t size = header;
     header_message m(size);
     msghdr& msg = m.msg;
     cmsghdr* c = CMSG_FIRSTHDR(&msg);
@@ -455,7 +716,8 @@ private:
       if (fd != keep) ::close(fd);
   }
 
-  [[noreturn]] static void serve(int socket, job_function job, const void* context) {
+  [[noreturn]] static void serve(int socket, job_function job, const void* context,
+                                 void (*warm_up)(const void*)) {
     (void)::setsid(); // its own session and group: signals for the caller's terminal group pass it by
     // Default handling for every signal (the caller's handlers would run the caller's code here),
     // none blocked (the forking thread's mask may block some), and monitors reaped automatically.
@@ -475,12 +737,26 @@ private:
       ::dup2(null, 1);
       if (null > 2) ::close(null);
     }
+    if (warm_up) {
+      try {
+        warm_up(context);
+      } catch (...) {
+        // A warm-up is an optimisation: workers then warm up on their first job.
+      }
+    }
 
     for (;;) {
       std::uint64_t size = 0;
       int fd = -1;
       if (!receive_header(socket, size, fd)) ::_exit(0); // the caller closed the socket, or is gone
       unique_fd out(fd);
+      if (size == spawn_marker) {
+        if (out.get() >= 0 && ::_Fork() == 0) {
+          ::close(socket);
+          supervise_persistent(out.get(), job, context);
+        }
+        continue;
+      }
       std::string request;
       try {
         request.resize(static_cast<std::size_t>(size));
@@ -561,6 +837,77 @@ private:
     ::_exit(0);
   }
 
+  /// The monitor of a persistent worker: forks it, kills it when the caller shuts the channel down,
+  /// and reports its end on the channel.
+  [[noreturn]] static void supervise_persistent(int channel, job_function job, const void* context) {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    (void)::sigaction(SIGCHLD, &dfl, nullptr);
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    (void)::sigaction(SIGPIPE, &ign, nullptr);
+    const pid_t worker = ::_Fork();
+    if (worker == 0) {
+      (void)::sigaction(SIGPIPE, &dfl, nullptr);
+      serve_jobs(channel, job, context);
+    }
+    if (worker < 0) {
+      (void)write_record(channel, tag_fork_failed, static_cast<std::uint64_t>(errno));
+      ::_exit(0);
+    }
+    bool killed = false;
+    int exited = -1;
+#ifdef SYS_pidfd_open
+    exited = static_cast<int>(::syscall(SYS_pidfd_open, worker, 0));
+#endif
+    for (;;) {
+      // Events 0: only the hang-up of the caller's end (the worker reads the requests, not us).
+      pollfd fds[2] = {{channel, 0, 0}, {exited, POLLIN, 0}};
+      const int n = ::poll(killed ? fds + 1 : fds, killed ? 1 : 2, exited >= 0 ? -1 : 10);
+      if (n < 0 && errno != EINTR) break;
+      if (!killed && (fds[0].revents & (POLLERR | POLLHUP))) {
+        ::kill(worker, SIGKILL);
+        killed = true;
+      }
+      siginfo_t info{};
+      if (::waitid(P_PID, static_cast<id_t>(worker), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == worker)
+        break;
+    }
+    int status = 0;
+    while (::waitpid(worker, &status, 0) < 0 && errno == EINTR) {
+    }
+    (void)write_record(channel, tag_status, static_cast<std::uint64_t>(static_cast<unsigned>(status)));
+    ::_exit(0);
+  }
+
+  /// A persistent worker: jobs one after another until the caller closes the channel.
+  [[noreturn]] static void serve_jobs(int channel, job_function job, const void* context) {
+    if (!write_record(channel, tag_pid, static_cast<std::uint64_t>(::getpid()))) ::_exit(0);
+    for (;;) {
+      std::uint64_t size = 0;
+      if (!read_all(channel, &size, sizeof size)) ::_exit(0);
+      std::string request;
+      try {
+        request.resize(static_cast<std::size_t>(size));
+      } catch (...) {
+        ::_exit(1);
+      }
+      if (!read_all(channel, request.data(), request.size())) ::_exit(0);
+      std::string reply;
+      bool ok = true;
+      try {
+        reply = job(context, request);
+      } catch (const std::exception& e) {
+        ok = false;
+        reply = e.what();
+      } catch (...) {
+        ok = false;
+        reply = "unknown exception";
+      }
+      if (!write_record(channel, ok ? tag_reply : tag_exception, reply.size(), reply)) ::_exit(0);
+    }
+  }
+
   [[noreturn]] static void work(int out, job_function job, const void* context, const std::string& request) {
     if (!write_record(out, tag_pid, static_cast<std::uint64_t>(::getpid()))) ::_exit(0); // the caller gave up
     std::string reply;
@@ -580,6 +927,11 @@ private:
   job_function job_;
   const void* context_;
   std::shared_mutex* fork_lock_;
+  warm_workers warm_;
+  mutable std::mutex pool_mutex_; ///< guards idle_ and live_
+  std::vector<std::unique_ptr<warm_worker>> idle_;
+  std::size_t live_ = 0;
+  std::atomic<std::uint64_t> warm_jobs_{0};
   mutable std::mutex mutex_; ///< guards the socket: one request at a time, and restarts
   int socket_ = -1;
   pid_t server_ = -1;

@@ -1,0 +1,66 @@
+#pragma once
+/// \file `cotune::hip::availability()`: whether HIP can be used here, and if not, exactly why.
+
+#include <string>
+
+#include <fmt/format.h>
+
+#include <cotune/hip/hip_api.hpp>
+#include <cotune/hip/hiprtc_api.hpp>
+
+namespace cotune::hip {
+
+/// What this process can do with HIP. Nothing here throws: a missing library is a message.
+struct availability_report {
+  bool runtime_loaded = false; ///< libamdhip64 opened and every function resolved
+  std::string runtime_path;    ///< the library that loaded
+  std::string runtime_version; ///< "5.2"
+  int device_count = 0;
+  bool hiprtc_loaded = false;
+  std::string hiprtc_path;
+  std::string hiprtc_version;
+  /// Why there are no devices or no compiler: the library missing (every path tried), or the
+  /// runtime's own answer ("hipGetDeviceCount failed: hipErrorNoDevice ..."). Empty when both are there.
+  std::string message;
+
+  [[nodiscard]] bool can_run() const noexcept { return runtime_loaded && device_count > 0; }
+  /// Kernels can be compiled (no GPU needed).
+  [[nodiscard]] bool can_compile() const noexcept { return hiprtc_loaded; }
+
+  [[nodiscard]] std::string text() const {
+    std::string out = runtime_loaded ? fmt::format("HIP runtime {} from '{}': {} device(s)", runtime_version,
+                                                   runtime_path, device_count)
+                                     : std::string("HIP runtime: not loaded");
+    out += hiprtc_loaded ? fmt::format("\nhiprtc {} from '{}'", hiprtc_version, hiprtc_path) : "\nhiprtc: not loaded";
+    if (!message.empty()) out += "\n" + message;
+    return out;
+  }
+};
+
+/// Loads (once per library path) the runtime and hiprtc as the knobs say, and reports.
+[[nodiscard]] inline availability_report availability() {
+  availability_report r;
+  std::string why;
+  if (const runtime_library* lib = try_runtime()) {
+    r.runtime_loaded = true;
+    r.runtime_path = lib->path();
+    r.runtime_version = lib->version_text();
+    r.device_count = lib->device_count();
+    if (r.device_count == 0)
+      why = lib->init_error().empty() ? "the HIP runtime reports no devices"
+                                      : "the HIP runtime reports no devices: " + lib->init_error();
+  } else {
+    why = runtime_error();
+  }
+  if (const hiprtc_library* rtc = try_hiprtc()) {
+    r.hiprtc_loaded = true;
+    r.hiprtc_path = rtc->path();
+    r.hiprtc_version = rtc->version_text();
+  } else {
+    why += (why.empty() ? "" : "\n") + hiprtc_error();
+  }
+  r.message = why;
+  return r;
+}
+
+} // namespace cotune::hip

@@ -1,0 +1,357 @@
+#pragma once
+/// \file `cotune::hip::runtime_library`: the HIP runtime (libamdhip64), loaded at run time with dlopen.
+///
+/// Nothing links against libamdhip64 and no HIP header is needed to build: cotune declares the few
+/// HIP functions it calls itself (`COTUNE_HIP_RUNTIME_FUNCTIONS`, with ABI-equal types: enums as int,
+/// handles as void*), and tests/hip/test_hip_api.cpp checks each declaration against the real HIP
+/// headers where they are installed. The library is opened on first use (COTUNE_LIBAMDHIP64_PATH, else
+/// libamdhip64.so.6, then .so.5), so a program built with cotune starts on a machine without ROCm and
+/// simply sees no HIP devices.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include <dlfcn.h>
+
+#include <fmt/format.h>
+
+#include <cotune/core/errors.hpp>
+#include <cotune/hip/hip_knobs.hpp>
+
+namespace cotune::hip {
+
+// --- cotune's declarations of the HIP types it uses (checked against the real headers) -----------
+using hip_error = int;          ///< hipError_t
+using hip_stream = void*;       ///< hipStream_t
+using hip_module = void*;       ///< hipModule_t
+using hip_function = void*;     ///< hipFunction_t
+using hip_event = void*;        ///< hipEvent_t
+using hip_graph = void*;        ///< hipGraph_t
+using hip_graph_exec = void*;   ///< hipGraphExec_t
+using hip_graph_node = void*;   ///< hipGraphNode_t
+using device_ptr = void*;       ///< hipDeviceptr_t
+
+inline constexpr hip_error hip_success = 0;
+inline constexpr hip_error hip_error_out_of_memory = 2;
+inline constexpr hip_error hip_error_no_device = 100;
+inline constexpr hip_error hip_error_not_ready = 600;
+inline constexpr unsigned hip_stream_non_blocking = 0x01;
+inline constexpr int hip_stream_capture_mode_relaxed = 2;
+// hipFunction_attribute
+inline constexpr int hip_func_attribute_max_threads_per_block = 0;
+inline constexpr int hip_func_attribute_shared_size_bytes = 1;
+inline constexpr int hip_func_attribute_local_size_bytes = 3;
+inline constexpr int hip_func_attribute_num_regs = 4;
+
+/// hipDeviceProp_t in the layout HIP 5 fills (`hipDeviceProp_tR0000` in HIP 6), up to gcnArchName;
+/// the rest is room the runtime writes into and cotune does not read.
+struct device_properties {
+  char name[256];
+  std::size_t total_global_mem;
+  std::size_t shared_mem_per_block;
+  int regs_per_block;
+  int warp_size;
+  int max_threads_per_block;
+  int max_threads_dim[3];
+  int max_grid_size[3];
+  int clock_rate;
+  int memory_clock_rate;
+  int memory_bus_width;
+  std::size_t total_const_mem;
+  int major;
+  int minor;
+  int multi_processor_count;
+  int l2_cache_size;
+  int max_threads_per_multi_processor;
+  int compute_mode;
+  int clock_instruction_rate;
+  unsigned arch_flags; ///< hipDeviceArch_t: 32 one-bit flags
+  int concurrent_kernels;
+  int pci_domain_id;
+  int pci_bus_id;
+  int pci_device_id;
+  std::size_t max_shared_memory_per_multi_processor;
+  int is_multi_gpu_board;
+  int can_map_host_memory;
+  int gcn_arch;
+  char gcn_arch_name[256];
+  char rest[2048]; ///< HIP 5.2's struct has 212 more bytes; room for later additions to R0000
+};
+
+/// Every HIP runtime function cotune calls: member, HIP name, cotune's type for it.
+#define COTUNE_HIP_RUNTIME_FUNCTIONS(X)                                                                    \
+  X(init, hipInit, hip_error(unsigned))                                                                    \
+  X(driver_get_version, hipDriverGetVersion, hip_error(int*))                                              \
+  X(runtime_get_version, hipRuntimeGetVersion, hip_error(int*))                                            \
+  X(get_error_name, hipGetErrorName, const char*(hip_error))                                               \
+  X(get_error_string, hipGetErrorString, const char*(hip_error))                                           \
+  X(get_device_count, hipGetDeviceCount, hip_error(int*))                                                  \
+  X(set_device, hipSetDevice, hip_error(int))                                                              \
+  X(get_device_properties, hipGetDeviceProperties, hip_error(device_properties*, int))                     \
+  X(device_synchronize, hipDeviceSynchronize, hip_error())                                                 \
+  X(module_load_data, hipModuleLoadData, hip_error(hip_module*, const void*))                              \
+  X(module_unload, hipModuleUnload, hip_error(hip_module))                                                 \
+  X(module_get_function, hipModuleGetFunction, hip_error(hip_function*, hip_module, const char*))          \
+  X(func_get_attribute, hipFuncGetAttribute, hip_error(int*, int, hip_function))                           \
+  X(module_launch_kernel, hipModuleLaunchKernel,                                                           \
+    hip_error(hip_function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, hip_stream, \
+              void**, void**))                                                                             \
+  X(free, hipFree, hip_error(void*))                                                                       \
+  X(memset_d32_async, hipMemsetD32Async, hip_error(device_ptr, int, std::size_t, hip_stream))              \
+  X(memset_async, hipMemsetAsync, hip_error(void*, int, std::size_t, hip_stream))                          \
+  X(memcpy_htod_async, hipMemcpyHtoDAsync, hip_error(device_ptr, void*, std::size_t, hip_stream))          \
+  X(memcpy_dtoh_async, hipMemcpyDtoHAsync, hip_error(void*, device_ptr, std::size_t, hip_stream))          \
+  X(memcpy_dtod_async, hipMemcpyDtoDAsync, hip_error(device_ptr, device_ptr, std::size_t, hip_stream))     \
+  X(stream_create_with_flags, hipStreamCreateWithFlags, hip_error(hip_stream*, unsigned))                  \
+  X(stream_synchronize, hipStreamSynchronize, hip_error(hip_stream))                                       \
+  X(stream_query, hipStreamQuery, hip_error(hip_stream))                                                   \
+  X(stream_begin_capture, hipStreamBeginCapture, hip_error(hip_stream, int))                               \
+  X(stream_end_capture, hipStreamEndCapture, hip_error(hip_stream, hip_graph*))                            \
+  X(graph_instantiate, hipGraphInstantiate,                                                                \
+    hip_error(hip_graph_exec*, hip_graph, hip_graph_node*, char*, std::size_t))                            \
+  X(graph_launch, hipGraphLaunch, hip_error(hip_graph_exec, hip_stream))                                   \
+  X(graph_exec_destroy, hipGraphExecDestroy, hip_error(hip_graph_exec))                                    \
+  X(graph_destroy, hipGraphDestroy, hip_error(hip_graph))                                                  \
+  X(event_create, hipEventCreate, hip_error(hip_event*))                                                   \
+  X(event_record, hipEventRecord, hip_error(hip_event, hip_stream))                                        \
+  X(event_synchronize, hipEventSynchronize, hip_error(hip_event))                                          \
+  X(event_elapsed_time, hipEventElapsedTime, hip_error(float*, hip_event, hip_event))                      \
+  X(event_destroy, hipEventDestroy, hip_error(hip_event))
+
+/// The HIP runtime functions that HIP's C++ headers overload (hipMalloc has a template for typed
+/// pointers): cotune declares the C function, and the check names its signature.
+#define COTUNE_HIP_OVERLOADED_FUNCTIONS(X) X(malloc, hipMalloc, hip_error(void**, std::size_t))
+
+/// The HIP runtime functions cotune uses, resolved from libamdhip64 (members in snake_case).
+struct runtime_api {
+#define COTUNE_HIP_MEMBER(member, name, type) std::add_pointer_t<type> member = nullptr;
+  COTUNE_HIP_RUNTIME_FUNCTIONS(COTUNE_HIP_MEMBER)
+  COTUNE_HIP_OVERLOADED_FUNCTIONS(COTUNE_HIP_MEMBER)
+#undef COTUNE_HIP_MEMBER
+};
+
+/// The symbol each member is looked up under, in order: HIP 6 renamed the hipDeviceProp_t that
+/// hipGetDeviceProperties fills (R0600) and kept the HIP 5 layout as hipGetDevicePropertiesR0000.
+[[nodiscard]] inline std::vector<const char*> runtime_symbols(std::string_view hip_name) {
+  if (hip_name == "hipGetDeviceProperties") return {"hipGetDevicePropertiesR0000", "hipGetDeviceProperties"};
+  return {hip_name.data()};
+}
+
+class runtime_library;
+
+/// One device and the stream cotune works on. HIP's current device is per thread, so every entry
+/// point calls `make_current()` first (one thread-local read when it already is).
+class device_context {
+public:
+  device_context(const device_context&) = delete;
+  device_context& operator=(const device_context&) = delete;
+
+  [[nodiscard]] const runtime_api& api() const noexcept { return *api_; }
+  [[nodiscard]] const runtime_library& library() const noexcept { return *library_; }
+  [[nodiscard]] int ordinal() const noexcept { return ordinal_; }
+  /// The stream every cotune launch, copy and timing on this device goes to (non-blocking).
+  [[nodiscard]] hip_stream stream() const noexcept { return stream_; }
+
+  void make_current() const {
+    thread_local const device_context* current = nullptr;
+    if (current == this) return;
+    check(api_->set_device(ordinal_), "hipSetDevice");
+    current = this;
+  }
+
+  /// Throws launch_error for a failed call, naming the call and the device.
+  void check(hip_error r, std::string_view what) const;
+
+  /// Waits for the stream; past `deadline`, cotune::timeout_error.
+  void synchronize(std::string_view what,
+                   std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt) const;
+
+private:
+  friend class runtime_library;
+  device_context(const runtime_library& lib, const runtime_api& api, int ordinal)
+      : library_(&lib), api_(&api), ordinal_(ordinal) {}
+
+  const runtime_library* library_;
+  const runtime_api* api_;
+  int ordinal_;
+  hip_stream stream_ = nullptr;
+  std::once_flag once_;
+};
+
+/// An opened libamdhip64: its function table, version, device count and the devices' streams.
+class runtime_library {
+public:
+  runtime_library(const runtime_library&) = delete;
+  runtime_library& operator=(const runtime_library&) = delete;
+
+  /// Opens the first of `paths` that loads and resolves every function; sets `why` otherwise.
+  [[nodiscard]] static std::unique_ptr<runtime_library> open(const std::vector<std::string>& paths, std::string& why) {
+    std::string tried;
+    for (const auto& path : paths) {
+      void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!handle) {
+        const char* e = ::dlerror();
+        tried += fmt::format("\n  {}: {}", path, e ? e : "unknown error");
+        continue;
+      }
+      std::unique_ptr<runtime_library> lib(new runtime_library(handle, path));
+      std::string missing;
+#define COTUNE_HIP_RESOLVE(member, name, type)                                                              \
+  for (const char* symbol : runtime_symbols(#name))                                                         \
+    if (!lib->api_.member) lib->api_.member = reinterpret_cast<std::add_pointer_t<type>>(::dlsym(handle, symbol));             \
+  if (!lib->api_.member) missing += std::string(missing.empty() ? "" : ", ") + #name;
+      COTUNE_HIP_RUNTIME_FUNCTIONS(COTUNE_HIP_RESOLVE)
+      COTUNE_HIP_OVERLOADED_FUNCTIONS(COTUNE_HIP_RESOLVE)
+#undef COTUNE_HIP_RESOLVE
+      if (!missing.empty()) {
+        tried += fmt::format("\n  {}: lacks {} (a HIP runtime older than 5.2?)", path, missing);
+        continue;
+      }
+      lib->api_.runtime_get_version(&lib->version_);
+      if (hip_error r = lib->api_.init(0); r != hip_success) {
+        lib->init_error_ = fmt::format("hipInit failed: {}", lib->error_text(r));
+      } else if (hip_error c = lib->api_.get_device_count(&lib->device_count_); c != hip_success) {
+        lib->init_error_ = fmt::format("hipGetDeviceCount failed: {}", lib->error_text(c));
+        lib->device_count_ = 0;
+      }
+      if (lib->device_count_ < 0) lib->device_count_ = 0;
+      for (int i = 0; i < lib->device_count_; ++i)
+        lib->contexts_.emplace_back(new device_context(*lib, lib->api_, i));
+      return lib;
+    }
+    why = fmt::format("cannot load the HIP runtime (libamdhip64); tried:{}\ninstall ROCm's HIP runtime (Debian: "
+                      "libamdhip64-5), or set COTUNE_LIBAMDHIP64_PATH (cotune::hip::hip_knobs().libamdhip64_path) "
+                      "to libamdhip64.so's path",
+                      tried);
+    return nullptr;
+  }
+
+  [[nodiscard]] const runtime_api& api() const noexcept { return api_; }
+  [[nodiscard]] void* handle() const noexcept { return handle_; }
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  /// hipRuntimeGetVersion: 10^7 major + 10^5 minor + patch (50221153 is HIP 5.2).
+  [[nodiscard]] int version() const noexcept { return version_; }
+  /// "5.2".
+  [[nodiscard]] std::string version_text() const {
+    return fmt::format("{}.{}", version_ / 10000000, version_ / 100000 % 100);
+  }
+  [[nodiscard]] int device_count() const noexcept { return device_count_; }
+  /// Why there are no devices (hipErrorNoDevice on a machine without an AMD GPU); empty otherwise.
+  [[nodiscard]] const std::string& init_error() const noexcept { return init_error_; }
+
+  /// "hipErrorNoDevice (no ROCm-capable device is detected)".
+  [[nodiscard]] std::string error_text(hip_error r) const {
+    const char* name = api_.get_error_name ? api_.get_error_name(r) : nullptr;
+    const char* text = api_.get_error_string ? api_.get_error_string(r) : nullptr;
+    return fmt::format("{} ({})", name ? name : fmt::format("hipError_t {}", r), text ? text : "no description");
+  }
+
+  /// Device `ordinal`'s context, created on first use (a non-blocking stream on the device).
+  [[nodiscard]] const device_context& context(int ordinal) const {
+    if (ordinal < 0 || ordinal >= device_count_)
+      throw error(fmt::format("HIP device {} does not exist: the runtime reports {} device(s){}", ordinal,
+                              device_count_, init_error_.empty() ? "" : " (" + init_error_ + ")"));
+    device_context& ctx = *contexts_[static_cast<std::size_t>(ordinal)];
+    std::call_once(ctx.once_, [&] {
+      if (hip_error r = api_.set_device(ordinal); r != hip_success)
+        throw error(fmt::format("HIP device {}: hipSetDevice failed: {}", ordinal, error_text(r)));
+      if (hip_error r = api_.stream_create_with_flags(&ctx.stream_, hip_stream_non_blocking); r != hip_success)
+        throw error(fmt::format("HIP device {}: hipStreamCreateWithFlags failed: {}", ordinal, error_text(r)));
+    });
+    return ctx;
+  }
+
+private:
+  runtime_library(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+
+  void* handle_; // never closed: modules and memory live until the process ends
+  std::string path_;
+  runtime_api api_{};
+  int version_ = 0;
+  int device_count_ = 0;
+  std::string init_error_;
+  std::vector<std::unique_ptr<device_context>> contexts_;
+};
+
+inline void device_context::check(hip_error r, std::string_view what) const {
+  if (r == hip_success) return;
+  throw launch_error(fmt::format("{} on HIP device {} failed: {}", what, ordinal_, library_->error_text(r)));
+}
+
+inline void device_context::synchronize(std::string_view what,
+                                        std::optional<std::chrono::steady_clock::time_point> deadline) const {
+  if (!deadline) {
+    check(api_->stream_synchronize(stream_), what);
+    return;
+  }
+  // Polling, as for CUDA (driver_api.hpp): a kernel that never ends costs a timeout, not a hang.
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    hip_error r = api_->stream_query(stream_);
+    if (r == hip_success) return;
+    if (r != hip_error_not_ready) check(r, what);
+    const auto now = std::chrono::steady_clock::now();
+    if (now > *deadline)
+      throw timeout_error(fmt::format("{} on HIP device {}: the work did not finish before its deadline "
+                                      "(COTUNE_BENCH_TIMEOUT_MS); it may still be running and delay later work",
+                                      what, ordinal_));
+    if (now - start < std::chrono::milliseconds(1)) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+namespace detail {
+
+struct runtime_entry {
+  std::unique_ptr<runtime_library> library;
+  std::string message;
+};
+
+/// The knob's path alone when set; else libamdhip64.so.6, .so.5 (the sonames of ROCm 6 and of HIP 5,
+/// Debian 12's), then ROCm's default prefix.
+[[nodiscard]] inline std::vector<std::string> runtime_search_paths() {
+  if (auto chosen = hip_knobs().libamdhip64_path.get()) return {*chosen};
+  return {"libamdhip64.so.6", "libamdhip64.so.5", "/opt/rocm/lib/libamdhip64.so.6", "/opt/rocm/lib/libamdhip64.so.5"};
+}
+
+[[nodiscard]] inline const runtime_entry& runtime_entry_for(const std::vector<std::string>& paths) {
+  static auto* mutex = new std::mutex;
+  // Never destroyed: streams and modules may be used by other static objects' destructors.
+  static auto* entries = new std::map<std::vector<std::string>, std::unique_ptr<runtime_entry>>;
+  std::lock_guard lock(*mutex);
+  auto& slot = (*entries)[paths];
+  if (!slot) {
+    slot = std::make_unique<runtime_entry>();
+    slot->library = runtime_library::open(paths, slot->message);
+  }
+  return *slot;
+}
+
+} // namespace detail
+
+/// The HIP runtime as the `hip.libamdhip64_path` knob says, or nullptr (`runtime_error()` says why).
+[[nodiscard]] inline const runtime_library* try_runtime() {
+  return detail::runtime_entry_for(detail::runtime_search_paths()).library.get();
+}
+
+/// Why `try_runtime()` is null (empty when it loaded).
+[[nodiscard]] inline std::string runtime_error() { return detail::runtime_entry_for(detail::runtime_search_paths()).message; }
+
+/// The HIP runtime; throws cotune::error with the reason when it cannot be loaded.
+[[nodiscard]] inline const runtime_library& runtime() {
+  const auto& entry = detail::runtime_entry_for(detail::runtime_search_paths());
+  if (!entry.library) throw error(entry.message);
+  return *entry.library;
+}
+
+} // namespace cotune::hip

@@ -1,0 +1,321 @@
+#pragma once
+/// \file `cotune::hip::hip_backend`: HIP kernels compiled by hiprtc into AMD GPU code objects (kept by
+/// the tuner's binary cache, keyed by architecture), loaded and launched through the HIP runtime.
+/// Both libraries are opened at run time.
+///
+/// A kernel is HIP C++ source; its entry is a kernel name or a name expression. Each config parameter
+/// becomes a `-D NAME=value` macro, and the launch options become COTUNE_NUM_WARPS (wavefronts, as in
+/// Triton's AMD backend), COTUNE_NUM_STAGES, COTUNE_WARP_SIZE and COTUNE_THREADS_PER_BLOCK. A launch runs
+/// num_warps x the device's wavefront size threads per block (unless threads_per_block is set).
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <cotune/backend/backend.hpp>
+#include <cotune/core/buffer.hpp>
+#include <cotune/core/config.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/json_writer.hpp>
+#include <cotune/core/kernel_source.hpp>
+#include <cotune/hip/device.hpp>
+#include <cotune/hip/hip_api.hpp>
+#include <cotune/hip/hip_knobs.hpp>
+#include <cotune/hip/hiprtc_api.hpp>
+#include <cotune/knobs/knobs.hpp>
+
+namespace cotune::hip {
+
+namespace detail {
+
+/// A loaded module, unloaded when the last function that uses it goes.
+struct loaded_module {
+  const device_context* context;
+  hip_module module;
+  std::string kernel_name;
+  std::string config_text;
+  loaded_module(const device_context& ctx, hip_module m, std::string name, std::string cfg)
+      : context(&ctx), module(m), kernel_name(std::move(name)), config_text(std::move(cfg)) {}
+  loaded_module(const loaded_module&) = delete;
+  loaded_module& operator=(const loaded_module&) = delete;
+  ~loaded_module() {
+    (void)context->api().set_device(context->ordinal());
+    (void)context->api().module_unload(module);
+  }
+};
+
+/// The architecture named by `--offload-arch=X` among `options`, if any.
+[[nodiscard]] inline std::optional<std::string> requested_arch(const std::vector<std::string>& options) {
+  constexpr std::string_view flag = "--offload-arch=";
+  for (const auto& o : options)
+    if (std::string_view(o).starts_with(flag)) return o.substr(flag.size());
+  return std::nullopt;
+}
+
+[[nodiscard]] inline std::vector<std::string> split_options(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && text[i] == ' ') ++i;
+    std::size_t j = i;
+    while (j < text.size() && text[j] != ' ') ++j;
+    if (j > i) out.emplace_back(text.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+} // namespace detail
+
+class hip_benchmarker; // hip_benchmarker.hpp
+
+/// Compiles with hiprtc, loads and launches with the HIP runtime. Satisfies `cotune::Backend`.
+class hip_backend {
+public:
+  using device = hip::device;
+  using default_benchmarker_type = hip_benchmarker;
+  [[nodiscard]] static bool interchangeable(const device& a, const device& b) { return hip::interchangeable(a, b); }
+
+  /// A compiled kernel: the code object and its symbol.
+  struct binary {
+    std::string image;        ///< the AMD GPU code object (an ELF)
+    std::string lowered_name; ///< the symbol hiprtc gave the entry
+    std::string arch;         ///< the target it was compiled for: "gfx90a:sramecc+:xnack-"
+    std::string log;          ///< hiprtc's diagnostics, empty when clean
+  };
+
+  /// A loaded kernel, bound to one device. Copies share the module.
+  struct function {
+    std::shared_ptr<detail::loaded_module> module;
+    hip_function handle = nullptr;
+    const device_context* context = nullptr;
+    unsigned threads_per_block = 0;
+    int registers = 0;
+    int static_shared_bytes = 0;
+    int local_bytes = 0;
+    std::int64_t max_dynamic_shared = 0;
+  };
+
+  hip_backend() { (void)hip_knobs(); }
+
+  /// Every HIP device; empty (never an error) without a runtime or a device.
+  [[nodiscard]] std::vector<device> devices() const { return hip::devices(); }
+
+  /// `hip;hiprtc 5.2;runtime 5.2;gfx90a:sramecc+:xnack-`. Throws cotune::error if hiprtc cannot be loaded.
+  [[nodiscard]] std::string fingerprint(const device& d) const {
+    const auto* lib = try_runtime();
+    return fmt::format("hip;hiprtc {};runtime {};{}", hiprtc().version_text(),
+                       lib ? lib->version_text() : std::string("none"), d.arch());
+  }
+
+  [[nodiscard]] std::string device_key(const device& d) const {
+    return d.pci_bus_id.empty() ? fmt::format("hip:ordinal:{}", d.ordinal) : "hip:pci:" + d.pci_bus_id;
+  }
+
+  /// "AMD Instinct MI250X (HIP device 0, gfx90a:sramecc+:xnack-)".
+  [[nodiscard]] std::string device_name(const device& d) const {
+    return fmt::format("{} (HIP device {}, {})", d.name.empty() ? std::string("unnamed device") : d.name, d.ordinal,
+                       d.arch());
+  }
+
+  /// The target a kernel is compiled for on `d`: the kernel's own `--offload-arch=` (from
+  /// kernel_source::options or COTUNE_HIPRTC_OPTIONS) if it has one, else the device's gcnArchName.
+  [[nodiscard]] std::string target_arch(const kernel_source& k, const device& d) const {
+    if (auto a = detail::requested_arch(k.options)) return *a;
+    if (auto a = detail::requested_arch(detail::split_options(hip_knobs().hiprtc_options.get()))) return *a;
+    return d.arch();
+  }
+
+  /// The hiprtc options for `k` under `c` on `d`.
+  [[nodiscard]] std::vector<std::string> options_for(const kernel_source& k, const config& c, const device& d) const {
+    std::vector<std::string> out;
+    const auto extra = detail::split_options(hip_knobs().hiprtc_options.get());
+    if (!detail::requested_arch(k.options) && !detail::requested_arch(extra)) out.push_back("--offload-arch=" + d.arch());
+    for (const auto& [name, v] : c.params()) out.push_back(fmt::format("-D{}={}", name, v.macro_text()));
+    const auto& launch = c.launch();
+    out.push_back(fmt::format("-DCOTUNE_NUM_WARPS={}", launch.num_warps));
+    out.push_back(fmt::format("-DCOTUNE_NUM_STAGES={}", launch.num_stages));
+    out.push_back(fmt::format("-DCOTUNE_WARP_SIZE={}", d.warp_size));
+    out.push_back(fmt::format("-DCOTUNE_THREADS_PER_BLOCK={}", launch.threads(d.warp_size)));
+    if (knobs().runtime.debug.get()) out.push_back("-g");
+    for (const auto& o : k.options) out.push_back(o);
+    for (const auto& dir : k.include_dirs) out.push_back("-I" + dir);
+    out.insert(out.end(), extra.begin(), extra.end());
+    return out;
+  }
+
+  /// What a binary is made from: hiprtc's version, the target, the kernel, the config and every option.
+  [[nodiscard]] binary_recipe binary_key(const kernel_source& k, const config& c, const device& d) const {
+    binary_recipe r{"hip", {"hiprtc " + hiprtc().version_text(), target_arch(k, d), k.digest(), k.entry, c.text()},
+                    k.name + ".hsaco", /*has_meta=*/true};
+    for (auto& o : options_for(k, c, d)) r.ingredients.push_back(std::move(o));
+    return r;
+  }
+
+  /// Compiles `k` under `c` for `d`'s architecture. Thread-safe; touches no device state, so `d` may
+  /// be a hand-made description on a machine without an AMD GPU. Throws compile_error (hiprtc's log,
+  /// the config and the architecture), timeout_error (past COTUNE_COMPILE_TIMEOUT_MS, or `stop`),
+  /// compiler_crashed, or cotune::error (hiprtc missing).
+  [[nodiscard]] binary compile(const kernel_source& k, const config& c, const device& d, std::stop_token stop = {}) const {
+    if (!is_identifier(k.name))
+      throw error(fmt::format("hip backend: kernel name '{}' must be a C identifier", k.name));
+    if (k.entry.empty())
+      throw error(fmt::format("hip backend: kernel '{}' has no entry (a kernel name or name expression)", k.name));
+    const auto& rtc = hiprtc();
+    const std::string arch = target_arch(k, d);
+    if (stop.stop_requested())
+      throw timeout_error(fmt::format("hip backend: compiling kernel '{}' with config {{{}}} for {} was cancelled",
+                                      k.name, c.text(), arch));
+    const auto opts = options_for(k, c, d);
+    const std::int64_t timeout_ms = knobs().autotuning.compile_timeout_ms.get();
+    const auto deadline = timeout_ms > 0 ? std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms)
+                                         : std::chrono::steady_clock::time_point::max();
+    auto out = rtc.compile(k.code, k.name + ".hip", opts, k.entry, deadline, stop);
+    if (out.stopped == gpu::rtc_output::stop_cause::deadline)
+      throw timeout_error(fmt::format("hip backend: compiling kernel '{}' with config {{{}}} for {} took longer than "
+                                      "COTUNE_COMPILE_TIMEOUT_MS = {} ms and was stopped; raise the limit (0 = none) "
+                                      "if the kernel needs longer",
+                                      k.name, c.text(), arch, timeout_ms));
+    if (out.stopped == gpu::rtc_output::stop_cause::stop_request)
+      throw timeout_error(fmt::format("hip backend: compiling kernel '{}' with config {{{}}} for {} was cancelled",
+                                      k.name, c.text(), arch));
+    if (!out.ok && out.crashed)
+      throw compiler_crashed(fmt::format("hip backend: hiprtc {} crashed while compiling kernel '{}' with config {{{}}} "
+                                         "for {} ({}): this is not an error in the kernel",
+                                         rtc.version_text(), k.name, c.text(), arch, out.error),
+                             out.log);
+    if (!out.ok) {
+      std::string shown;
+      for (const auto& o : opts) shown += (shown.empty() ? "" : " ") + o;
+      throw compile_error(fmt::format("hip backend: kernel '{}' (entry '{}') with config {{{}}} does not compile for "
+                                      "{} with hiprtc {}: {}; options: {}\n{}",
+                                      k.name, k.entry, c.text(), arch, rtc.version_text(), out.error, shown, out.log),
+                          out.log);
+    }
+    return binary{std::move(out.image), std::move(out.lowered_name), arch, std::move(out.log)};
+  }
+
+  /// The code object as the binary cache stores it; its symbol, architecture and log as meta (JSON).
+  [[nodiscard]] binary_image to_image(const binary& bin) const {
+    json_writer meta;
+    meta.begin_object().field("lowered_name", bin.lowered_name).field("arch", bin.arch).field("log", bin.log).end_object();
+    return {bin.image, meta.str(), {}};
+  }
+  [[nodiscard]] std::optional<binary> from_image(binary_image img) const {
+    simdjson::dom::parser parser;
+    simdjson::dom::object root;
+    if (img.bytes.empty() || parser.parse(img.meta).get(root) != simdjson::SUCCESS) return std::nullopt;
+    std::string_view lowered, arch, log;
+    if (root["lowered_name"].get(lowered) != simdjson::SUCCESS || root["arch"].get(arch) != simdjson::SUCCESS ||
+        root["log"].get(log) != simdjson::SUCCESS)
+      return std::nullopt;
+    return binary{std::move(img.bytes), std::string(lowered), std::string(arch), std::string(log)};
+  }
+
+  /// Loads the code object on `d` and checks its resources before any launch (threads per block,
+  /// registers, LDS). Throws out_of_resources naming the resource, launch_error otherwise.
+  [[nodiscard]] function load(const binary& bin, const kernel_source& k, const config& c, const device& d) const {
+    const device_context* ctx = nullptr;
+    try {
+      ctx = &runtime().context(d.ordinal);
+    } catch (const error& e) {
+      throw launch_error(fmt::format("hip backend: cannot load kernel '{}' on {}: {}", k.name, device_name(d), e.what()));
+    }
+    ctx->make_current();
+    const auto& api = ctx->api();
+    const std::string what = fmt::format("loading kernel '{}' with config {{{}}}", k.name, c.text());
+    hip_module mod = nullptr;
+    if (hip_error r = api.module_load_data(&mod, bin.image.data()); r != hip_success)
+      throw launch_error(fmt::format("hip backend: {} on {} failed: {} (the code object is for {})", what,
+                                     device_name(d), ctx->library().error_text(r), bin.arch));
+    auto module = std::make_shared<detail::loaded_module>(*ctx, mod, k.name, c.text());
+    function f;
+    f.module = module;
+    f.context = ctx;
+    ctx->check(api.module_get_function(&f.handle, mod, bin.lowered_name.c_str()),
+               fmt::format("{}: hipModuleGetFunction('{}')", what, bin.lowered_name));
+    auto attribute = [&](int a, const char* name) {
+      int v = 0;
+      ctx->check(api.func_get_attribute(&v, a, f.handle), fmt::format("{}: hipFuncGetAttribute({})", what, name));
+      return v;
+    };
+    f.registers = attribute(hip_func_attribute_num_regs, "NUM_REGS");
+    f.static_shared_bytes = attribute(hip_func_attribute_shared_size_bytes, "SHARED_SIZE_BYTES");
+    f.local_bytes = attribute(hip_func_attribute_local_size_bytes, "LOCAL_SIZE_BYTES");
+    const int kernel_max_threads = attribute(hip_func_attribute_max_threads_per_block, "MAX_THREADS_PER_BLOCK");
+    const int threads = c.launch().threads(d.warp_size);
+    if (threads <= 0)
+      throw launch_error(fmt::format("hip backend: config {{{}}} asks for {} threads per block; use num_warps >= 1 "
+                                     "or threads_per_block >= 1",
+                                     c.text(), threads));
+    if (threads > d.max_threads_per_block) throw out_of_resources("threads per block", threads, d.max_threads_per_block);
+    if (kernel_max_threads > 0 && threads > kernel_max_threads)
+      throw out_of_resources(fmt::format("threads per block (at {} registers per thread)", f.registers), threads,
+                             kernel_max_threads);
+    if (f.static_shared_bytes > d.max_shared_per_block)
+      throw out_of_resources("shared memory (LDS)", f.static_shared_bytes, d.max_shared_per_block);
+    f.threads_per_block = static_cast<unsigned>(threads);
+    f.max_dynamic_shared = d.max_shared_per_block - f.static_shared_bytes;
+    return f;
+  }
+
+  /// Launches `f` on `grid` on the device's stream; each argument passed as `cotune::kernel_arg(arg)`.
+  template <class... Args>
+  void launch(const function& f, const launch_grid& grid, Args&... args) const {
+    std::tuple<std::decay_t<decltype(cotune::kernel_arg(args))>...> values(cotune::kernel_arg(args)...);
+    std::apply(
+        [&](auto&... v) {
+          void* params[] = {static_cast<void*>(&v)..., nullptr};
+          launch_raw(f, grid, params);
+        },
+        values);
+  }
+
+  void launch_raw(const function& f, const launch_grid& grid, void** params) const {
+    const device_context& ctx = *f.context;
+    ctx.make_current();
+    if (static_cast<std::int64_t>(grid.shared_bytes) > f.max_dynamic_shared)
+      throw out_of_resources("shared memory (LDS)", std::int64_t{f.static_shared_bytes} + grid.shared_bytes,
+                             std::int64_t{f.static_shared_bytes} + f.max_dynamic_shared);
+    hip_error r = ctx.api().module_launch_kernel(f.handle, grid.x, grid.y, grid.z, f.threads_per_block, 1, 1,
+                                                 grid.shared_bytes, ctx.stream(), params, nullptr);
+    if (r != hip_success)
+      ctx.check(r, fmt::format("launching kernel '{}' with config {{{}}} (grid {}x{}x{}, {} threads per block, {} bytes "
+                               "of dynamic shared memory)",
+                               f.module->kernel_name, f.module->config_text, grid.x, grid.y, grid.z,
+                               f.threads_per_block, grid.shared_bytes));
+  }
+
+  /// Warnings about how compiles run (hiprtc's compile server could not start, or was lost).
+  [[nodiscard]] std::vector<std::string> take_warnings() const {
+    const auto* rtc = try_hiprtc();
+    return rtc ? rtc->take_warnings() : std::vector<std::string>{};
+  }
+
+  [[nodiscard]] hip_stream stream(const device& d) const { return runtime().context(d.ordinal).stream(); }
+
+  /// Waits for everything cotune queued on `d`; a kernel's failure surfaces here as launch_error.
+  void synchronize(const device& d) const {
+    const auto& ctx = runtime().context(d.ordinal);
+    ctx.make_current();
+    ctx.synchronize("synchronizing");
+  }
+};
+
+static_assert(HasDeviceKey<hip_backend> && StoppableCompiler<hip_backend> && ComparesDevices<hip_backend> &&
+              DeclaresBenchmarker<hip_backend> && ReportsWarnings<hip_backend>);
+static_assert(Backend<hip_backend>);
+
+} // namespace cotune::hip

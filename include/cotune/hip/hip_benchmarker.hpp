@@ -1,0 +1,157 @@
+#pragma once
+/// \file `cotune::hip::hip_benchmarker`: do_bench's semantics with hipEvents, an L2 flush sized from
+/// the device, and graph replay (the loops are the GPU layer's, gpu/event_timing.hpp).
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <cotune/bench/benchmarker.hpp>
+#include <cotune/bench/summary.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/gpu/event_timing.hpp>
+#include <cotune/hip/device.hpp>
+#include <cotune/hip/hip_api.hpp>
+#include <cotune/hip/hip_backend.hpp>
+#include <cotune/hip/hip_knobs.hpp>
+#include <cotune/knobs/knobs.hpp>
+
+namespace cotune::hip {
+
+/// How a hip_benchmarker measures (defaults from the knobs where unset); as cuda_bench_options.
+struct hip_bench_options {
+  std::optional<bool> graph{};
+  std::optional<double> flush_factor{};
+  std::size_t max_repeats = 10000;
+  std::size_t max_graph_launches = 1000;
+  int graph_replays = 10;
+};
+
+/// Times callables on one HIP device.
+class hip_benchmarker {
+public:
+  using options = hip_bench_options;
+
+  explicit hip_benchmarker(const device& d, options o = {})
+      : context_(&runtime().context(d.ordinal)), l2_bytes_(d.l2_bytes), options_(o) {}
+  hip_benchmarker(const hip_backend&, const device& d, options o = {}) : hip_benchmarker(d, o) {}
+  hip_benchmarker(hip_benchmarker&& o) noexcept
+      : context_(o.context_), l2_bytes_(o.l2_bytes_), options_(o.options_), events_(std::move(o.events_)),
+        flush_(std::exchange(o.flush_, nullptr)), flush_words_(o.flush_words_), flush_round_(o.flush_round_) {
+    o.events_.clear();
+  }
+  hip_benchmarker& operator=(hip_benchmarker&&) = delete;
+  hip_benchmarker(const hip_benchmarker&) = delete;
+  ~hip_benchmarker() {
+    const auto& api = context_->api();
+    (void)api.set_device(context_->ordinal());
+    for (hip_event e : events_) (void)api.event_destroy(e);
+    if (flush_) (void)api.free(flush_);
+  }
+
+  [[nodiscard]] hip_stream stream() const noexcept { return context_->stream(); }
+  /// The L2 flush size, in bytes, that the next benchmark will use.
+  [[nodiscard]] std::size_t flush_bytes() const {
+    const double factor = options_.flush_factor.value_or(hip_knobs().flush_factor.get());
+    return (static_cast<std::size_t>(static_cast<double>(l2_bytes_) * factor) + 3) / 4 * 4;
+  }
+
+  /// do_bench: `fn` once (errors surface here; a first run past COTUNE_BENCH_TIMEOUT_MS is a
+  /// timeout_error), then per-run hipEvent pairs with a flush before each, or graph replays.
+  [[nodiscard]] std::vector<double> bench(const std::function<void()>& fn, const bench_options& opts) {
+    check_quantiles(opts.quantiles);
+    const device_context& ctx = *context_;
+    ctx.make_current();
+    const auto timeout = std::chrono::milliseconds(knobs().bench.timeout_ms.get());
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    if (timeout.count() > 0) deadline = std::chrono::steady_clock::now() + timeout;
+    fn();
+    ctx.make_current();
+    ctx.synchronize("the first run of the benchmarked kernel", deadline);
+    timer t{*this};
+    if (options_.graph.value_or(hip_knobs().graph.get()))
+      return gpu::graph_timed_runs(t, fn, opts, options_.max_graph_launches, options_.graph_replays);
+    ensure_flush_buffer();
+    return gpu::event_timed_runs(t, fn, opts, options_.max_repeats);
+  }
+
+private:
+  /// The GPU layer's Timer over hipEvents and hipGraphs.
+  struct timer {
+    hip_benchmarker& b;
+    hip_graph graph = nullptr;
+    hip_graph_exec exec = nullptr;
+    ~timer() {
+      const auto& api = b.context_->api();
+      if (exec) (void)api.graph_exec_destroy(exec);
+      if (graph) (void)api.graph_destroy(graph);
+    }
+    [[nodiscard]] const device_context& ctx() const { return *b.context_; }
+    void reserve(std::size_t n) {
+      while (b.events_.size() < n) {
+        hip_event e = nullptr;
+        ctx().check(ctx().api().event_create(&e), "hipEventCreate");
+        b.events_.push_back(e);
+      }
+    }
+    void record(std::size_t i) { ctx().check(ctx().api().event_record(b.events_[i], ctx().stream()), "hipEventRecord"); }
+    void wait(std::size_t i, const char* what) { ctx().check(ctx().api().event_synchronize(b.events_[i]), what); }
+    [[nodiscard]] double elapsed(std::size_t i, std::size_t j) {
+      float ms = 0.0f;
+      ctx().check(ctx().api().event_elapsed_time(&ms, b.events_[i], b.events_[j]), "hipEventElapsedTime");
+      return static_cast<double>(ms);
+    }
+    void flush() { b.flush(); }
+    void begin_capture() {
+      ctx().check(ctx().api().stream_begin_capture(ctx().stream(), hip_stream_capture_mode_relaxed),
+                  "hipStreamBeginCapture");
+    }
+    void end_capture(bool ok) {
+      const hip_error r = ctx().api().stream_end_capture(ctx().stream(), &graph);
+      if (!ok) return;
+      ctx().make_current();
+      ctx().check(r, "capturing the benchmark graph (hipStreamEndCapture)");
+      ctx().check(ctx().api().graph_instantiate(&exec, graph, nullptr, nullptr, 0), "hipGraphInstantiate");
+    }
+    void replay() { ctx().check(ctx().api().graph_launch(exec, ctx().stream()), "hipGraphLaunch"); }
+  };
+
+  void ensure_flush_buffer() {
+    const std::size_t words = flush_bytes() / 4;
+    if (words == flush_words_) return;
+    const auto& api = context_->api();
+    if (flush_) (void)api.free(flush_);
+    flush_ = nullptr;
+    flush_words_ = 0;
+    if (words == 0) return;
+    if (hip_error r = api.malloc(&flush_, words * 4); r != hip_success)
+      context_->check(r, fmt::format("hipMalloc of the {}-byte L2 flush buffer", words * 4));
+    flush_words_ = words;
+  }
+
+  /// Overwrites the flush buffer (on the stream), evicting the timed kernel's data from L2.
+  void flush() {
+    if (!flush_) return;
+    context_->check(context_->api().memset_d32_async(flush_, static_cast<int>(++flush_round_), flush_words_,
+                                                     context_->stream()),
+                    "flushing the L2 (hipMemsetD32Async)");
+  }
+
+  const device_context* context_;
+  std::int64_t l2_bytes_;
+  options options_;
+  std::vector<hip_event> events_;
+  void* flush_ = nullptr;
+  std::size_t flush_words_ = 0;
+  std::uint32_t flush_round_ = 0;
+};
+
+static_assert(Benchmarker<hip_benchmarker>);
+
+} // namespace cotune::hip
