@@ -6,6 +6,16 @@ Lives in conan/ beside the sources: `conan create conan/` packages the working t
               needs only the CUDA toolkit's headers (libcuda and libnvrtc are opened at run time);
               ConanCenter has no CUDA toolkit package, so the headers come from the one installed
               here: conf `user.cotune:cuda_root`, else $CUDA_PATH, $CUDA_HOME, /usr/local/cuda.
+
+Dependencies are ConanCenter's packages, under their names there, and each cotune component uses the
+component of theirs that carries the CMake target cotune's own package links (Boost::headers,
+fmt::fmt, simdjson::simdjson, cryptopp::cryptopp, hiredis::hiredis). A profile may map them to the
+system's copies instead ([platform_requires]; conan/profiles/debian12 does it for Debian 12, and the
+CTest test packaging/conan creates the package that way, offline). Conan then knows nothing about those
+copies (no include directory, library or CMake target), so cotune's components link them by library
+name from the compiler's default paths.
+
+Needs compiler.cppstd=20 (or gnu20, or later): `conan profile detect` writes gnu17 for g++ 12.
 """
 import os
 import re
@@ -34,6 +44,9 @@ class CotuneConan(ConanFile):
     default_options = {
         "with_redis": False,
         "with_cuda": False,
+        # cotune uses Boost's headers only (Asio is header-only); a consumer that needs compiled
+        # Boost libraries sets boost/*:header_only=False, which takes precedence.
+        "boost/*:header_only": True,
     }
     # The same headers whatever the settings and options: one package id (options only change which
     # components package_info declares and which dependencies are pulled in).
@@ -62,24 +75,31 @@ class CotuneConan(ConanFile):
         basic_layout(self, src_folder=".")
 
     def requirements(self):
-        # transitive_headers: cotune's public headers include theirs.
-        self.requires("boost/1.81.0", transitive_headers=True)  # Asio (header-only use)
+        # transitive_headers: cotune's public headers include theirs. Each lower bound is the version
+        # cotune is built and tested with (Debian 12's); the upper bounds are the next major versions,
+        # which are not tested.
+        self.requires("boost/[>=1.81 <2]", transitive_headers=True)
         self.requires("fmt/[>=9.1 <12]", transitive_headers=True)
         self.requires("simdjson/[>=3.0 <4]", transitive_headers=True)
         self.requires("cryptopp/[>=8.7 <9]", transitive_headers=True)
         if self.options.with_redis:
-            # cotune is developed against Debian 12's hiredis 0.14; it uses only the synchronous
-            # API, which 1.x keeps.
-            self.requires("hiredis/[>=1.0 <2]", transitive_headers=True)
+            # The synchronous API cotune uses (redisConnectWithTimeout, redisCommandArgv,
+            # redisAppendCommandArgv, redisGetReply, redisSetTimeout) is the same in 0.14 and 1.x;
+            # the tests run against Debian 12's 0.14.1.
+            self.requires("hiredis/[>=0.14 <2]", transitive_headers=True)
 
     def validate(self):
-        check_min_cppstd(self, 20)
+        try:
+            check_min_cppstd(self, 20)
+        except ConanInvalidConfiguration as e:
+            raise ConanInvalidConfiguration(f"{str(e).rstrip('.')}: set compiler.cppstd=20 in the profile or "
+                                            f"pass -s compiler.cppstd=20 (conan profile detect writes gnu17 "
+                                            f"for g++ 12)") from e
         if self.settings.os not in ("Linux", "FreeBSD", "Macos"):
             raise ConanInvalidConfiguration(f"{self.ref} needs a POSIX system (fork/exec, dlopen); "
                                             f"{self.settings.os} is not supported")
         if self.options.with_cuda and self.settings.os != "Linux":
             raise ConanInvalidConfiguration(f"{self.ref}: with_cuda is supported on Linux only")
-
 
     def package(self):
         copy(self, "LICENSE*", src=self.source_folder, dst=os.path.join(self.package_folder, "licenses"))
@@ -91,6 +111,29 @@ class CotuneConan(ConanFile):
                 or os.environ.get("CUDA_HOME") or "/usr/local/cuda")
         return os.path.join(root, "include")
 
+    # Each dependency: the Conan component cotune uses (ConanCenter's names; "pkg::pkg" is the whole
+    # package) and the library to link when a profile maps it to the platform. Boost::headers is
+    # boost's "headers" component; fmt, simdjson and cryptopp are one library each; hiredis is the
+    # whole package, because ConanCenter's 1.x recipes call the library component "hiredislib" and
+    # its 0.14 recipe has no components.
+    _dependencies = {
+        "boost": ("boost::headers", []),
+        "fmt": ("fmt::fmt", ["fmt"]),
+        "simdjson": ("simdjson::simdjson", ["simdjson"]),
+        "cryptopp": ("cryptopp::cryptopp", ["cryptopp"]),
+        "hiredis": ("hiredis::hiredis", ["hiredis"]),
+    }
+
+    def _use(self, component, *names):
+        for name in names:
+            conan_component, platform_libs = self._dependencies[name]
+            # A [platform_requires] dependency is left out of self.dependencies: Conan has no
+            # package for it, and CMakeDeps refuses a component that requires it.
+            if name in self.dependencies:
+                component.requires.append(conan_component)
+            else:
+                component.system_libs += platform_libs
+
     def package_info(self):
         # find_package(cotune) and the same target names as cotune's own CMake package config.
         self.cpp_info.set_property("cmake_file_name", "cotune")
@@ -101,17 +144,18 @@ class CotuneConan(ConanFile):
 
         core = self.cpp_info.components["core"]
         core.set_property("cmake_target_name", "cotune::cotune")
-        core.set_property("pkg_config_name", "cotune")
+        core.set_property("pkg_config_name", "cotune")  # the names of cotune's installed .pc files
         core.bindirs = []
         core.libdirs = []
-        core.requires = ["boost::headers", "fmt::fmt", "simdjson::simdjson", "cryptopp::cryptopp"]
         core.defines = [f'COTUNE_VERSION_STRING="{self.version}"', "BOOST_ASIO_NO_DEPRECATED"]
+        self._use(core, "boost", "fmt", "simdjson", "cryptopp")
         if self.settings.os in ("Linux", "FreeBSD"):
-            core.system_libs = ["pthread", "dl"]
+            core.system_libs += ["pthread", "dl"]
 
         if self.options.with_cuda:
             cuda = self.cpp_info.components["cuda"]
             cuda.set_property("cmake_target_name", "cotune::cuda")
+            cuda.set_property("pkg_config_name", "cotune-cuda")
             cuda.bindirs = []
             cuda.libdirs = []
             cuda.requires = ["core"]
@@ -122,7 +166,9 @@ class CotuneConan(ConanFile):
         if self.options.with_redis:
             redis = self.cpp_info.components["redis"]
             redis.set_property("cmake_target_name", "cotune::redis")
+            redis.set_property("pkg_config_name", "cotune-redis")
             redis.bindirs = []
             redis.libdirs = []
-            redis.requires = ["core", "hiredis::hiredis"]
+            redis.requires = ["core"]
             redis.defines = ["COTUNE_HAS_REDIS=1"]
+            self._use(redis, "hiredis")

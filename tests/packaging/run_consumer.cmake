@@ -1,13 +1,16 @@
 # Runs one packaging test as a CTest test: `cmake -P run_consumer.cmake` with
-#   CONSUMER            find_package | add_subdirectory | fetch_content
-#   CONSUMER_SOURCE_DIR the consumer project (tests/packaging/<CONSUMER>)
+#   CONSUMER            find_package | add_subdirectory | fetch_content | pkg_config
+#   CONSUMER_SOURCE_DIR the consumer project (tests/packaging/<CONSUMER>; pkg_config has none)
 #   WORK_DIR            a scratch directory, emptied first
 #   COTUNE_SOURCE_DIR   cotune's source tree
 #   COTUNE_VERSION      the version the consumer must get
 #   GENERATOR, MAKE_PROGRAM, CXX_COMPILER   the outer build's, so the consumer builds the same way
 #   PREFIX_PATH         the outer build's CMAKE_PREFIX_PATH, '|'-separated (where dependencies live)
-# find_package first configures cotune on its own and installs it into WORK_DIR/prefix. Then the
-# consumer is configured, built and run; any failing step fails the test with its output.
+#   PKG_CONFIG          pkg-config (pkg_config only)
+# find_package and pkg_config first configure cotune on its own, build it and install it into
+# WORK_DIR/prefix, as the README tells a user to. Then the find_package consumer is configured, built
+# and run; the pkg_config one is compiled by the compiler alone, with the flags
+# `pkg-config --cflags --libs cotune` prints, and run. Any failing step fails the test with its output.
 cmake_minimum_required(VERSION 3.25)
 
 foreach(var IN ITEMS CONSUMER CONSUMER_SOURCE_DIR WORK_DIR COTUNE_SOURCE_DIR COTUNE_VERSION GENERATOR CXX_COMPILER)
@@ -48,16 +51,55 @@ if(MAKE_PROGRAM)
   list(APPEND common_args "-DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}")
 endif()
 
-if(CONSUMER STREQUAL "find_package")
-  # A fresh configure of cotune alone (as a user or a package manager does), then an install into a
-  # private prefix. Nothing needs building: cotune is header-only and the tool is left out.
+if(CONSUMER STREQUAL "find_package" OR CONSUMER STREQUAL "pkg_config")
+  # A fresh configure of the library alone (as a user or a package manager does), the build (nothing
+  # to compile: cotune is header-only and the tool is left out) and an install into a private prefix.
   run("configure cotune for installing" ${CMAKE_COMMAND} -S "${COTUNE_SOURCE_DIR}" -B "${WORK_DIR}/cotune-build"
       ${common_args} -DCOTUNE_BUILD_TESTS=OFF -DCOTUNE_BUILD_EXAMPLES=OFF
       -DCOTUNE_BUILD_BENCHMARKS=OFF -DCOTUNE_BUILD_TOOLS=OFF -DCOTUNE_VERIFY_HEADERS=OFF)
+  run("build cotune" ${CMAKE_COMMAND} --build "${WORK_DIR}/cotune-build")
   run("install cotune" ${CMAKE_COMMAND} --install "${WORK_DIR}/cotune-build" --prefix "${WORK_DIR}/prefix")
   list(PREPEND prefix_path "${WORK_DIR}/prefix")
   list(JOIN prefix_path ":" joined)
   set(ENV{CMAKE_PREFIX_PATH} "${joined}")
+endif()
+
+if(CONSUMER STREQUAL "pkg_config")
+  if(NOT PKG_CONFIG)
+    message(FATAL_ERROR "packaging/pkg_config: pkg-config was not found (Debian: pkg-config; scripts/install-deps installs it)")
+  endif()
+  set(pc_dir "${WORK_DIR}/prefix/share/pkgconfig")
+  set(ENV{PKG_CONFIG_PATH} "${pc_dir}")
+  # The modules installed: cotune, and cotune-redis / cotune-cuda when cotune was built with them.
+  set(modules cotune)
+  foreach(module IN ITEMS redis cuda)
+    if(EXISTS "${pc_dir}/cotune-${module}.pc")
+      list(APPEND modules cotune-${module})
+    endif()
+  endforeach()
+  run("validate the .pc files" "${PKG_CONFIG}" --validate ${modules})
+  # The installed file, not one from the system or another install.
+  run("find cotune.pc" "${PKG_CONFIG}" --variable=pcfiledir cotune)
+  string(STRIP "${last_output}" found_dir)
+  if(NOT found_dir STREQUAL pc_dir)
+    message(FATAL_ERROR "packaging/pkg_config: pkg-config found cotune.pc in '${found_dir}', not in '${pc_dir}'")
+  endif()
+  run("pkg-config --modversion cotune" "${PKG_CONFIG}" --modversion cotune)
+  string(STRIP "${last_output}" found_version)
+  if(NOT found_version STREQUAL COTUNE_VERSION)
+    message(FATAL_ERROR "packaging/pkg_config: cotune.pc says version '${found_version}', expected '${COTUNE_VERSION}'")
+  endif()
+  run("pkg-config --cflags --libs ${modules}" "${PKG_CONFIG}" --cflags --libs ${modules})
+  string(STRIP "${last_output}" flags)
+  message(STATUS "packaging/pkg_config: ${flags}")
+  separate_arguments(flags UNIX_COMMAND "${flags}")
+  # As a user would write it: the compiler, the standard, the source, pkg-config's flags. The
+  # version the consumer checks then comes from core/version.hpp (the .pc defines none).
+  run("compile the consumer" "${CXX_COMPILER}" -std=c++20 "-DCONSUMER_EXPECTED_VERSION=\"${COTUNE_VERSION}\""
+      "${CMAKE_CURRENT_LIST_DIR}/consumer/consumer.cpp" -o "${WORK_DIR}/consumer" ${flags})
+  run("run the consumer" "${WORK_DIR}/consumer" "${WORK_DIR}/cache")
+  message(STATUS "${last_output}")
+  return()
 endif()
 
 run("configure the consumer" ${CMAKE_COMMAND} -S "${CONSUMER_SOURCE_DIR}" -B "${WORK_DIR}/build" ${common_args}

@@ -43,6 +43,10 @@ vcpkg_cmake_install()
 vcpkg_cmake_config_fixup(PACKAGE_NAME cotune CONFIG_PATH share/cmake/cotune)
 
 file(REMOVE_RECURSE "${CURRENT_PACKAGES_DIR}/debug")
+# cotune.pc names its dependencies' pkg-config modules as found on the build machine (Debian's
+# libcrypto++, for one); that has not been checked against vcpkg's ports, so the port ships the CMake
+# package only.
+file(REMOVE_RECURSE "${CURRENT_PACKAGES_DIR}/share/pkgconfig")
 file(INSTALL "${CMAKE_CURRENT_LIST_DIR}/usage" DESTINATION "${CURRENT_PACKAGES_DIR}/share/${PORT}")
 # The project has no LICENSE file yet; vcpkg requires a copyright file, so point at what exists.
 if(EXISTS "${SOURCE_PATH}/LICENSE")
