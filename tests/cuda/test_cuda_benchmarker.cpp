@@ -14,6 +14,7 @@
 #include <cotune/cuda/availability.hpp>
 #include <cotune/cuda/cuda_backend.hpp>
 #include <cotune/cuda/cuda_benchmarker.hpp>
+#include <cotune/tune/binary_cache.hpp>
 #include <cotune/cuda/device_buffer.hpp>
 
 #include "../support/temp_dir.hpp"
@@ -227,11 +228,12 @@ TEST_CASE("probe: L2 flush factor, graph size and library load times", "[cuda][c
     using clock = std::chrono::steady_clock;
     auto ms = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
     const auto wc = config({{"UNIQUE", 1}}, launch_options{.num_warps = 1});
-    (void)backend.compile(tiny, wc, *d); // populate
+    const cotune::binary_cache<cuda::cuda_backend> binaries(backend);
+    (void)binaries.get_or_compile(tiny, wc, *d); // populate
     auto t0 = clock::now();
-    auto bin = backend.compile(tiny, wc, *d);
+    auto bin = binaries.get_or_compile(tiny, wc, *d);
     auto t1 = clock::now();
-    auto wf = backend.load(bin, tiny, wc, *d);
+    auto wf = binaries.load(bin, tiny, wc, *d);
     auto t2 = clock::now();
     backend.launch(wf, cotune::launch_grid{.x = 1}, s);
     backend.synchronize(*d);

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -283,7 +284,6 @@ TEST_CASE("a damaged cache frame is a miss and the binary is rebuilt", "[tune][b
 TEST_CASE("a loaded binary's cache entry is never evicted while the library is loaded", "[tune][binary_cache]") {
   private_cache cache;
   quick_flags flags;
-  auto limit = knobs().cache.max_bytes.scoped(1); // every write sweeps the cache down to (almost) nothing
   host_backend b;
   binary_cache<host_backend> bc(b);
   const auto k = affine_kernel();
@@ -295,10 +295,24 @@ TEST_CASE("a loaded binary's cache entry is never evicted while the library is l
     loaded = bc.load(first, k, affine_config(3), {});
   }
   REQUIRE(fs::exists(kept));
+  // Room for about one and a half objects: every later write sweeps out the oldest unpinned entries.
+  auto limit = knobs().cache.max_bytes.scoped(static_cast<std::int64_t>(fs::file_size(kept) * 3 / 2));
   for (int scale : {4, 5}) (void)bc.get_or_compile(k, affine_config(scale), {}); // writes that sweep
   CHECK(fs::exists(kept)); // pinned by the loaded library
   CHECK(run_affine(b, *loaded, 1) == 7);
   loaded.reset(); // unloaded: the entry may go now
   (void)bc.get_or_compile(k, affine_config(6), {});
   CHECK_FALSE(fs::exists(kept));
+}
+
+TEST_CASE("a binary evicted as soon as it is stored still loads (from its bytes)", "[tune][binary_cache]") {
+  private_cache cache;
+  quick_flags flags;
+  auto limit = knobs().cache.max_bytes.scoped(1); // every write sweeps the cache down to nothing
+  host_backend b;
+  binary_cache<host_backend> bc(b);
+  const auto k = affine_kernel();
+  const auto bin = bc.get_or_compile(k, affine_config(3), {});
+  CHECK_FALSE(bin.from_cache);
+  CHECK(run_affine(b, bc.load(bin, k, affine_config(3), {}), 1) == 7);
 }

@@ -22,6 +22,23 @@ inline cotune::kernel_source work_kernel(std::string name = "work") {
   return {.name = std::move(name), .code = work_code, .entry = "work"};
 }
 
+/// The busy work, or a crash chosen by CRASH: 1 dereferences null, 2 aborts, 3 loops forever.
+inline const char* crashing_code = R"(
+#include <cstdlib>
+extern "C" void work(int* out, int n) {
+  if (CRASH == 1) { volatile int* p = nullptr; *p = 1; }
+  if (CRASH == 2) std::abort();
+  if (CRASH == 3) { volatile int spin = 1; while (spin) {} }
+  volatile int s = 0;
+  for (int i = 0; i < n * COST; ++i) s += i;
+  out[0] = s;
+}
+)";
+
+inline cotune::kernel_source crashing_kernel(std::string name) {
+  return {.name = std::move(name), .code = crashing_code, .entry = "work"};
+}
+
 /// Small budgets: tests check choices, never timings.
 inline cotune::bench_options quick_bench() { return {.warmup_ms = 1.0, .rep_ms = 5.0}; }
 

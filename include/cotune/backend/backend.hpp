@@ -138,6 +138,15 @@ concept DeclaresFileLoading = requires {
   typename std::bool_constant<B::loads_from_file>;
 };
 
+/// Candidates can be benchmarked in a forked copy of the process (`static constexpr bool fork_isolation`):
+/// a crash or a hang then costs that candidate alone (COTUNE_ISOLATE). The host backend can; a GPU
+/// backend cannot this way (a forked child cannot use its parent's device context).
+template <class B>
+concept DeclaresForkIsolation = requires {
+  requires std::same_as<decltype(B::fork_isolation), const bool>;
+  typename std::bool_constant<B::fork_isolation>;
+};
+
 /// Has warnings for the user that belong to no one candidate (a compile server that could not start):
 /// `take_warnings()` hands over those gathered since the last call, and each tuning reports them as
 /// `tuning_warning` events.

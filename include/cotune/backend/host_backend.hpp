@@ -187,6 +187,8 @@ public:
   static constexpr bool benchmark_overlaps_compile = false;
   /// dlopen takes a file: the binary cache hands over the cached file instead of its bytes.
   static constexpr bool loads_from_file = true;
+  /// A candidate runs in the process's own memory: a forked copy can benchmark it in isolation.
+  static constexpr bool fork_isolation = true;
 
   [[nodiscard]] std::vector<device> devices() const { return {device{}}; }
   /// One CPU: every host tuner measures on one device thread.
@@ -297,11 +299,10 @@ public:
   [[nodiscard]] function load(const binary& bin, const kernel_source& k, const config& c, const device& = {}) const {
     std::filesystem::path path = bin.path;
     if (path.empty()) {
-      path = detail::process_private_dir() /
-             (detail::sha256_hex(bin.image).substr(0, 32) + "-" + k.name + ".so");
       try {
+        path = detail::process_private_dir() / (detail::sha256_hex(bin.image).substr(0, 32) + "-" + k.name + ".so");
         detail::atomic_write(path, bin.image); // a temporary and a rename: a concurrent dlopen sees a whole file
-      } catch (const cache_error& e) {
+      } catch (const std::system_error& e) {
         throw launch_error(fmt::format("host backend: kernel '{}' with config {{{}}}: cannot write the shared object "
                                        "to the private directory: {}",
                                        k.name, c.text(), e.what()));
@@ -334,7 +335,8 @@ public:
 
 // The optional capabilities the host backend means to offer (a misspelt member fails here).
 static_assert(HasDeviceKey<host_backend> && DeclaresCompileOverlap<host_backend> && StoppableCompiler<host_backend> &&
-              DeclaresBenchmarker<host_backend> && DeclaresFileLoading<host_backend>);
+              DeclaresBenchmarker<host_backend> && DeclaresFileLoading<host_backend> &&
+              DeclaresForkIsolation<host_backend>);
 
 static_assert(Backend<host_backend>);
 

@@ -28,9 +28,9 @@
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/cache/local_key.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/detail/cache_sweep.hpp>
+#include <cotune/cache/cache_sweep.hpp>
 #include <cotune/detail/dir_fd.hpp>
-#include <cotune/detail/entry_frame.hpp>
+#include <cotune/cache/entry_frame.hpp>
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/hashing.hpp>
 
@@ -178,7 +178,7 @@ public:
   [[nodiscard]] cache_dir_trust trust() const { return check_cache_dir(root_); }
 
   /// Reclaims orphaned temporary files and, with a limit, evicts the least recently used entries that
-  /// no live process holds (detail/cache_sweep.hpp); removes key directories left empty. Throws
+  /// no live process holds (cache/cache_sweep.hpp); removes key directories left empty. Throws
   /// cache_error for an untrusted directory (nothing is removed from it).
   [[nodiscard]] cache_gc_report gc(const cache_gc_options& opts = cache_gc_options::from_knobs()) const {
     cache_gc_report r;

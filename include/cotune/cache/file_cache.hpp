@@ -23,9 +23,9 @@
 #include <cotune/cache/local_key.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/json_writer.hpp>
-#include <cotune/detail/cache_sweep.hpp>
+#include <cotune/cache/cache_sweep.hpp>
 #include <cotune/detail/dir_fd.hpp>
-#include <cotune/detail/entry_frame.hpp>
+#include <cotune/cache/entry_frame.hpp>
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/hashing.hpp>
 #include <cotune/detail/json.hpp>
@@ -77,7 +77,7 @@ private:
   std::filesystem::path path_;
 };
 
-/// Files under one key in `<root>/<base32(key)>/`. Normal entries are framed (detail/entry_frame.hpp:
+/// Files under one key in `<root>/<base32(key)>/`. Normal entries are framed (cache/entry_frame.hpp:
 /// format version, checksum bound to key and name, and a MAC under the local key when one is set) and
 /// verified on every read: a damaged, foreign or unsigned entry is a miss, and the next `put` replaces it.
 ///
@@ -90,7 +90,7 @@ private:
 ///
 /// Writes are a locked temporary file plus an atomic rename; each `put` reclaims its key directory's
 /// orphaned temporary files (cache.tmp_max_age_s) and, when cache.max_bytes is set, now and then
-/// evicts the least recently used entries of the whole cache (detail/cache_sweep.hpp). Lookups never
+/// evicts the least recently used entries of the whole cache (cache/cache_sweep.hpp). Lookups never
 /// create directories.
 class file_cache {
 public:
@@ -147,24 +147,11 @@ public:
     validate_cache_file_name(name);
     if (mode_ == cache_mode::override_)
       throw cache_error(fmt::format("the override cache '{}' is read-only; cannot put '{}'", dir_.string(), name));
-    auto root = detail::open_trusted_root(root_);
-    if (!root) {
-      detail::make_private_dirs(root_);
-      root = detail::open_trusted_root(root_);
-      if (!root)
-        throw cache_error(fmt::format("cannot open the cache directory '{}': {}; set COTUNE_CACHE_DIR to a writable "
-                                      "place",
-                                      root_.string(), std::strerror(errno)));
+    try {
+      return store(data, name);
+    } catch (const std::system_error& e) {
+      throw cache_error(e); // ENOSPC, EROFS, EACCES, EDQUOT...: the path and the fix
     }
-    const auto dir = detail::make_dir_at(root.get(), dir_name_, dir_);
-    detail::require_trusted_key_dir(dir.get(), dir_);
-    reclaim_temporaries(dir.get());
-    const std::string file(name);
-    if (mode_ == cache_mode::normal)
-      detail::atomic_write_at(dir.get(), file, dir_, data, detail::make_frame(key_, name, data, local_cache_key()));
-    else detail::atomic_write_at(dir.get(), file, dir_, data);
-    if (mode_ == cache_mode::normal) maybe_evict(root.get(), data.size() + detail::frame_size);
-    return dir_ / file;
   }
 
   /// The children of group `name` that are present and valid, or nothing if there is no such group.
@@ -201,6 +188,28 @@ public:
   }
 
 private:
+  /// `put` past its checks; file-system failures come out as std::system_error.
+  std::filesystem::path store(std::string_view data, std::string_view name) {
+    auto root = detail::open_trusted_root(root_);
+    if (!root) {
+      detail::make_private_dirs(root_);
+      root = detail::open_trusted_root(root_);
+      if (!root)
+        throw cache_error(fmt::format("cannot open the cache directory '{}': {}; set COTUNE_CACHE_DIR to a writable "
+                                      "place",
+                                      root_.string(), std::strerror(errno)));
+    }
+    const auto dir = detail::make_dir_at(root.get(), dir_name_, dir_);
+    detail::require_trusted_key_dir(dir.get(), dir_);
+    reclaim_temporaries(dir.get());
+    const std::string file(name);
+    if (mode_ == cache_mode::normal)
+      detail::atomic_write_at(dir.get(), file, dir_, data, detail::make_frame(key_, name, data, local_cache_key()));
+    else detail::atomic_write_at(dir.get(), file, dir_, data);
+    if (mode_ == cache_mode::normal) maybe_evict(root.get(), data.size() + detail::frame_size);
+    return dir_ / file;
+  }
+
   static std::filesystem::path root_for(cache_mode mode) {
     return mode == cache_mode::dump        ? knobs().cache.dump_dir.get()
            : mode == cache_mode::override_ ? knobs().cache.override_dir.get()

@@ -67,7 +67,13 @@ inline void create_key_file(const std::filesystem::path& path) {
 [[nodiscard]] inline std::string read_key_file(const std::filesystem::path& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 && errno == ENOENT) {
-    create_key_file(path);
+    try {
+      create_key_file(path);
+    } catch (const std::system_error& e) {
+      throw cache_error(fmt::format("cannot create the cache key file '{}': {}; set COTUNE_CACHE_KEY_FILE to a "
+                                    "writable place",
+                                    path.string(), e.what()));
+    }
     fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   }
   const unique_fd owned(fd);

@@ -4,7 +4,7 @@
 ///
 /// Differences from Triton's RemoteCacheManager, each deliberate:
 /// - a local hit never touches the network (Triton queries the backend on every lookup);
-/// - every remote value is framed as a local entry is (detail/entry_frame.hpp: format version, checksum
+/// - every remote value is framed as a local entry is (cache/entry_frame.hpp: format version, checksum
 ///   bound to key + file name, and an HMAC-SHA256 under the remote secret when one is set); anything
 ///   that does not check out is a miss, counted, and never written to the local cache, so a dlopen or
 ///   a module load only ever sees verified bytes;
@@ -33,14 +33,14 @@
 #include <cotune/cache/remote_backend.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/json_writer.hpp>
-#include <cotune/detail/entry_frame.hpp>
+#include <cotune/cache/entry_frame.hpp>
 #include <cotune/detail/hashing.hpp>
 #include <cotune/detail/json.hpp>
 
 namespace cotune {
 
 /// Why a remote value was not accepted: remote values are framed like local entries
-/// (detail/entry_frame.hpp), and refused for the same faults.
+/// (cache/entry_frame.hpp), and refused for the same faults.
 using remote_entry_fault = entry_fault;
 
 namespace detail {

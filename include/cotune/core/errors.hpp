@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <utility>
 
 namespace cotune {
@@ -24,6 +25,9 @@ public:
 class cache_error : public error {
 public:
   using error::error;
+  /// From a failed file-system call in the cache (what it was doing, the path, errno's text), with the fix.
+  explicit cache_error(const std::system_error& e)
+      : error(std::string(e.what()) + "; set COTUNE_CACHE_DIR to a writable place") {}
 };
 
 /// A candidate failed to compile; `log()` holds the compiler's output.
@@ -70,6 +74,19 @@ public:
 
 /// A compile or a benchmark ran past its deadline and was cancelled.
 class timeout_error : public error {
+public:
+  using error::error;
+};
+
+/// A candidate killed the isolated process that benchmarked it (a signal, an abort, an exit): that
+/// candidate is lost, nothing else is.
+class candidate_crashed : public error {
+public:
+  using error::error;
+};
+
+/// A candidate ran past the bench timeout in its isolated process, which was killed.
+class candidate_hung : public error {
 public:
   using error::error;
 };

@@ -10,7 +10,7 @@
 namespace cotune::cuda {
 
 /// Where the CUDA libraries come from, how kernels are compiled and how they are timed.
-struct cuda_knobs_group {
+struct cuda_knob_group {
   knob<std::optional<std::string>> libcuda_path{
       {.name = "cuda.libcuda_path", .env = "COTUNE_LIBCUDA_PATH",
        .doc = "the CUDA driver library to dlopen; unset = libcuda.so.1 from the loader's search path. "
@@ -55,15 +55,12 @@ struct cuda_knobs_group {
 };
 
 /// The process's CUDA knobs.
-[[nodiscard]] inline cuda_knobs_group& cuda_knobs() {
-  static cuda_knobs_group k;
-  return k;
-}
+[[nodiscard]] inline cuda_knob_group& cuda_knobs() { return knob_group<cuda_knob_group>(); }
 
 namespace detail {
 /// Registers the CUDA knobs during static initialisation, so that the invalidating ones enter every
 /// key computed in a program that includes this module, even before any CUDA call.
-inline cuda_knobs_group& cuda_knobs_registered = cuda_knobs();
+inline cuda_knob_group& cuda_knobs_registered = cuda_knobs();
 } // namespace detail
 
 } // namespace cotune::cuda

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <string_view>
 #include <utility>
 
@@ -24,7 +25,6 @@
 
 #include <fmt/format.h>
 
-#include <cotune/core/errors.hpp>
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/unique_fd.hpp>
 
@@ -81,12 +81,11 @@ struct opened_file {
 
 /// Opens the directory `name` in `dir`, creating it 0700 if it is missing. A link where the
 /// directory belongs is removed (the link only, never its target) and replaced by a directory.
-/// Throws cache_error naming `shown` (the path, for messages).
+/// Throws std::system_error naming `shown` (the path, for messages).
 [[nodiscard]] inline unique_fd make_dir_at(int dir, const std::string& name, const std::filesystem::path& shown) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (::mkdirat(dir, name.c_str(), 0700) != 0 && errno != EEXIST)
-      throw cache_error(fmt::format("cannot create directory '{}': {}; set COTUNE_CACHE_DIR to a writable place",
-                                    shown.string(), std::strerror(errno)));
+      throw std::system_error(errno, std::generic_category(), fmt::format("cannot create directory '{}'", shown.string()));
     if (auto fd = open_dir_at(dir, name)) return fd;
     const int err = errno;
     struct stat st {};
@@ -95,11 +94,11 @@ struct opened_file {
       continue;
     }
     if (err == ENOENT) continue; // removed by a concurrent gc between mkdirat and openat
-    throw cache_error(fmt::format("cannot open directory '{}': {}; remove what is there or set COTUNE_CACHE_DIR "
-                                  "elsewhere",
-                                  shown.string(), std::strerror(err)));
+    throw std::system_error(err, std::generic_category(),
+                            fmt::format("cannot open directory '{}' (remove what is there)", shown.string()));
   }
-  throw cache_error(fmt::format("cannot create directory '{}': it keeps being replaced", shown.string()));
+  throw std::system_error(EEXIST, std::generic_category(),
+                          fmt::format("cannot create directory '{}': it keeps being replaced", shown.string()));
 }
 
 /// True for names of temporary files (writes in progress, or left by writers that died).
@@ -117,14 +116,15 @@ public:
       tmp_ = fmt::format(".tmp.{}.{}.{}", std::string_view(target_).substr(0, 64), ::getpid(), random_suffix());
       fd_ = unique_fd(::openat(dir_, tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
       if (!fd_)
-        throw cache_error(fmt::format("cannot write cache file '{}': {}", (shown_ / tmp_).string(), std::strerror(errno)));
+        throw std::system_error(errno, std::generic_category(), fmt::format("cannot write file '{}'", (shown_ / tmp_).string()));
       ::flock(fd_.get(), LOCK_EX); // see the file comment; a failure (no flock here) leaves the age rule
       // A reclaimer may have taken the file between its creation and the lock: then it is gone; retry.
       struct stat st {};
       if (::fstat(fd_.get(), &st) == 0 && st.st_nlink > 0) break;
       fd_.reset();
       if (attempt == 3)
-        throw cache_error(fmt::format("cannot write cache file '{}': it keeps being removed", (shown_ / tmp_).string()));
+        throw std::system_error(ENOENT, std::generic_category(),
+                                fmt::format("cannot write file '{}': it keeps being removed", (shown_ / tmp_).string()));
     }
   }
   temp_file_writer(const temp_file_writer&) = delete;
@@ -156,15 +156,15 @@ public:
     sync();
     if (::renameat(dir_, tmp_.c_str(), dir_, target_.c_str()) != 0) {
       const int err = errno;
-      throw cache_error(fmt::format("cannot rename '{}' onto '{}': {}", (shown_ / tmp_).string(),
-                                    (shown_ / target_).string(), std::strerror(err)));
+      throw std::system_error(err, std::generic_category(),
+                              fmt::format("cannot rename '{}' onto '{}'", (shown_ / tmp_).string(), (shown_ / target_).string()));
     }
     fd_.reset(); // closing drops the lock; the file now has its final name
   }
 
 private:
   [[noreturn]] void fail(const char* what) const {
-    throw cache_error(fmt::format("cannot {} cache file '{}': {}", what, (shown_ / tmp_).string(), std::strerror(errno)));
+    throw std::system_error(errno, std::generic_category(), fmt::format("cannot {} file '{}'", what, (shown_ / tmp_).string()));
   }
 
   int dir_;

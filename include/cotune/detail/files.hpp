@@ -1,5 +1,6 @@
 #pragma once
-/// \file File helpers: private directories, whole-file reads, atomic writes.
+/// \file File helpers: private directories, whole-file reads, atomic writes. A failed call throws
+/// std::system_error naming the path (the cache layer turns it into a cache_error with the fix).
 
 #include <cerrno>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -17,7 +19,6 @@
 
 #include <fmt/format.h>
 
-#include <cotune/core/errors.hpp>
 
 namespace cotune::detail {
 
@@ -28,12 +29,11 @@ inline void make_private_dirs(const std::filesystem::path& dir) {
     partial /= part;
     if (partial.empty() || partial == partial.root_path()) continue;
     if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
-      throw cache_error(fmt::format("cannot create directory '{}': {}; set COTUNE_CACHE_DIR to a writable place",
-                                    partial.string(), std::strerror(errno)));
+      throw std::system_error(errno, std::generic_category(), fmt::format("cannot create directory '{}'", partial.string()));
   }
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw cache_error(fmt::format("'{}' exists but is not a directory; set COTUNE_CACHE_DIR elsewhere", dir.string()));
+    throw std::system_error(ENOTDIR, std::generic_category(), fmt::format("'{}' exists but is not a directory", dir.string()));
 }
 
 /// The whole file, or nothing if it cannot be read or is not a regular file (a directory or a FIFO
@@ -73,8 +73,9 @@ inline void make_private_dirs(const std::filesystem::path& dir) {
     owned() {
       std::string tmpl = (std::filesystem::temp_directory_path() / "cotune-private-XXXXXX").string();
       if (!::mkdtemp(tmpl.data()))
-        throw error(fmt::format("cannot create a private directory '{}': {}; set TMPDIR to a writable place", tmpl,
-                                std::strerror(errno)));
+        throw std::system_error(errno, std::generic_category(),
+                                fmt::format("cannot create a private directory '{}' (set TMPDIR to a writable place)",
+                                            tmpl));
       path = tmpl;
     }
     ~owned() {
@@ -102,12 +103,12 @@ void atomic_write(const std::filesystem::path& target, const Parts&... parts) {
              fmt::format(".tmp.{}.{}.{}", std::string_view(name).substr(0, 64), ::getpid(), random_suffix());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)
-    throw cache_error(fmt::format("cannot write cache file '{}': {}", tmp.string(), std::strerror(errno)));
+    throw std::system_error(errno, std::generic_category(), fmt::format("cannot write file '{}'", tmp.string()));
   auto fail = [&](const char* what) {
     int err = errno;
     ::close(fd);
     ::unlink(tmp.c_str());
-    throw cache_error(fmt::format("cannot {} cache file '{}': {}", what, tmp.string(), std::strerror(err)));
+    throw std::system_error(err, std::generic_category(), fmt::format("cannot {} file '{}'", what, tmp.string()));
   };
   auto write_all = [&](std::string_view data) {
     while (!data.empty()) {
@@ -124,13 +125,13 @@ void atomic_write(const std::filesystem::path& target, const Parts&... parts) {
   if (::close(fd) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    throw cache_error(fmt::format("cannot close cache file '{}': {}", tmp.string(), std::strerror(err)));
+    throw std::system_error(err, std::generic_category(), fmt::format("cannot close file '{}'", tmp.string()));
   }
   if (::rename(tmp.c_str(), target.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    throw cache_error(
-        fmt::format("cannot rename '{}' onto '{}': {}", tmp.string(), target.string(), std::strerror(err)));
+    throw std::system_error(err, std::generic_category(),
+                            fmt::format("cannot rename '{}' onto '{}'", tmp.string(), target.string()));
   }
 }
 

@@ -10,7 +10,7 @@
 namespace cotune::hip {
 
 /// Where the HIP libraries come from, how kernels are compiled and how they are timed.
-struct hip_knobs_group {
+struct hip_knob_group {
   knob<std::optional<std::string>> libamdhip64_path{
       {.name = "hip.libamdhip64_path", .env = "COTUNE_LIBAMDHIP64_PATH",
        .doc = "the HIP runtime library to dlopen; unset = libamdhip64.so.6, then libamdhip64.so.5, from the loader's "
@@ -49,15 +49,12 @@ struct hip_knobs_group {
 };
 
 /// The process's HIP knobs.
-[[nodiscard]] inline hip_knobs_group& hip_knobs() {
-  static hip_knobs_group k;
-  return k;
-}
+[[nodiscard]] inline hip_knob_group& hip_knobs() { return knob_group<hip_knob_group>(); }
 
 namespace detail {
 /// Registers the HIP knobs during static initialisation, so that the invalidating ones enter every
 /// key computed in a program that includes this module.
-inline hip_knobs_group& hip_knobs_registered = hip_knobs();
+inline hip_knob_group& hip_knobs_registered = hip_knobs();
 } // namespace detail
 
 } // namespace cotune::hip

@@ -297,4 +297,15 @@ private:
   std::vector<std::pair<knob_base*, std::any>> saved_;
 };
 
+/// The process's one instance of knob group `G`, made on first use. Every group is declared the same
+/// way: a struct `<area>_knob_group` of `knob<T>` members, an accessor `<area>_knobs()` that returns
+/// `knob_group<<area>_knob_group>()`, and a `detail::<area>_knobs_registered` reference to it, so that
+/// the registry lists the group (and cache keys see its invalidating knobs) from static initialisation
+/// on. `knobs()` (core), `cuda::cuda_knobs()`, `hip::hip_knobs()`, `redis::redis_knobs()` are the groups.
+template <class G>
+[[nodiscard]] G& knob_group() {
+  static G group;
+  return group;
+}
+
 } // namespace cotune

@@ -34,7 +34,7 @@ auto at_least(T minimum, const char* env) {
 } // namespace detail
 
 /// Where cotune keeps files.
-struct cache_knobs {
+struct cache_knob_group {
   knob<std::string> dir{{.name = "cache.dir", .env = "COTUNE_CACHE_DIR", .doc = "root of the file cache",
                          .computed_default = [] { return detail::user_cache_root() + "/cotune"; },
                          .default_text = "$XDG_CACHE_HOME/cotune, else ~/.cache/cotune"}};
@@ -73,7 +73,7 @@ struct cache_knobs {
 };
 
 /// How the autotuner behaves.
-struct autotuning_knobs {
+struct autotuning_knob_group {
   knob<bool> cache{{.name = "autotuning.cache", .env = "COTUNE_CACHE_AUTOTUNING", .fallback = false,
                     .doc = "store tuning results on disk (and remotely) for every tuner, not only those that ask"}};
   knob<bool> print{{.name = "autotuning.print", .env = "COTUNE_PRINT_AUTOTUNING", .fallback = false,
@@ -83,6 +83,16 @@ struct autotuning_knobs {
   knob<int> compile_threads{{.name = "autotuning.compile_threads", .env = "COTUNE_COMPILE_THREADS", .fallback = 0,
                              .doc = "threads of the compile pool; 0 = hardware threads",
                              .validate = detail::at_least(0, "COTUNE_COMPILE_THREADS")}};
+  // auto: a process that crashed mid-tuning (a journal left behind) or a candidate that crashed before
+  // (the quarantine) turns isolation on for that kernel; otherwise candidates run in-process, which
+  // costs nothing and keeps user hooks' side effects (a fork per candidate costs ~1 ms here).
+  knob<std::string> isolate{{.name = "autotuning.isolate", .env = "COTUNE_ISOLATE", .fallback = "auto",
+                             .doc = "benchmark each candidate in a forked process, so a crash or hang costs that "
+                                    "candidate alone (host backend): off, on, or auto (after a crash)",
+                             .validate = [](const std::string& v) {
+                               if (v != "off" && v != "on" && v != "auto")
+                                 throw knob_error(fmt::format("COTUNE_ISOLATE={} is not one of off, on, auto", v));
+                             }}};
   // 120 s: an optimised NVRTC compile of a large GEMM takes ~5 s on an H200 host; 24x headroom.
   knob<std::int64_t> compile_timeout_ms{{.name = "autotuning.compile_timeout_ms", .env = "COTUNE_COMPILE_TIMEOUT_MS",
                                          .fallback = 120000,
@@ -91,7 +101,7 @@ struct autotuning_knobs {
 };
 
 /// Benchmarking budgets (do_bench's warmup and rep, in milliseconds).
-struct bench_knobs {
+struct bench_knob_group {
   // Triton's do_bench defaults (spec §8.2).
   knob<double> warmup_ms{{.name = "bench.warmup_ms", .env = "COTUNE_BENCH_WARMUP_MS", .fallback = 25.0,
                           .doc = "warm-up budget per candidate, in ms",
@@ -121,7 +131,7 @@ struct bench_knobs {
 };
 
 /// How host (CPU) kernels are built.
-struct build_knobs {
+struct build_knob_group {
   knob<std::optional<std::string>> cxx{{.name = "build.cxx", .env = "CXX",
                                         .doc = "C++ compiler for host kernels; unset = c++, g++, clang++ on PATH"}};
   // -O3 -march=native: host kernels are tuned for the machine they run on; the CPU model is part of
@@ -131,25 +141,22 @@ struct build_knobs {
 };
 
 /// Process-wide behaviour.
-struct runtime_knobs {
+struct runtime_knob_group {
   knob<bool> debug{{.name = "runtime.debug", .env = "COTUNE_DEBUG", .fallback = false,
                     .doc = "keep compiler inputs and print each compile command", .invalidating = true}};
 };
 
 /// All core knob groups. Optional modules (cuda, redis) add their own groups to the registry.
 struct knob_groups {
-  cache_knobs cache;
-  autotuning_knobs autotuning;
-  bench_knobs bench;
-  build_knobs build;
-  runtime_knobs runtime;
+  cache_knob_group cache;
+  autotuning_knob_group autotuning;
+  bench_knob_group bench;
+  build_knob_group build;
+  runtime_knob_group runtime;
 };
 
 /// The process's knobs.
-[[nodiscard]] inline knob_groups& knobs() {
-  static knob_groups k;
-  return k;
-}
+[[nodiscard]] inline knob_groups& knobs() { return knob_group<knob_groups>(); }
 
 namespace detail {
 /// Constructs the core knobs during static initialisation, so that the registry lists them (and

@@ -210,10 +210,7 @@ struct redis_knob_group {
 };
 
 /// The process's Redis knobs (registered with the knob registry on first use).
-[[nodiscard]] inline redis_knob_group& redis_knobs() {
-  static redis_knob_group k;
-  return k;
-}
+[[nodiscard]] inline redis_knob_group& redis_knobs() { return knob_group<redis_knob_group>(); }
 
 namespace detail {
 /// Registers the Redis knobs during static initialisation of any program that includes this module,

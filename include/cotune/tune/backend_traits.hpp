@@ -57,9 +57,18 @@ constexpr bool capabilities_fit() {
                 "(or static)");
   static_assert(ReportsWarnings<B> || !requires { &B::take_warnings; },
                 "the backend's take_warnings must be `std::vector<std::string> take_warnings() const`");
+  static_assert(DeclaresForkIsolation<B> || !requires { B::fork_isolation; },
+                "the backend's fork_isolation must be `static constexpr bool`");
   static_assert(DeclaresFileLoading<B> || !requires { B::loads_from_file; },
                 "the backend's loads_from_file must be `static constexpr bool`");
   return true;
+}
+
+/// Whether candidates of this backend can be benchmarked in a forked process (COTUNE_ISOLATE).
+template <class B>
+constexpr bool fork_isolation() {
+  if constexpr (DeclaresForkIsolation<B>) return B::fork_isolation;
+  else return false;
 }
 
 } // namespace detail

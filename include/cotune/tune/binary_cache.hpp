@@ -177,7 +177,8 @@ private:
       try {
         img.file = cache->put(img.bytes, recipe.file);
         if constexpr (PinnableCache<Cache>)
-          if (loads_from_file()) (void)locate(*cache, recipe.file, img); // the stored entry, pinned
+          if (loads_from_file() && !locate(*cache, recipe.file, img))
+            img.file.clear(); // evicted already (a tiny size limit, another process's sweep): load the bytes
         if (recipe.has_meta) {
           json_writer meta;
           meta.begin_object().field("image_sha256", detail::sha256_hex(img.bytes)).field("meta", img.meta).end_object();

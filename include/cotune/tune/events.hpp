@@ -136,6 +136,7 @@ public:
       const auto& c = r.candidates[i];
       std::string status{to_string(c.status)};
       if (c.status == candidate_status::ok && c.screened_only) status = "ok (screened)";
+      if (c.resumed) status += " (resumed)";
       if (i == r.winner) status = "* best";
       auto num = [](double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : std::string("-"); };
       fmt::print(out, "  {:>3}  {:<{}}  {:>16}  {:>10}  {:>10}  {:>10}\n", i, shown(c.cfg).substr(0, width), width,

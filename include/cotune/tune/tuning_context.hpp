@@ -45,6 +45,12 @@ namespace detail {
 inline void record_failure(candidate_result& r, std::exception_ptr e) {
   try {
     std::rethrow_exception(e);
+  } catch (const candidate_crashed& x) {
+    r.status = candidate_status::crashed;
+    r.reason = x.what();
+  } catch (const candidate_hung& x) {
+    r.status = candidate_status::hung;
+    r.reason = x.what();
   } catch (const compiler_crashed& x) {
     r.status = candidate_status::compiler_crashed;
     r.reason = x.what();

@@ -29,6 +29,7 @@
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/detail/async_queue.hpp>
+#include <cotune/detail/isolated_run.hpp>
 #include <cotune/detail/run_on.hpp>
 #include <cotune/tune/backend_traits.hpp>
 #include <cotune/tune/binary_cache.hpp>
@@ -36,6 +37,7 @@
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/measure_strategy.hpp>
 #include <cotune/tune/tuning_context.hpp>
+#include <cotune/tune/tuning_journal.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 namespace cotune {
@@ -62,6 +64,8 @@ public:
     start_ = clock::now();
     key_text_ = std::apply([&](const Args&... a) { return ctx_.arguments.key_text(a...); }, args_);
     pruned_ = std::apply([&](const Args&... a) { return ctx_.prune(a...); }, args_);
+    resumed_.assign(pruned_.size(), std::nullopt);
+    if (knobs().autotuning.isolate.get() == "on" && detail::fork_isolation<B>()) isolate_ = true;
 
     std::optional<Cache> cache;
     std::shared_ptr<void> lease; // held while this process tunes a key others may be waiting for
@@ -102,8 +106,10 @@ public:
       }
     }
 
+    if (cache) recall(*cache);
     auto measuring = measure();
     auto state = co_await std::move(measuring);
+    remember_crashes(state->results);
 
     tuning_result result;
     result.kernel = ctx_.kernel.name;
@@ -157,6 +163,22 @@ private:
     const std::size_t launch_dev = ctx_.opts.device;
     auto state = std::make_shared<shared_state>(n);
     for (auto& c : pruned_) state->results.push_back(candidate_result{c});
+    // Candidates an interrupted run already measured, and those quarantined for this kernel, are not
+    // compiled or measured again.
+    std::vector<std::size_t> skipped;
+    for (std::size_t i = 0; i < n; ++i) {
+      auto& r = state->results[i];
+      if (resumed_[i]) {
+        r = *resumed_[i];
+        skipped.push_back(i);
+      } else if (const auto* q = quarantine_.find(pruned_[i])) {
+        r.status = q->status;
+        r.reason = fmt::format("quarantined: it {} before with this kernel and toolchain ({}); it is skipped until "
+                               "either changes",
+                               q->status == candidate_status::hung ? "hung" : "crashed", q->reason);
+        skipped.push_back(i);
+      }
+    }
 
     // Devices measuring this job: the launch device, plus identical ones when arguments can be made for them.
     std::vector<std::size_t> devs{launch_dev};
@@ -173,6 +195,7 @@ private:
 
     context* ctx = &ctx_;
     for (std::size_t i = 0; i < n; ++i) {
+      if (std::find(skipped.begin(), skipped.end(), i) != skipped.end()) continue;
       boost::asio::post(ctx_.eng.compile_executor(), [ctx, state, i, launch_dev] {
         auto& r = state->results[i];
         const auto t0 = clock::now();
@@ -192,7 +215,13 @@ private:
     const measure_strategy& strategy = ctx_.opts.measure ? *ctx_.opts.measure : knob_screening;
     const bench_options first_pass = strategy.first_pass(full, n);
     std::vector<std::size_t> ready, idle(devs.rbegin(), devs.rend());
-    std::size_t compiled = 0, finished = 0;
+    std::size_t compiled = skipped.size(), finished = skipped.size();
+    for (auto i : skipped) {
+      const auto& r = state->results[i];
+      if (r.status == candidate_status::ok) ctx_.emit(candidate_measured{ctx_.kernel.name, key_text_, i, n, &r});
+      else ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, i, n, &r});
+    }
+    const bool isolate = isolate_;
     auto dispatch = [&](const bench_options& bopts) {
       std::sort(ready.begin(), ready.end(), std::greater<>()); // measure in config order
       while (!ready.empty() && !idle.empty()) {
@@ -200,8 +229,9 @@ private:
         ready.pop_back();
         idle.pop_back();
         std::tuple<Args...>* a = d == launch_dev ? &args_ : &*dev_args[d];
-        boost::asio::post(ctx_.eng.device_executor(ctx_.device_ids[d]),
-                          [ctx, state, i, d, a, launch_dev, bopts, n] { measure_one(*ctx, *state, i, d, *a, launch_dev, bopts, n); });
+        boost::asio::post(ctx_.eng.device_executor(ctx_.device_ids[d]), [ctx, state, i, d, a, launch_dev, bopts, n, isolate] {
+          measure_one(*ctx, *state, i, d, *a, launch_dev, bopts, n, isolate);
+        });
       }
     };
     while (finished < n) {
@@ -213,6 +243,7 @@ private:
         if (!state->binaries[ev.index]) {
           ++finished;
           ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, ev.index, n, &r});
+          journal(state->results); // a compile failure is an outcome too
         } else {
           ctx_.emit(candidate_compiled{ctx_.kernel.name, key_text_, ev.index, n, &r.cfg, r.compile_ms,
                                        r.binary_from_cache});
@@ -223,6 +254,7 @@ private:
         idle.push_back(ev.device);
         if (r.status == candidate_status::ok) ctx_.emit(candidate_measured{ctx_.kernel.name, key_text_, ev.index, n, &r});
         else ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, ev.index, n, &r});
+        journal(state->results);
       }
       if (detail::overlaps_compile<B>() || compiled == n) dispatch(first_pass);
     }
@@ -234,6 +266,26 @@ private:
       for (std::size_t i = 0; i < n; ++i)
         if (state->results[i].status == candidate_status::ok) state->results[i].screened_only = true;
       for (auto i : finalists) state->results[i].screened_only = false;
+      // A finalist taken from the journal has no binary yet (normally a binary-cache hit).
+      std::vector<std::size_t> runnable;
+      for (auto i : finalists) {
+        if (!state->binaries[i]) {
+          std::exception_ptr failure;
+          try {
+            const auto& dev = ctx_.devices[launch_dev];
+            auto compiling = detail::run_on(ctx_.eng.compile_executor(), [&] { return ctx_.compile(pruned_[i], dev, {}); });
+            state->binaries[i] = co_await std::move(compiling);
+          } catch (...) {
+            failure = std::current_exception();
+          }
+          if (failure) {
+            detail::record_failure(state->results[i], failure);
+            continue;
+          }
+        }
+        runnable.push_back(i);
+      }
+      finalists = std::move(runnable);
       ready = finalists;
       dispatch(full);
       for (std::size_t done = 0; done < finalists.size(); ++done) {
@@ -247,26 +299,32 @@ private:
   }
 
   /// On device `d`'s thread: loads candidate `i` there and times it (one candidate: runs it once).
+  /// `isolate`: in a forked copy of the process (detail/isolated_run.hpp), where a crash or a hang costs
+  /// this candidate alone; the copy's writes to the arguments do not come back.
   static void measure_one(context& ctx, shared_state& state, std::size_t i, std::size_t d, std::tuple<Args...>& args,
-                          std::size_t launch_dev, const bench_options& bopts, std::size_t n) {
+                          std::size_t launch_dev, const bench_options& bopts, std::size_t n, bool isolate) {
     auto& r = state.results[i];
     r.device = static_cast<int>(d);
+    r.resumed = false; // measured now
     try {
       auto fn = ctx.binaries.load(*state.binaries[i], ctx.kernel, r.cfg, ctx.devices[d]);
+      Bench& bench = ctx.benchmarker(d); // made here: the isolated copy inherits it
       std::apply(
           [&](Args&... xs) {
             const launch_grid g = ctx.opts.grid ? ctx.opts.grid(r.cfg, xs...) : launch_grid{};
             std::vector<std::any> saved(sizeof...(Args));
             auto once = [&] { ctx.arguments.run_once(ctx.backend, fn, r.cfg, g, saved, xs...); };
-            if (n == 1) {
-              // One candidate: nothing to choose, so nothing to measure (as in Triton).
-              once();
-              r.time = {0.0, 0.0, 0.0};
-            } else {
-              auto t = ctx.benchmarker(d).bench(once, bopts);
-              if (t.size() < 3) throw error("the benchmarker returned fewer than 3 quantiles");
-              r.time = {t[0], t[1], t[2]};
-            }
+            // One candidate: nothing to choose, so nothing to measure (as in Triton): it runs once.
+            auto timed = [&]() -> std::vector<double> {
+              if (n == 1) {
+                once();
+                return {0.0, 0.0, 0.0};
+              }
+              return bench.bench(once, bopts);
+            };
+            std::vector<double> t = isolate ? in_isolation(ctx, r.cfg, timed) : timed();
+            if (t.size() < 3) throw error("the benchmarker returned fewer than 3 quantiles");
+            r.time = {t[0], t[1], t[2]};
           },
           args);
       r.status = candidate_status::ok;
@@ -275,6 +333,86 @@ private:
       detail::record_failure(r, std::current_exception());
     }
     state.events.push(typename shared_state::event{false, i, d});
+  }
+
+  /// Runs `timed` in a forked copy of the process, at most the bench timeout (plus polling, under 1 s).
+  template <class F>
+  static std::vector<double> in_isolation(const context& ctx, const config& c, F& timed) {
+    const auto limit = std::chrono::milliseconds(std::max<std::int64_t>(1, knobs().bench.timeout_ms.get()));
+    const auto run = detail::run_isolated(timed, limit);
+    switch (run.end) {
+    case detail::isolated_result::ending::returned: return run.values;
+    case detail::isolated_result::ending::threw: throw error(run.detail);
+    case detail::isolated_result::ending::crashed:
+      throw candidate_crashed(fmt::format("kernel '{}' with config {{{}}}: its isolated benchmark process was {}; this "
+                                          "candidate is lost, the tuning goes on (COTUNE_ISOLATE)",
+                                          ctx.kernel.name, c.text(), run.detail));
+    case detail::isolated_result::ending::hung:
+      throw candidate_hung(fmt::format("kernel '{}' with config {{{}}}: its isolated benchmark process was {}",
+                                       ctx.kernel.name, c.text(), run.detail));
+    }
+    throw error("unreachable");
+  }
+
+  /// Reads what an interrupted run left (this key's journal, this kernel's quarantine) and decides
+  /// whether candidates are measured in isolation. Journaling goes on into `cache`.
+  void recall(Cache& cache) {
+    journal_cache_ = &cache;
+    try {
+      resumed_ = tuning_journal::read(cache.get(tuning_journal::file(ctx_.kernel.name)), pruned_);
+      quarantine_cache_.emplace(
+          quarantine::key(ctx_.backend.fingerprint(ctx_.devices[ctx_.opts.device]), ctx_.kernel.digest()));
+      if (auto text = quarantine_cache_->get(quarantine::file(ctx_.kernel.name)))
+        quarantine_ = quarantine::from_json(*text);
+    } catch (const cache_error& e) {
+      ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the journal cannot be read ({}); measuring every "
+                                                             "candidate",
+                                                             e.what())});
+    }
+    const bool interrupted = std::any_of(resumed_.begin(), resumed_.end(), [](const auto& r) { return r.has_value(); });
+    const std::string mode = knobs().autotuning.isolate.get();
+    isolate_ = mode == "on" || (mode == "auto" && (interrupted || !quarantine_.entries.empty()));
+    if (isolate_ && !detail::fork_isolation<B>()) {
+      isolate_ = false;
+      if (mode == "on")
+        ctx_.emit(tuning_warning{ctx_.kernel.name, "COTUNE_ISOLATE=on, but this backend's candidates cannot be "
+                                                   "measured in a forked process yet; measuring in-process"});
+    }
+  }
+
+  /// Records the outcomes so far, so that a tuning killed midway resumes from here. A journal that
+  /// cannot be written is a warning, once, and journaling stops.
+  void journal(const std::vector<candidate_result>& results) {
+    if (!journal_cache_) return;
+    tuning_result partial;
+    partial.kernel = ctx_.kernel.name;
+    partial.key_text = key_text_;
+    partial.candidates = results;
+    try {
+      journal_cache_->put(partial.json(), tuning_journal::file(ctx_.kernel.name));
+    } catch (const std::exception& e) {
+      journal_cache_ = nullptr;
+      ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the journal cannot be written ({}); a tuning killed "
+                                                             "midway will measure every candidate again",
+                                                             e.what())});
+    }
+  }
+
+  /// Adds this run's crashed and hung candidates to the kernel's quarantine.
+  void remember_crashes(const std::vector<candidate_result>& results) {
+    if (!quarantine_cache_) return;
+    bool added = false;
+    for (const auto& r : results)
+      if ((r.status == candidate_status::crashed || r.status == candidate_status::hung) && !quarantine_.find(r.cfg)) {
+        quarantine_.entries[r.cfg.text()] = {r.status, r.reason};
+        added = true;
+      }
+    if (!added) return;
+    try {
+      quarantine_cache_->put(quarantine_.json(), quarantine::file(ctx_.kernel.name));
+    } catch (const std::exception& e) {
+      ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the quarantine cannot be written ({})", e.what())});
+    }
   }
 
   /// One warning per tuning when the cache could not take some binaries (they ran from a private
@@ -365,6 +503,11 @@ private:
   clock::time_point start_{};
   std::string key_text_;
   std::vector<config> pruned_;
+  std::vector<std::optional<candidate_result>> resumed_; ///< from an interrupted run's journal
+  quarantine quarantine_;
+  std::optional<Cache> quarantine_cache_;
+  Cache* journal_cache_ = nullptr;
+  bool isolate_ = false;
 };
 
 /// Compiles every candidate these arguments would try (concurrently), measuring nothing.

@@ -33,7 +33,9 @@ enum class candidate_status {
   timeout,
   error,
   not_run,
-  compiler_crashed ///< the compiler died (a signal, an internal compiler error): not the kernel's fault
+  compiler_crashed, ///< the compiler died (a signal, an internal compiler error): not the kernel's fault
+  crashed,          ///< the candidate killed its isolated benchmark process (a signal, an abort)
+  hung              ///< the candidate ran past the bench timeout in its isolated process and was killed
 };
 
 [[nodiscard]] constexpr std::string_view to_string(candidate_status s) noexcept {
@@ -46,6 +48,8 @@ enum class candidate_status {
   case candidate_status::error: return "error";
   case candidate_status::not_run: return "not run";
   case candidate_status::compiler_crashed: return "compiler crashed";
+  case candidate_status::crashed: return "crashed";
+  case candidate_status::hung: return "hung";
   }
   return "?";
 }
@@ -53,7 +57,8 @@ enum class candidate_status {
 [[nodiscard]] constexpr std::optional<candidate_status> candidate_status_from(std::string_view s) noexcept {
   for (auto st : {candidate_status::ok, candidate_status::compile_error, candidate_status::out_of_resources,
                   candidate_status::launch_error, candidate_status::timeout, candidate_status::error,
-                  candidate_status::not_run, candidate_status::compiler_crashed})
+                  candidate_status::not_run, candidate_status::compiler_crashed, candidate_status::crashed,
+                  candidate_status::hung})
     if (to_string(st) == s) return st;
   return std::nullopt;
 }
@@ -73,6 +78,7 @@ struct candidate_result {
   bool binary_from_cache = false;
   int device = -1; ///< index of the device it was measured on
   bool screened_only = false; ///< timed only by the short screening pass (it lost clearly there)
+  bool resumed = false;       ///< taken from the journal of an earlier, interrupted tuning (not measured now)
 };
 
 /// Where and when a result was made.
@@ -136,7 +142,9 @@ struct tuning_result {
     for (const auto& c : candidates) {
       w.begin_object().key("config").raw(c.cfg.json()).field("status", to_string(c.status)).field("reason", c.reason);
       w.key("timings_ms").begin_array().value(c.time[0]).value(c.time[1]).value(c.time[2]).end_array();
-      w.field("compile_ms", c.compile_ms).field("device", c.device).field("screened", c.screened_only).end_object();
+      w.field("compile_ms", c.compile_ms).field("device", c.device).field("screened", c.screened_only);
+      if (c.resumed) w.field("resumed", true);
+      w.end_object();
     }
     w.end_array().key("provenance").begin_object().field("host", made.host).field("device", made.device);
     w.field("date", made.date).field("cotune", made.cotune_version).end_object();
@@ -145,8 +153,9 @@ struct tuning_result {
 
   /// Reads a result written by `json()` (also accepts Infinity/NaN timings from other writers).
   /// Nothing if the text is not a complete, consistent result; the winner is re-selected from the
-  /// stored timings rather than trusted.
-  [[nodiscard]] static std::optional<tuning_result> from_json(std::string_view text) {
+  /// stored timings rather than trusted. `partial`: a tuning still in progress (a journal), which may
+  /// have no winner yet.
+  [[nodiscard]] static std::optional<tuning_result> from_json(std::string_view text, bool partial = false) {
     using namespace simdjson;
     dom::parser parser;
     dom::object root;
@@ -189,14 +198,16 @@ struct tuning_result {
         if (e["compile_ms"].get_double().get(compile_ms) == SUCCESS) c.compile_ms = compile_ms;
         bool screened = false;
         if (e["screened"].get_bool().get(screened) == SUCCESS) c.screened_only = screened;
+        bool resumed = false;
+        if (e["resumed"].get_bool().get(resumed) == SUCCESS) c.resumed = resumed;
         r.candidates.push_back(std::move(c));
       }
     } catch (const std::exception&) {
       return std::nullopt;
     }
     auto best = select_best(r.candidates);
-    if (!best) return std::nullopt;
-    r.winner = *best;
+    if (!best && !partial) return std::nullopt;
+    r.winner = best.value_or(0);
     dom::object prov;
     if (root["provenance"].get_object().get(prov) == SUCCESS) {
       if (prov["host"].get_string().get(sv) == SUCCESS) r.made.host = sv;

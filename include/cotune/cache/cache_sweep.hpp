@@ -94,7 +94,7 @@ inline bool evict_entry(int dir, const std::string& name, bool& pinned) {
 /// One pass over the cache root open as `root` (at `root_path`); see the file comment.
 inline sweep_report sweep_cache(int root, const std::filesystem::path& root_path, const sweep_options& opts) {
   struct entry {
-    std::time_t used;
+    std::int64_t used_ns; ///< mtime to the nanosecond: entries written within one second still have an order
     std::string dir, name;
     std::uintmax_t bytes;
   };
@@ -126,7 +126,8 @@ inline sweep_report sweep_cache(int root, const std::filesystem::path& root_path
         }
         continue;
       }
-      entries.push_back({st.st_mtime, dir_name, name, static_cast<std::uintmax_t>(st.st_size)});
+      entries.push_back({std::int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec, dir_name, name,
+                         static_cast<std::uintmax_t>(st.st_size)});
       report.bytes_before += static_cast<std::uintmax_t>(st.st_size);
     }
     struct stat dst {};
@@ -137,7 +138,7 @@ inline sweep_report sweep_cache(int root, const std::filesystem::path& root_path
   report.bytes_after = report.bytes_before;
   if (opts.max_bytes > 0 && report.bytes_after > opts.max_bytes) {
     std::sort(entries.begin(), entries.end(), [](const entry& a, const entry& b) {
-      return std::tie(a.used, a.dir, a.name) < std::tie(b.used, b.dir, b.name);
+      return std::tie(a.used_ns, a.dir, a.name) < std::tie(b.used_ns, b.dir, b.name);
     });
     for (const auto& e : entries) {
       if (report.bytes_after <= opts.max_bytes) break;

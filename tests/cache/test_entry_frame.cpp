@@ -1,4 +1,4 @@
-// Tests for cotune/detail/entry_frame.hpp: the one frame around local and remote cache entries.
+// Tests for cotune/cache/entry_frame.hpp: the one frame around local and remote cache entries.
 
 #include <catch2/catch.hpp>
 
@@ -6,7 +6,7 @@
 #include <string>
 
 #include <cotune/core/version.hpp>
-#include <cotune/detail/entry_frame.hpp>
+#include <cotune/cache/entry_frame.hpp>
 
 using namespace cotune::detail;
 using cotune::entry_fault;
@@ -23,7 +23,7 @@ std::string raw(const sha256_digest& d) { return std::string(reinterpret_cast<co
 
 } // namespace
 
-TEST_CASE("a frame is a 92-byte trailer: magic, version, flags, length, checksum, MAC, tail", "[detail][entry_frame]") {
+TEST_CASE("a frame is a 92-byte trailer: magic, version, flags, length, checksum, MAC, tail", "[cache][entry_frame]") {
   static_assert(frame_size == 92);
   const std::string payload = "hello";
   const auto t = make_frame(key, "entry.bin", payload);
@@ -46,7 +46,7 @@ TEST_CASE("a frame is a 92-byte trailer: magic, version, flags, length, checksum
 }
 
 TEST_CASE("a framed payload reads back exactly, signed or not, including empty and binary payloads",
-          "[detail][entry_frame]") {
+          "[cache][entry_frame]") {
   for (const std::string& payload : {std::string(), std::string("x"), std::string("a\0b\xff", 4),
                                      std::string(100000, 'z')}) {
     for (const std::string secret : {"", "s3cret"}) {
@@ -62,7 +62,7 @@ TEST_CASE("a framed payload reads back exactly, signed or not, including empty a
   CHECK(unframe(key, "f", framed("f", "p", "s3cret")));
 }
 
-TEST_CASE("any flipped bit makes the entry a miss", "[detail][entry_frame]") {
+TEST_CASE("any flipped bit makes the entry a miss", "[cache][entry_frame]") {
   // A signed entry read with its secret, and an unsigned one read without: every bit is checked.
   for (const std::string secret : {"secret", ""}) {
     const auto file = framed("k.so", "the payload, a few bytes long", secret);
@@ -76,7 +76,7 @@ TEST_CASE("any flipped bit makes the entry a miss", "[detail][entry_frame]") {
   }
 }
 
-TEST_CASE("every way an entry can be wrong is a miss with its own fault", "[detail][entry_frame]") {
+TEST_CASE("every way an entry can be wrong is a miss with its own fault", "[cache][entry_frame]") {
   const std::string payload = "the content";
   const auto good = framed("r.json", payload, "secret");
   auto fault = [](std::string_view k, std::string_view n, std::string_view v, std::string_view secret = "secret") {
@@ -117,7 +117,7 @@ TEST_CASE("every way an entry can be wrong is a miss with its own fault", "[deta
   CHECK(cotune::to_string(entry_fault::unsigned_entry) == "unsigned");
 }
 
-TEST_CASE("entries of the earlier formats are misses", "[detail][entry_frame]") {
+TEST_CASE("entries of the earlier formats are misses", "[cache][entry_frame]") {
   // Format 2's local trailer: "COTUNEv1", version 2, length, SHA-256, "CTNE" (56 bytes).
   std::string v2 = "payload";
   v2 += "COTUNEv1";
