@@ -10,6 +10,9 @@
 //   cotune cache gc [--dir D] [--max-bytes N] [--tmp-max-age S] [--json]
 //                                           reclaims orphaned temporary files; evicts LRU entries beyond N
 //   cotune version
+//   cotune tune JOB ...                     tune a job file (tools/tune_command.cpp)
+//   cotune db export|import|diff|show ...   tuning databases (tools/db_command.cpp)
+//   cotune report INPUT -o FILE             an HTML report (tools/report_command.cpp)
 //
 // Human output goes to stdout; with --json, stdout carries only JSON Lines (one object per line) and
 // anything meant for a person goes to stderr, so `cotune cache list --json | jq` always parses.
@@ -41,8 +44,11 @@
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/tuning_result.hpp>
+
+#include "commands.hpp"
 // The modules' knob headers register their groups during static initialisation, so `cotune knobs`
 // lists them although nothing here touches them.
+#include <cotune/job/job_knobs.hpp>
 #ifdef COTUNE_HAS_CUDA
 #include <cotune/cuda/cuda_knobs.hpp>
 #endif
@@ -372,7 +378,7 @@ int run_version() {
 } // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"cotune: inspect cotune's knobs and caches"};
+  CLI::App app{"cotune: tune jobs, and inspect cotune's knobs, caches and tuning databases"};
   app.set_version_flag("--version", std::string("cotune ") + cotune::version);
   app.require_subcommand(1);
 
@@ -411,6 +417,9 @@ int main(int argc, char** argv) {
   gc_cmd->add_flag("--json", json, "print one JSON object saying what was done");
 
   auto* version_cmd = app.add_subcommand("version", "print the version, cache format and modules");
+  // Tuning as a job (tools/tune_command.cpp, db_command.cpp, report_command.cpp).
+  const cotune_tool::command job_commands[] = {cotune_tool::add_tune_command(app), cotune_tool::add_db_command(app),
+                                               cotune_tool::add_report_command(app)};
 
   try {
     app.parse(argc, argv);
@@ -427,6 +436,8 @@ int main(int argc, char** argv) {
     if (clear_cmd->parsed()) return run_cache_clear(dir, yes);
     if (gc_cmd->parsed()) return run_cache_gc(dir, max_bytes, tmp_max_age_s, json);
     if (version_cmd->parsed()) return run_version();
+    for (const auto& c : job_commands)
+      if (c.app->parsed()) return c.run();
   } catch (const std::exception& e) {
     fmt::print(stderr, "cotune: error: {}\n", mask_url_passwords(e.what()));
     return 1;

@@ -1,0 +1,334 @@
+#pragma once
+/// \file `cotune::job::argument_pack`: a kernel's argument list known only at run time (a job file's
+/// buffers and scalars), as one argument the statically typed autotuner can take.
+///
+/// A job tunes `autotuner<void(argument_pack)>`. The pack is a `Buffer`, so the autotuner keys on its
+/// element type name, which is the instance's key text in the form an application's own tuner writes
+/// (`A: float32, n=4096`); its `zero`/`snapshot`/`restore` act on the arguments the job marks
+/// `reset`/`restore`. A host kernel receives it as `void**` (`kernel_arg`), one slot per argument
+/// pointing at the value, through an `extern "C"` trampoline compiled into the kernel's source
+/// (`host_trampoline`): `extern "C" void cotune_job_entry(void** a) { saxpy(*(float**)a[0], *(int*)a[1]); }`.
+/// The slots are what cuLaunchKernel takes for a CUDA kernel too. Copies share the data (the pack is a
+/// view, as every cotune buffer is).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <new>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <cotune/core/buffer.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/value.hpp>
+#include <cotune/detail/files.hpp>
+
+namespace cotune::job {
+
+/// The element types a job argument can have.
+enum class element_type { float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64 };
+
+inline constexpr element_type all_element_types[] = {
+    element_type::float32, element_type::float64, element_type::int8,   element_type::int16,  element_type::int32,
+    element_type::int64,   element_type::uint8,   element_type::uint16, element_type::uint32, element_type::uint64};
+
+/// The name in keys and job files, as cotune::element_type_name<T>() gives it ("float32").
+[[nodiscard]] constexpr std::string_view to_string(element_type t) noexcept {
+  switch (t) {
+  case element_type::float32: return "float32";
+  case element_type::float64: return "float64";
+  case element_type::int8: return "int8";
+  case element_type::int16: return "int16";
+  case element_type::int32: return "int32";
+  case element_type::int64: return "int64";
+  case element_type::uint8: return "uint8";
+  case element_type::uint16: return "uint16";
+  case element_type::uint32: return "uint32";
+  case element_type::uint64: return "uint64";
+  }
+  return "?";
+}
+
+[[nodiscard]] constexpr std::optional<element_type> element_type_from(std::string_view s) noexcept {
+  for (auto t : all_element_types)
+    if (to_string(t) == s) return t;
+  return std::nullopt;
+}
+
+/// Bytes per element.
+[[nodiscard]] constexpr std::size_t size_of(element_type t) noexcept {
+  switch (t) {
+  case element_type::int8: case element_type::uint8: return 1;
+  case element_type::int16: case element_type::uint16: return 2;
+  case element_type::float32: case element_type::int32: case element_type::uint32: return 4;
+  default: return 8;
+  }
+}
+
+/// The C type a trampoline casts to. The compilers' predefined `__INT64_TYPE__`-style macros are the
+/// exact types <cstdint> names, so a kernel declared with `int64_t*` or `long*` gets its own type.
+[[nodiscard]] constexpr std::string_view c_type(element_type t) noexcept {
+  switch (t) {
+  case element_type::float32: return "float";
+  case element_type::float64: return "double";
+  case element_type::int8: return "__INT8_TYPE__";
+  case element_type::int16: return "__INT16_TYPE__";
+  case element_type::int32: return "__INT32_TYPE__";
+  case element_type::int64: return "__INT64_TYPE__";
+  case element_type::uint8: return "__UINT8_TYPE__";
+  case element_type::uint16: return "__UINT16_TYPE__";
+  case element_type::uint32: return "__UINT32_TYPE__";
+  case element_type::uint64: return "__UINT64_TYPE__";
+  }
+  return "void";
+}
+
+[[nodiscard]] constexpr bool is_floating(element_type t) noexcept {
+  return t == element_type::float32 || t == element_type::float64;
+}
+
+/// How a buffer's elements are set before tuning.
+enum class fill_kind { zeros, ones, random, file };
+
+/// One argument of one problem instance, with every expression evaluated.
+struct argument {
+  std::string name;
+  bool buffer = true;
+  element_type type = element_type::float32;
+  std::size_t extent = 0;       ///< buffers: elements
+  fill_kind fill = fill_kind::zeros;
+  std::uint64_t seed = 0;       ///< fill_kind::random
+  std::filesystem::path file{}; ///< fill_kind::file: raw little-endian elements, extent * size_of(type) bytes
+  value scalar{};               ///< scalars: the value (an integer or a double)
+  bool key = false;             ///< part of the tuning key (buffers by extent, scalars by value)
+  bool reset = false;           ///< zeroed before every benchmark run
+  bool restore = false;         ///< saved before every benchmark run and restored after it
+};
+
+/// The text of the tuning key, as `kernel_arguments::key_text` writes it for an application's tuner
+/// with the same argument names: `A: float32[4096], n=64` (buffers always add their element type).
+[[nodiscard]] inline std::string key_text(const std::vector<argument>& args) {
+  std::string out;
+  auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
+  for (const auto& a : args) {
+    if (a.buffer) add(a.key ? fmt::format("{}: {}[{}]", a.name, to_string(a.type), a.extent)
+                            : fmt::format("{}: {}", a.name, to_string(a.type)));
+    else if (a.key) add(fmt::format("{}={}", a.name, a.scalar.text()));
+  }
+  return out;
+}
+
+/// The `extern "C" void cotune_job_entry(void**)` that calls `entry` with the arguments' C types;
+/// appended to a host kernel's source.
+[[nodiscard]] inline std::string host_trampoline(std::string_view entry, const std::vector<argument>& args) {
+  std::string call;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    call += fmt::format("{}*({}{}*)a[{}]", i ? ", " : "", c_type(a.type), a.buffer ? "*" : "", i);
+  }
+  return fmt::format("\n// cotune job trampoline: one void* slot per argument, pointing at its value\n"
+                     "extern \"C\" void cotune_job_entry(void** a) {{ (void)a; {}({}); }}\n",
+                     entry, call);
+}
+
+/// The autotuner's name for a job's one argument: results carry the key as `instance: <key text>`.
+inline constexpr std::string_view pack_argument_name = "instance";
+
+/// The instance's key text from a job result's key (`instance: A: float32, n=64` gives `A: float32, n=64`).
+[[nodiscard]] inline std::string instance_key_text(std::string_view result_key) {
+  const std::string prefix = std::string(pack_argument_name) + ": ";
+  if (result_key.starts_with(prefix)) result_key.remove_prefix(prefix.size());
+  return std::string(result_key);
+}
+
+/// The entry point every job kernel is called through.
+inline constexpr std::string_view job_entry_name = "cotune_job_entry";
+
+/// A problem instance's arguments: owns the buffers (64-byte aligned), shared between copies.
+class argument_pack {
+public:
+  using snapshot_type = std::vector<std::string>; ///< the bytes of each restore buffer, in order
+
+  argument_pack() = default;
+
+  /// Allocates and fills every buffer; throws cotune::error naming the argument that cannot be made.
+  explicit argument_pack(std::vector<argument> args) : s_(std::make_shared<storage>()) {
+    auto& s = *s_;
+    s.args = std::move(args);
+    s.key_text = job::key_text(s.args);
+    const std::size_t n = s.args.size();
+    s.buffers.resize(n);
+    s.pointers.assign(n, nullptr);
+    s.scalars.assign(n, 0);
+    s.slots.assign(n, nullptr);
+    for (std::size_t i = 0; i < n; ++i) {
+      auto& a = s.args[i];
+      if (a.buffer) {
+        const std::size_t bytes = a.extent * size_of(a.type);
+        s.buffers[i] = aligned_bytes(bytes);
+        s.pointers[i] = s.buffers[i].data.get();
+        fill(a, s.buffers[i].data.get(), bytes);
+        s.slots[i] = &s.pointers[i];
+      } else {
+        store_scalar(a, &s.scalars[i]);
+        s.slots[i] = &s.scalars[i];
+      }
+    }
+  }
+
+  [[nodiscard]] std::size_t size() const noexcept { return s_ ? s_->args.size() : 0; }
+  /// The instance's key text: the autotuner keys on it (it is hashed, and printed as the key).
+  [[nodiscard]] std::string_view element_type_name() const noexcept {
+    return s_ ? std::string_view(s_->key_text) : std::string_view("(no arguments)");
+  }
+  [[nodiscard]] const std::string& key_text() const noexcept { return s_->key_text; }
+  [[nodiscard]] const std::vector<argument>& arguments() const noexcept { return s_->args; }
+
+  /// Zeroes the buffers marked `reset`.
+  void zero() const {
+    for_each_buffer([](const argument& a) { return a.reset; },
+                    [](std::byte* p, std::size_t bytes) { std::memset(p, 0, bytes); });
+  }
+  /// The bytes of the buffers marked `restore`.
+  [[nodiscard]] snapshot_type snapshot() const {
+    snapshot_type out;
+    for_each_buffer([](const argument& a) { return a.restore; },
+                    [&](std::byte* p, std::size_t bytes) { out.emplace_back(reinterpret_cast<const char*>(p), bytes); });
+    return out;
+  }
+  void restore(const snapshot_type& snap) const {
+    std::size_t k = 0;
+    for_each_buffer([](const argument& a) { return a.restore; },
+                    [&](std::byte* p, std::size_t bytes) {
+                      if (k >= snap.size()) return;
+                      const auto& saved = snap[k++];
+                      std::memcpy(p, saved.data(), std::min(bytes, saved.size()));
+                    });
+  }
+  /// What a host kernel's trampoline receives: one slot per argument, pointing at its value.
+  [[nodiscard]] void** kernel_arg() const noexcept { return s_ ? s_->slots.data() : nullptr; }
+  /// Buffer `i`'s data (null for a scalar).
+  [[nodiscard]] void* data(std::size_t i) const noexcept { return s_->pointers.at(i); }
+
+private:
+  struct aligned_bytes {
+    struct release {
+      void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }
+    };
+    std::unique_ptr<std::byte[], release> data;
+    std::size_t size = 0;
+    aligned_bytes() = default;
+    // 64 bytes: a cache line and an AVX-512 vector, as a kernel's own allocation would be.
+    explicit aligned_bytes(std::size_t n)
+        : data(static_cast<std::byte*>(::operator new[](std::max<std::size_t>(n, 1), std::align_val_t{64}))), size(n) {}
+  };
+  struct storage {
+    std::vector<argument> args;
+    std::string key_text;
+    std::vector<aligned_bytes> buffers;
+    std::vector<void*> pointers;        ///< buffer data
+    std::vector<std::uint64_t> scalars; ///< scalar values, stored in their C type
+    std::vector<void*> slots;           ///< what the trampoline reads
+  };
+
+  template <class Pick, class F>
+  void for_each_buffer(Pick pick, F&& f) const {
+    if (!s_) return;
+    for (std::size_t i = 0; i < s_->args.size(); ++i)
+      if (s_->args[i].buffer && pick(s_->args[i])) f(s_->buffers[i].data.get(), s_->buffers[i].size);
+  }
+
+  template <class T>
+  static void fill_as(const argument& a, std::byte* p, std::size_t count) {
+    T* out = reinterpret_cast<T*>(p);
+    if (a.fill == fill_kind::zeros) std::fill(out, out + count, T{});
+    else if (a.fill == fill_kind::ones) std::fill(out, out + count, T{1});
+    else {
+      // Floating: uniform in [-1, 1); integers: uniform in [0, 100) (small enough not to overflow sums).
+      std::mt19937_64 rng(a.seed);
+      if constexpr (std::is_floating_point_v<T>) {
+        std::uniform_real_distribution<T> d(T(-1), T(1));
+        for (std::size_t i = 0; i < count; ++i) out[i] = d(rng);
+      } else {
+        std::uniform_int_distribution<int> d(0, 99);
+        for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<T>(d(rng));
+      }
+    }
+  }
+
+  static void fill(const argument& a, std::byte* p, std::size_t bytes) {
+    if (a.fill == fill_kind::file) {
+      auto content = cotune::detail::read_file(a.file);
+      if (!content)
+        throw error(fmt::format("argument '{}': cannot read the fill file '{}'; give a readable file of {} bytes "
+                                "({} {} elements)",
+                                a.name, a.file.string(), bytes, a.extent, to_string(a.type)));
+      if (content->size() != bytes)
+        throw error(fmt::format("argument '{}': the fill file '{}' holds {} bytes, but {} {} elements take {}; "
+                                "write exactly extent * element size bytes",
+                                a.name, a.file.string(), content->size(), a.extent, to_string(a.type), bytes));
+      std::memcpy(p, content->data(), bytes);
+      return;
+    }
+    const std::size_t count = a.extent;
+    switch (a.type) {
+    case element_type::float32: fill_as<float>(a, p, count); break;
+    case element_type::float64: fill_as<double>(a, p, count); break;
+    case element_type::int8: fill_as<std::int8_t>(a, p, count); break;
+    case element_type::int16: fill_as<std::int16_t>(a, p, count); break;
+    case element_type::int32: fill_as<std::int32_t>(a, p, count); break;
+    case element_type::int64: fill_as<std::int64_t>(a, p, count); break;
+    case element_type::uint8: fill_as<std::uint8_t>(a, p, count); break;
+    case element_type::uint16: fill_as<std::uint16_t>(a, p, count); break;
+    case element_type::uint32: fill_as<std::uint32_t>(a, p, count); break;
+    case element_type::uint64: fill_as<std::uint64_t>(a, p, count); break;
+    }
+  }
+
+  template <class T>
+  static void store_as(const argument& a, std::uint64_t* slot) {
+    T v{};
+    if constexpr (std::is_floating_point_v<T>) {
+      v = static_cast<T>(a.scalar.as_double());
+    } else {
+      if (!a.scalar.is_int())
+        throw error(fmt::format("argument '{}': {} is not an integer, but the scalar is {}", a.name, a.scalar.text(),
+                                to_string(a.type)));
+      const std::int64_t n = a.scalar.as_int();
+      if (!std::in_range<T>(n))
+        throw error(fmt::format("argument '{}': {} does not fit in {}", a.name, n, to_string(a.type)));
+      v = static_cast<T>(n);
+    }
+    std::memcpy(slot, &v, sizeof v);
+  }
+
+  static void store_scalar(const argument& a, std::uint64_t* slot) {
+    switch (a.type) {
+    case element_type::float32: store_as<float>(a, slot); break;
+    case element_type::float64: store_as<double>(a, slot); break;
+    case element_type::int8: store_as<std::int8_t>(a, slot); break;
+    case element_type::int16: store_as<std::int16_t>(a, slot); break;
+    case element_type::int32: store_as<std::int32_t>(a, slot); break;
+    case element_type::int64: store_as<std::int64_t>(a, slot); break;
+    case element_type::uint8: store_as<std::uint8_t>(a, slot); break;
+    case element_type::uint16: store_as<std::uint16_t>(a, slot); break;
+    case element_type::uint32: store_as<std::uint32_t>(a, slot); break;
+    case element_type::uint64: store_as<std::uint64_t>(a, slot); break;
+    }
+  }
+
+  std::shared_ptr<storage> s_;
+};
+
+static_assert(Buffer<argument_pack>);
+
+} // namespace cotune::job

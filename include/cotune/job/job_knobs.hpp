@@ -1,0 +1,50 @@
+#pragma once
+/// \file `cotune::job::job_knobs()`: where an application finds a shipped tuning database, how it is
+/// verified, and what a tuner does for a key the database does not hold.
+
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include <cotune/core/errors.hpp>
+#include <cotune/knobs/knob.hpp>
+#include <cotune/knobs/knobs.hpp>
+
+namespace cotune::job {
+
+/// The tuning database knobs.
+struct job_knobs_group {
+  knob<std::optional<std::string>> database{
+      {.name = "db.path", .env = "COTUNE_TUNING_DB",
+       .doc = "a tuning database file (`cotune db export`) consulted read-only before tuning: a key it holds for "
+              "this device launches its winner without tuning; unset = only the cache's imported database"}};
+  knob<std::optional<std::string>> secret{
+      {.name = "db.secret", .env = "COTUNE_TUNING_DB_SECRET",
+       .doc = "shared secret: `cotune db export` signs databases with it (HMAC-SHA256), and unsigned or wrongly "
+              "signed databases are refused; unset = databases carry only a checksum",
+       .secret = true}};
+  // "tune": a database is a head start, never a limit; "default" is for programs that must never
+  // spend start-up time tuning (a serving fleet), and launch the kernel's first config instead.
+  knob<std::string> fallback{
+      {.name = "db.fallback", .env = "COTUNE_TUNING_DB_FALLBACK", .fallback = "tune",
+       .doc = "what a tuner does for a key the database does not hold: tune (measure, as without a database) or "
+              "default (launch the first config of the candidate list, untuned)",
+       .validate = [](const std::string& v) {
+         if (v != "tune" && v != "default")
+           throw knob_error(fmt::format("COTUNE_TUNING_DB_FALLBACK={} is not tune or default", v));
+       }}};
+};
+
+/// The process's tuning database knobs.
+[[nodiscard]] inline job_knobs_group& job_knobs() {
+  static job_knobs_group k;
+  return k;
+}
+
+namespace detail {
+/// Registers the group during static initialisation, so that `cotune knobs` lists it.
+inline job_knobs_group& job_knobs_registered = job_knobs();
+} // namespace detail
+
+} // namespace cotune::job

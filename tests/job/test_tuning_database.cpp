@@ -1,0 +1,109 @@
+// Tuning databases: round trip, checksum, signature, diff, import into a cache, and what an
+// application's tuner gets from the shipped database.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include <cotune/job/job_knobs.hpp>
+#include <cotune/job/shipped_database.hpp>
+#include <cotune/job/tuning_database.hpp>
+#include <cotune/knobs/knobs.hpp>
+
+#include "../support/temp_dir.hpp"
+
+namespace cj = cotune::job;
+
+namespace {
+cotune::tuning_result result(std::string key, int winner_block, double ms) {
+  cotune::tuning_result r;
+  r.kernel = "gemm";
+  r.key_text = "instance: " + key;
+  for (int block : {16, 32}) {
+    cotune::candidate_result c{cotune::config{{"BLOCK", block}}};
+    c.status = cotune::candidate_status::ok;
+    c.time = block == winner_block ? cotune::timings{ms, ms * 0.9, ms * 1.1} : cotune::timings{ms * 2, ms * 1.9, ms * 2.1};
+    r.candidates.push_back(c);
+  }
+  r.winner = winner_block == 16 ? 0 : 1;
+  r.made = cotune::provenance{"node1", "host (test cpu)", "2026-11-30T00:00:00Z", "0.1.0"};
+  return r;
+}
+} // namespace
+
+TEST_CASE("a database reads back what was written, and refuses an edited one", "[job][tuning_database]") {
+  cj::tuning_database db;
+  db.add(cj::database_entry::from(result("n=64", 16, 0.5), "fp1"));
+  db.add(cj::database_entry::from(result("n=128", 32, 1.5), "fp1"));
+  db.add(cj::database_entry::from(result("n=64", 32, 0.4), "fp1")); // replaces the first
+  REQUIRE(db.size() == 2);
+  const auto text = db.json();
+  const auto back = cj::tuning_database::from_json(text, "", "db.json");
+  REQUIRE(back.size() == 2);
+  const auto* e = back.find("gemm", "n=64", "host (test cpu)");
+  REQUIRE(e);
+  CHECK(e->winner == cotune::config{{"BLOCK", 32}});
+  CHECK(e->time[0] == 0.4);
+  CHECK(e->fingerprint == "fp1");
+  REQUIRE(e->detail);
+  CHECK(e->detail->candidates.size() == 2);
+  CHECK_FALSE(back.was_signed());
+  std::string edited = text;
+  edited.replace(edited.find("\"BLOCK\": 32"), 11, "\"BLOCK\": 64");
+  CHECK_THROWS_WITH(cj::tuning_database::from_json(edited, "", "db.json"),
+                    Catch::Contains("db.json: the database's checksum does not match"));
+}
+
+TEST_CASE("with a secret, only databases signed with it are read", "[job][tuning_database]") {
+  cj::tuning_database db;
+  db.add(cj::database_entry::from(result("n=64", 16, 0.5)));
+  const auto signed_text = db.json("s3cret");
+  CHECK(cj::tuning_database::from_json(signed_text, "s3cret", "db.json").was_signed());
+  CHECK_THROWS_WITH(cj::tuning_database::from_json(signed_text, "other", "db.json"),
+                    Catch::Contains("signature does not match"));
+  CHECK_THROWS_WITH(cj::tuning_database::from_json(db.json(), "s3cret", "db.json"),
+                    Catch::Contains("not signed") && Catch::Contains("COTUNE_TUNING_DB_SECRET"));
+}
+
+TEST_CASE("diff tells added, removed, changed and unchanged winners apart", "[job][tuning_database]") {
+  cj::tuning_database a, b;
+  a.add(cj::database_entry::from(result("n=1", 16, 1)));
+  a.add(cj::database_entry::from(result("n=2", 16, 1)));
+  a.add(cj::database_entry::from(result("n=3", 16, 1)));
+  b.add(cj::database_entry::from(result("n=2", 16, 2))); // same winner, another time
+  b.add(cj::database_entry::from(result("n=3", 32, 1)));
+  b.add(cj::database_entry::from(result("n=4", 16, 1)));
+  using k = cj::database_change::kind;
+  std::vector<k> kinds;
+  for (const auto& c : cj::diff(a, b)) kinds.push_back(c.what);
+  CHECK(kinds == std::vector<k>{k::removed, k::same, k::changed, k::added});
+}
+
+TEST_CASE("an application finds shipped winners in COTUNE_TUNING_DB and in the cache's imported database",
+          "[job][tuning_database][shipped_database]") {
+  cotune_test::temp_dir dir;
+  auto cache = cotune::knobs().cache.dir.scoped((dir / "cache").string());
+  cj::tuning_database shipped, imported;
+  shipped.add(cj::database_entry::from(result("n=64", 32, 0.5)));
+  imported.add(cj::database_entry::from(result("n=128", 16, 0.5)));
+  shipped.save(dir / "shipped.db.json");
+  CHECK(cj::import_database(dir / "cache", imported) == 1);
+  auto path = cj::job_knobs().database.scoped((dir / "shipped.db.json").string());
+
+  const auto hit = cj::find_winner("gemm", "n=64", "host (test cpu)");
+  REQUIRE(hit);
+  CHECK(hit->winner == cotune::config{{"BLOCK", 32}});
+  CHECK(cj::find_winner("gemm", "n=128", "host (test cpu)"));
+  CHECK_FALSE(cj::find_winner("gemm", "n=64", "another device"));
+  CHECK_FALSE(cj::find_winner("gemm", "n=256", "host (test cpu)"));
+
+  const std::vector<cotune::config> candidates{cotune::config{{"BLOCK", 16}}, cotune::config{{"BLOCK", 32}}};
+  const auto r = cj::database_result(*hit, candidates, "n=64");
+  REQUIRE(r);
+  CHECK(r->winner == 1);
+  CHECK(r->best() == candidates[1]);
+  CHECK(r->candidates[0].status == cotune::candidate_status::not_run);
+  CHECK_FALSE(cj::database_result(*hit, {cotune::config{{"BLOCK", 8}}}, "n=64"));
+
+  auto secret = cj::job_knobs().secret.scoped("s3cret");
+  CHECK_THROWS_WITH(cj::find_winner("gemm", "n=64", "host (test cpu)"), Catch::Contains("not signed"));
+}

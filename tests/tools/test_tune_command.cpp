@@ -1,0 +1,268 @@
+// `cotune tune`, `cotune db` and `cotune report`, run as real processes on a real job (a real
+// compiler builds the kernel and its trampoline; the host backend measures it), with a private cache.
+// The report is rendered by a real headless Chromium.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <simdjson.h>
+
+#include <cotune/detail/files.hpp>
+#include <cotune/detail/process.hpp>
+
+#include "../support/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string tool_path() {
+#ifdef COTUNE_TOOL
+  return COTUNE_TOOL;
+#else
+  const char* tests_dir = std::getenv("COTUNE_TEST_BINARY_DIR");
+  return tests_dir ? (fs::path(tests_dir).parent_path() / "tools" / "cotune").string() : std::string("tools/cotune");
+#endif
+}
+
+/// A job over a 3-size axpy whose UNROLL=3 candidate does not compile (every failure is a candidate's,
+/// never the job's), plus a private cache; budgets are tiny, nothing asserts a timing.
+struct job_dir {
+  cotune_test::temp_dir root{"cotune-job"};
+  fs::path job = root / "axpy.job.json";
+  std::vector<std::string> env{"COTUNE_CACHE_DIR=" + (root / "cache").string(), "COTUNE_BENCH_SCREEN_REP_MS=0",
+                               "COTUNE_REDIS_URL="};
+
+  explicit job_dir(const std::string& extra_instance = "") {
+    std::ofstream(root / "axpy.cpp") << R"(
+#if UNROLL == 3
+#error "UNROLL=3 is not supported"
+#endif
+extern "C" void axpy(float* y, const float* x, float a, int n) {
+  for (int i = 0; i < n; i += UNROLL)
+    for (int u = 0; u < UNROLL && i + u < n; ++u) y[i + u] += a * x[i + u];
+}
+)";
+    std::ofstream(job) << R"({
+  "name": "axpy-sizes",
+  "bench": {"warmup_ms": 1, "rep_ms": 2},
+  "kernels": [
+    {
+      "name": "axpy",
+      "source": "axpy.cpp",
+      "space": {"axes": {"UNROLL": [1, 3, 4]}, "constraints": ["UNROLL <= n"]},
+      "arguments": [
+        {"name": "y", "buffer": "float32", "extent": "n", "reset": true},
+        {"name": "x", "buffer": "float32", "extent": "n", "fill": "random", "seed": 7},
+        {"name": "a", "scalar": "float32", "value": 2.0},
+        {"name": "n", "scalar": "int32", "value": "n"}
+      ],
+      "key": ["n"],
+      "instances": [{"n": 2}, {"n": 1024}, {"n": 4096})" + extra_instance + R"(]
+    }
+  ]
+}
+)";
+  }
+
+  cotune::detail::process_result cotune(std::vector<std::string> args, bool stdout_only = false,
+                                        std::vector<std::string> more_env = {}) const {
+    std::vector<std::string> argv;
+    if (stdout_only) argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>/dev/null"};
+    argv.push_back(tool_path());
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto e = env;
+    e.insert(e.end(), more_env.begin(), more_env.end());
+    auto r = cotune::detail::run_process(argv, std::chrono::seconds(120), {}, e);
+    INFO("cotune output:\n" << r.output);
+    REQUIRE_FALSE(r.timed_out);
+    return r;
+  }
+};
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+struct events {
+  std::size_t candidates = 0, failed_candidates = 0, keys = 0, measured = 0, cached = 0, jobs = 0;
+};
+
+events count_events(const std::string& out) {
+  events e;
+  simdjson::dom::parser parser;
+  for (const auto& line : lines_of(out)) {
+    simdjson::dom::object o;
+    INFO(line);
+    REQUIRE(parser.parse(line).get(o) == simdjson::SUCCESS);
+    std::string_view kind, status, outcome;
+    REQUIRE(o["event"].get_string().get(kind) == simdjson::SUCCESS);
+    if (kind == "candidate") {
+      ++e.candidates;
+      REQUIRE(o["status"].get_string().get(status) == simdjson::SUCCESS);
+      if (status != "ok") ++e.failed_candidates;
+    } else if (kind == "key") {
+      ++e.keys;
+      REQUIRE(o["outcome"].get_string().get(outcome) == simdjson::SUCCESS);
+      if (outcome == "measured") ++e.measured;
+      if (outcome == "cached") ++e.cached;
+    } else if (kind == "job") {
+      ++e.jobs;
+    }
+  }
+  return e;
+}
+
+std::string chromium_path() {
+  for (const char* p : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
+    if (fs::exists(p)) return p;
+  return {};
+}
+
+} // namespace
+
+TEST_CASE("cotune tune --dry-run prints the expanded job and tunes nothing", "[tools][tune]") {
+  job_dir d;
+  auto r = d.cotune({"tune", d.job.string(), "--dry-run"});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("job 'axpy-sizes'") && Catch::Contains("1 kernels, 3 keys") &&
+                           Catch::Contains("space: 3 configs (axes UNROLL: 3), 1 constraints") &&
+                           Catch::Contains("instances: 3, candidates per instance 1..3 (total 7)"));
+  CHECK_FALSE(fs::exists(d.root / "cache"));
+  auto j = d.cotune({"tune", d.job.string(), "--dry-run", "--jsonl"}, true);
+  CHECK_THAT(j.output, Catch::Contains(R"("event": "instance", "kernel": "axpy", "index": 0, "key": "y: float32, x: float32, n=2", "candidates": 1)"));
+}
+
+TEST_CASE("cotune tune tunes every key, reports each candidate and key as JSON Lines, then serves them from the cache",
+          "[tools][tune]") {
+  job_dir d;
+  auto r = d.cotune({"tune", d.job.string(), "--jsonl"}, true);
+  CHECK(r.exit_code == 0);
+  const auto first = count_events(r.output);
+  CHECK(first.candidates == 7);
+  CHECK(first.failed_candidates == 2); // UNROLL=3 for n=1024 and n=4096
+  CHECK(first.keys == 3);
+  CHECK(first.measured == 3);
+  CHECK(first.jobs == 1);
+  CHECK_THAT(r.output, Catch::Contains("does not compile"));
+
+  auto again = d.cotune({"tune", d.job.string(), "--jsonl"}, true);
+  CHECK(again.exit_code == 0);
+  const auto second = count_events(again.output);
+  CHECK(second.cached == 3);
+  CHECK(second.candidates == 0);
+}
+
+TEST_CASE("cotune tune exits 1 when a key fails and 2 when the job file is wrong", "[tools][tune]") {
+  job_dir d(R"(, {"n": 3})"); // n=3 leaves UNROLL 1 and 3; the constraint would allow 3, which fails
+  std::string job = *cotune::detail::read_file(d.job);
+  job.replace(job.find("\"UNROLL <= n\""), 13, "\"UNROLL == 3\"");
+  std::ofstream(d.job) << job;
+  auto r = d.cotune({"tune", d.job.string()});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("every candidate failed") && Catch::Contains("0 measured"));
+
+  job.replace(job.find("\"extent\": \"n\""), 13, "\"extent\": \"n *\"");
+  std::ofstream(d.job) << job;
+  auto bad = d.cotune({"tune", d.job.string()});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.output, Catch::Contains("axpy.job.json:10:") && Catch::Contains("kernels[0].arguments[0].extent"));
+  CHECK(d.cotune({"tune", d.job.string(), "--shard", "4/4"}).exit_code == 2);
+}
+
+TEST_CASE("--shard I/N splits the keys between processes", "[tools][tune]") {
+  job_dir d;
+  auto a = d.cotune({"tune", d.job.string(), "--jsonl", "--shard", "0/2"}, true);
+  auto b = d.cotune({"tune", d.job.string(), "--jsonl", "--shard", "1/2"}, true);
+  CHECK(count_events(a.output).measured == 2);
+  CHECK(count_events(b.output).measured == 1);
+}
+
+TEST_CASE("cotune db exports a job's winners, diffs databases and imports one into a cache", "[tools][db]") {
+  job_dir d;
+  const auto db1 = (d.root / "one.db.json").string(), db2 = (d.root / "two.db.json").string();
+  auto exp = d.cotune({"db", "export", "--job", d.job.string(), "-o", db1});
+  REQUIRE(exp.exit_code == 0);
+  CHECK_THAT(exp.output, Catch::Contains("wrote 3 winners"));
+  auto show = d.cotune({"db", "show", db1});
+  CHECK_THAT(show.output, Catch::Contains("axpy [y: float32, x: float32, n=1024] on host") &&
+                              Catch::Contains("3 winners, unsigned"));
+  // From the cache the job filled: the same winners.
+  REQUIRE(d.cotune({"db", "export", "--cache", (d.root / "cache").string(), "-o", db2}).exit_code == 0);
+  auto same = d.cotune({"db", "diff", db1, db2});
+  CHECK(same.exit_code == 0);
+  CHECK_THAT(same.output, Catch::Contains("0 added, 0 removed, 0 changed, 3 the same"));
+
+  // Another winner for one key: diff says so and exits 1.
+  std::string text = *cotune::detail::read_file(db1);
+  auto two = d.cotune({"db", "export", "--cache", (d.root / "cache").string(), "-o", db2, "--winners-only"},
+                      false, {"COTUNE_TUNING_DB_SECRET=s3cret"});
+  REQUIRE(two.exit_code == 0);
+  CHECK_THAT(two.output, Catch::Contains("(signed)"));
+  auto refused = d.cotune({"db", "diff", db1, db2}, false, {"COTUNE_TUNING_DB_SECRET=s3cret"});
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.output, Catch::Contains("not signed"));
+
+  auto imp = d.cotune({"db", "import", db1, "--dir", (d.root / "other-cache").string()});
+  CHECK(imp.exit_code == 0);
+  CHECK_THAT(imp.output, Catch::Contains("imported 3 winners"));
+}
+
+TEST_CASE("cotune report renders a job as a page headless Chromium draws", "[tools][report][browser]") {
+  job_dir d;
+  const auto page = d.root / "report.html";
+  auto r = d.cotune({"report", d.job.string(), "-o", page.string(), "--title", "axpy sizes"});
+  REQUIRE(r.exit_code == 0);
+  const std::string html = *cotune::detail::read_file(page);
+  CHECK_THAT(html, Catch::Contains("<title>axpy sizes</title>") && Catch::Contains("<svg class=\"heatmap\""));
+  CHECK(html.find("http://") == html.find("http://www.w3.org/2000/svg")); // the SVG namespace is the only URL
+  CHECK(html.find("<script") == std::string::npos);
+
+  const std::string chromium = chromium_path();
+  if (chromium.empty()) {
+    WARN("chromium is not installed (scripts/install-deps installs Debian's chromium): the page was not rendered");
+    return;
+  }
+  auto browser = [&](std::vector<std::string> args, const fs::path& url) {
+    std::vector<std::string> argv{chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                                  "--user-data-dir=" + (d.root / "chromium").string(), "--window-size=1000,800"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.push_back("file://" + url.string());
+    auto p = cotune::detail::run_process(argv, std::chrono::seconds(90), {}, {"HOME=" + d.root.string()});
+    INFO("chromium output:\n" << p.output);
+    REQUIRE_FALSE(p.timed_out);
+    REQUIRE(p.exit_code == 0);
+    return p;
+  };
+  browser({"--screenshot=" + (d.root / "report.png").string()}, page);
+  std::ofstream(d.root / "blank.html") << "<!DOCTYPE html><html><head><title>blank</title></head><body></body></html>";
+  browser({"--screenshot=" + (d.root / "blank.png").string()}, d.root / "blank.html");
+  const auto shot = fs::file_size(d.root / "report.png"), blank = fs::file_size(d.root / "blank.png");
+  INFO("screenshot " << shot << " bytes, blank page " << blank << " bytes");
+  CHECK(shot > 4 * blank); // a white page compresses to almost nothing; text and bars do not
+
+  auto dom = browser({"--dump-dom"}, page);
+  auto count = [&](const std::string& needle) {
+    std::size_t n = 0;
+    for (auto at = dom.output.find(needle); at != std::string::npos; at = dom.output.find(needle, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("<title>axpy sizes</title>") == 1);
+  CHECK(count("<section class=\"key\"") == 3);
+  CHECK(count("<g class=\"candidate") == 7);
+  CHECK(count("<g class=\"cell\"") == 3);
+  CHECK(count("<tr class=\"failure\"") == 2);
+}

@@ -1,0 +1,37 @@
+// The tool's job commands (`cotune tune`, `cotune db`, `cotune report`), each registered on the app by
+// its own file; cotune.cpp only adds them and runs the one that was parsed.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include <cotune/job/job_runner.hpp>
+#include <cotune/job/job_spec.hpp>
+
+namespace cotune_tool {
+
+/// A registered subcommand and what runs it once parsed (its exit status).
+struct command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+command add_tune_command(CLI::App& app);
+command add_db_command(CLI::App& app);
+command add_report_command(CLI::App& app);
+
+/// Whether jobs share keys through Redis: built with Redis, not refused by `no_redis`, and asked for by
+/// `redis` or by COTUNE_REDIS_URL being set.
+[[nodiscard]] bool use_redis(bool redis, bool no_redis);
+
+/// Runs a job through the file cache, or through the Redis remote cache (keys claimed with a lease,
+/// each measured key counted in Redis).
+cotune::job::job_summary run_job_with(const cotune::job::job_spec& job, cotune::job::run_options options, bool redis);
+
+/// Runs a job quietly and returns every key's report (for `db export --job` and `report JOB`).
+std::vector<cotune::job::key_report> collect_job(const cotune::job::job_spec& job, bool redis);
+
+} // namespace cotune_tool

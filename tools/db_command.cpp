@@ -1,0 +1,185 @@
+// `cotune db`: tuning databases, the portable form of tuning results.
+//
+//   cotune db export (--cache [DIR] | --job JOB) -o FILE [--winners-only]   write a database
+//   cotune db import FILE [--dir D]                                         merge it into a file cache
+//   cotune db diff A B [--json]                                             which winners changed (exit 1 if any)
+//   cotune db show FILE [--json]                                            list its winners
+//
+// Databases are signed when COTUNE_TUNING_DB_SECRET is set, and then read only if signed with it.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cotune/cache/cache_inventory.hpp>
+#include <cotune/core/json_writer.hpp>
+#include <cotune/job/job_knobs.hpp>
+#include <cotune/job/job_spec.hpp>
+#include <cotune/job/tuning_database.hpp>
+#include <cotune/knobs/knobs.hpp>
+#include <cotune/tune/tuning_result.hpp>
+
+#include "commands.hpp"
+
+namespace cj = cotune::job;
+namespace fs = std::filesystem;
+
+namespace cotune_tool {
+
+namespace {
+
+std::string secret() { return cj::job_knobs().secret.get().value_or(""); }
+
+fs::path cache_root(const std::string& dir) {
+  return dir.empty() ? fs::path(cotune::knobs().cache.dir.get()) : fs::path(dir);
+}
+
+/// Every tuning result in a file cache, as database entries.
+cj::tuning_database from_cache(const fs::path& root, bool candidates) {
+  cj::tuning_database db;
+  const cotune::cache_inventory inv{root};
+  if (!inv.exists()) throw cj::database_error(fmt::format("no cache at '{}' (nothing to export)", root.string()));
+  (void)inv.files([&](const cotune::cache_file& f, std::string_view payload) {
+    if (f.file.ends_with(".autotune.json"))
+      if (auto r = cotune::tuning_result::from_json(payload)) db.add(cj::database_entry::from(*r, {}, candidates));
+    return std::string();
+  });
+  return db;
+}
+
+std::string change_name(cj::database_change::kind k) {
+  switch (k) {
+  case cj::database_change::kind::added: return "added";
+  case cj::database_change::kind::removed: return "removed";
+  case cj::database_change::kind::changed: return "changed";
+  case cj::database_change::kind::same: return "same";
+  }
+  return "?";
+}
+
+std::string ms(double v) { return std::isfinite(v) ? fmt::format("{:.4f} ms", v) : std::string("-"); }
+
+} // namespace
+
+command add_db_command(CLI::App& app) {
+  struct state {
+    std::string cache_dir, job, out, file, a, b, dir;
+    bool from_cache = false, winners_only = false, json = false, redis = false, no_redis = false;
+  };
+  auto s = std::make_shared<state>();
+  auto* db = app.add_subcommand("db", "tuning databases: export, import, diff, show");
+  db->require_subcommand(1);
+
+  auto* exp = db->add_subcommand("export", "write the winners of a cache or a job to one database file");
+  auto* cache_opt = exp->add_option("--cache", s->cache_dir, "export the results in this file cache (default: "
+                                                             "COTUNE_CACHE_DIR)")
+                        ->expected(0, 1);
+  auto* job_opt = exp->add_option("--job", s->job, "export the results of this job (keys not yet tuned are tuned)");
+  cache_opt->excludes(job_opt);
+  exp->add_option("-o,--output", s->out, "the database file to write")->required();
+  exp->add_flag("--winners-only", s->winners_only, "leave out every candidate but the winner (a smaller file)");
+  exp->add_flag("--redis", s->redis, "with --job: share keys through Redis (default when COTUNE_REDIS_URL is set)");
+  exp->add_flag("--no-redis", s->no_redis, "with --job: never use Redis");
+
+  auto* imp = db->add_subcommand("import", "merge a database into a file cache; tuners then use its winners");
+  imp->add_option("file", s->file, "the database file")->required();
+  imp->add_option("--dir", s->dir, "the cache directory (default: COTUNE_CACHE_DIR)");
+
+  auto* dif = db->add_subcommand("diff", "which winners changed between two databases (exit 1 if any did)");
+  dif->add_option("a", s->a, "the first database")->required();
+  dif->add_option("b", s->b, "the second database")->required();
+  dif->add_flag("--json", s->json, "one JSON object per difference, then a summary");
+
+  auto* show = db->add_subcommand("show", "list a database's winners");
+  show->add_option("file", s->file, "the database file")->required();
+  show->add_flag("--json", s->json, "one JSON object per entry");
+
+  return {db, [s, exp, imp, dif, show]() -> int {
+            if (exp->parsed()) {
+              cj::tuning_database out;
+              if (!s->job.empty()) {
+                cj::job_spec job;
+                try {
+                  job = cj::job_spec::load(s->job);
+                } catch (const cj::job_error& e) {
+                  fmt::print(stderr, "cotune: error: {}\n", e.what());
+                  return 2;
+                }
+                for (const auto& r : collect_job(job, use_redis(s->redis, s->no_redis)))
+                  if (r.result) out.add(cj::database_entry::from(*r.result, r.fingerprint, !s->winners_only));
+              } else {
+                out = from_cache(cache_root(s->cache_dir), !s->winners_only);
+              }
+              out.save(s->out, secret());
+              fmt::print(stderr, "cotune: wrote {} winners to {}{}\n", out.size(), s->out,
+                         secret().empty() ? "" : " (signed)");
+              return 0;
+            }
+            if (imp->parsed()) {
+              const auto in = cj::tuning_database::load(s->file, secret());
+              const auto root = cache_root(s->dir);
+              const auto total = cj::import_database(root, in, secret());
+              fmt::print("imported {} winners from {} into the cache '{}' ({} in its database now)\n", in.size(),
+                         s->file, root.string(), total);
+              return 0;
+            }
+            if (dif->parsed()) {
+              const auto a = cj::tuning_database::load(s->a, secret());
+              const auto b = cj::tuning_database::load(s->b, secret());
+              std::size_t counts[4] = {};
+              for (const auto& c : cj::diff(a, b)) {
+                ++counts[static_cast<int>(c.what)];
+                if (c.what == cj::database_change::kind::same) continue;
+                const auto& any = c.before ? *c.before : *c.after;
+                if (s->json) {
+                  cotune::json_writer w;
+                  w.begin_object().field("change", change_name(c.what)).field("kernel", any.kernel);
+                  w.field("key", any.key).field("device", any.device);
+                  if (c.before) w.field("before", c.before->winner.text()).field("before_ms", c.before->time[0]);
+                  if (c.after) w.field("after", c.after->winner.text()).field("after_ms", c.after->time[0]);
+                  fmt::print("{}\n", std::move(w.end_object()).take());
+                } else {
+                  fmt::print("{:<8} {} [{}] on {}\n", change_name(c.what), any.kernel, any.key, any.device);
+                  if (c.before) fmt::print("  - {{{}}} {}\n", c.before->winner.text(), ms(c.before->time[0]));
+                  if (c.after) fmt::print("  + {{{}}} {}\n", c.after->winner.text(), ms(c.after->time[0]));
+                }
+              }
+              const std::size_t changed = counts[0] + counts[1] + counts[2];
+              if (s->json) {
+                cotune::json_writer w;
+                w.begin_object().field("change", "summary").field("added", counts[0]).field("removed", counts[1]);
+                fmt::print("{}\n", std::move(w.field("changed", counts[2]).field("same", counts[3]).end_object()).take());
+              } else {
+                fmt::print("{} added, {} removed, {} changed, {} the same\n", counts[0], counts[1], counts[2], counts[3]);
+              }
+              return changed ? 1 : 0;
+            }
+            if (show->parsed()) {
+              const auto d = cj::tuning_database::load(s->file, secret());
+              for (const auto& e : d.entries()) {
+                if (s->json) {
+                  cotune::json_writer w;
+                  w.begin_object().field("kernel", e.kernel).field("key", e.key).field("device", e.device);
+                  w.field("winner", e.winner.text()).field("median_ms", e.time[0]).field("date", e.date);
+                  fmt::print("{}\n", std::move(w.end_object()).take());
+                } else {
+                  fmt::print("{} [{}] on {}: {{{}}} {} ({})\n", e.kernel, e.key, e.device, e.winner.text(),
+                             ms(e.time[0]), e.date);
+                }
+              }
+              if (!s->json)
+                fmt::print("{} winners{}\n", d.size(), d.was_signed() ? (secret().empty() ? ", signed (not verified: "
+                                                                                            "no secret set)"
+                                                                                          : ", signature verified")
+                                                                      : ", unsigned");
+              return 0;
+            }
+            return 2;
+          }};
+}
+
+} // namespace cotune_tool
