@@ -19,6 +19,7 @@
 #include <cotune/core/value.hpp>
 #include <cotune/core/version.hpp>
 #include <cotune/defaults.hpp>
+#include <cotune/job/shipped_database.hpp>
 #include <cotune/knobs/knob.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/autotuner.hpp>
@@ -30,4 +31,5 @@
 #include <cotune/tune/tune_options.hpp>
 #include <cotune/tune/tuning_key.hpp>
 #include <cotune/tune/tuning_result.hpp>
+#include <cotune/tune/winner_source.hpp>
 #include <cotune/tune/tune_many.hpp>

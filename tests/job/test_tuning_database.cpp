@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <vector>
 
+#include <cotune/cotune.hpp>
 #include <cotune/job/job_knobs.hpp>
 #include <cotune/job/shipped_database.hpp>
 #include <cotune/job/tuning_database.hpp>
@@ -106,4 +108,48 @@ TEST_CASE("an application finds shipped winners in COTUNE_TUNING_DB and in the c
 
   auto secret = cj::job_knobs().secret.scoped("s3cret");
   CHECK_THROWS_WITH(cj::find_winner("gemm", "n=64", "host (test cpu)"), Catch::Contains("not signed"));
+}
+
+TEST_CASE("a tuner launches the shipped winner of a known key without tuning", "[job][tuning_database][shipped_database]") {
+  cotune_test::temp_dir dir;
+  const std::vector<cotune::config> configs{cotune::config{{"COST", 4}}, cotune::config{{"COST", 1}},
+                                            cotune::config{{"COST", 2}}};
+  const cotune::kernel_source kernel{.name = "shipped_work",
+                                     .code = "extern \"C\" void work(int* out, int n) { volatile int s = 0; "
+                                             "for (int i = 0; i < n * COST; ++i) s += i; out[0] = s; }\n",
+                                     .entry = "work"};
+  using tuner_t = cotune::autotuner<void(int*, int)>;
+  const cotune::tune_options<int*, int> opts{.arg_names = {"out", "n"}, .key = {"n"},
+                                             .bench = cotune::bench_options{.warmup_ms = 1, .rep_ms = 5}};
+  // Where the database is made: a real tuning, exported.
+  cj::tuning_database db;
+  {
+    auto cache = cotune::knobs().cache.dir.scoped((dir / "maker").string());
+    tuner_t maker{kernel, configs, opts};
+    int out = 0;
+    db.add(cj::database_entry::from(maker.tune_now(&out, 300)));
+  }
+  // Pretend the shipped winner is the slowest config, so that adopting it cannot be mistaken for tuning.
+  cj::tuning_database shipped;
+  {
+    const auto* found = db.find("shipped_work", "n=300", cotune::host_backend{}.device_name({}));
+    REQUIRE(found);
+    auto e = *found;
+    e.winner = configs[0];
+    shipped.add(e);
+  }
+  shipped.save(dir / "app.db.json");
+  // Where it is used: an empty cache, the database named by COTUNE_TUNING_DB.
+  auto cache = cotune::knobs().cache.dir.scoped((dir / "app").string());
+  auto path = cj::job_knobs().database.scoped((dir / "app.db.json").string());
+  tuner_t app{kernel, configs, opts};
+  int out = 0;
+  app(&out, 300);
+  CHECK(app.measured_tunings() == 0);
+  CHECK(app.cached_tunings() == 1);
+  REQUIRE(app.best_config(&out, 300));
+  CHECK(*app.best_config(&out, 300) == configs[0]);
+  CHECK(out == 1200 * 1199 / 2); // COST 4 ran
+  app(&out, 301); // a key the database does not know: tuned
+  CHECK(app.measured_tunings() == 1);
 }

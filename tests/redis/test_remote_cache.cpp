@@ -13,6 +13,7 @@
 #include <cotune/backend/host_backend.hpp>
 #include <cotune/cache/remote_cache.hpp>
 #include <cotune/redis/redis.hpp>
+#include <cotune/tune/binary_cache.hpp>
 
 #include "../support/temp_dir.hpp"
 #include "redis_server.hpp"

@@ -183,7 +183,7 @@ TEST_CASE("cotune tune exits 1 when a key fails and 2 when the job file is wrong
   CHECK(d.cotune({"tune", d.job.string(), "--shard", "4/4"}).exit_code == 2);
 }
 
-TEST_CASE("--shard I/N splits the keys between processes", "[tools][tune]") {
+TEST_CASE("shard I/N (--shard) splits the keys between processes", "[tools][tune]") {
   job_dir d;
   auto a = d.cotune({"tune", d.job.string(), "--jsonl", "--shard", "0/2"}, true);
   auto b = d.cotune({"tune", d.job.string(), "--jsonl", "--shard", "1/2"}, true);

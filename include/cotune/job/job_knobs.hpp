@@ -14,7 +14,7 @@
 namespace cotune::job {
 
 /// The tuning database knobs.
-struct job_knobs_group {
+struct job_knob_group {
   knob<std::optional<std::string>> database{
       {.name = "db.path", .env = "COTUNE_TUNING_DB",
        .doc = "a tuning database file (`cotune db export`) consulted read-only before tuning: a key it holds for "
@@ -37,14 +37,11 @@ struct job_knobs_group {
 };
 
 /// The process's tuning database knobs.
-[[nodiscard]] inline job_knobs_group& job_knobs() {
-  static job_knobs_group k;
-  return k;
-}
+[[nodiscard]] inline job_knob_group& job_knobs() { return knob_group<job_knob_group>(); }
 
 namespace detail {
 /// Registers the group during static initialisation, so that `cotune knobs` lists it.
-inline job_knobs_group& job_knobs_registered = job_knobs();
+inline job_knob_group& job_knobs_registered = job_knobs();
 } // namespace detail
 
 } // namespace cotune::job

@@ -19,6 +19,7 @@
 #include <cotune/job/tuning_database.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/tuning_result.hpp>
+#include <cotune/tune/winner_source.hpp>
 
 namespace cotune::job {
 
@@ -92,5 +93,32 @@ struct loaded_database {
   }
   return std::nullopt;
 }
+
+namespace detail {
+/// Installs the shipped-database lookup for every tuner of the process (tune/winner_source.hpp), during
+/// static initialisation of any program that includes this header.
+inline const bool shipped_database_installed = [] {
+  shipped_winner_source() = [](std::string_view kernel, std::string_view key, std::string_view device,
+                               const std::vector<config>& candidates) -> std::optional<tuning_result> {
+    if (auto e = find_winner(kernel, key, device)) return database_result(*e, candidates, key);
+    // A key the shipped database lacks: tune (the default), or launch the first candidate unmeasured.
+    if (!job_knobs().database.get() || job_knobs().fallback.get() != "default" || candidates.empty())
+      return std::nullopt;
+    tuning_result r;
+    r.kernel = std::string(kernel);
+    r.key_text = std::string(key);
+    for (const auto& c : candidates) r.candidates.push_back(candidate_result{c});
+    r.candidates[0].status = candidate_status::ok;
+    r.candidates[0].time = {0.0, 0.0, 0.0};
+    r.candidates[0].reason = "the default config: the shipped database has no entry for this key "
+                             "(COTUNE_TUNING_DB_FALLBACK=default); not measured";
+    r.winner = 0;
+    r.from_cache = true;
+    r.made = provenance::here(std::string(device));
+    return r;
+  };
+  return true;
+}();
+} // namespace detail
 
 } // namespace cotune::job

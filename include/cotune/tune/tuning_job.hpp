@@ -39,6 +39,7 @@
 #include <cotune/tune/tuning_context.hpp>
 #include <cotune/tune/tuning_journal.hpp>
 #include <cotune/tune/tuning_result.hpp>
+#include <cotune/tune/winner_source.hpp>
 
 namespace cotune {
 
@@ -66,6 +67,23 @@ public:
     pruned_ = std::apply([&](const Args&... a) { return ctx_.prune(a...); }, args_);
     resumed_.assign(pruned_.size(), std::nullopt);
     if (knobs().autotuning.isolate.get() == "on" && detail::fork_isolation<B>()) isolate_ = true;
+
+    // A winner shipped with the application (a tuning database) for this key, device and candidates.
+    if (const auto& source = shipped_winner_source()) {
+      std::optional<tuning_result> shipped;
+      try {
+        shipped = source(ctx_.kernel.name, key_text_, ctx_.backend.device_name(ctx_.devices[ctx_.opts.device]), pruned_);
+      } catch (const std::exception& e) {
+        ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the shipped tuning database is unusable ({}); "
+                                                               "tuning instead",
+                                                               e.what())});
+      }
+      if (shipped) {
+        ctx_.emit(cache_hit{ctx_.kernel.name, key_text_, "shipped tuning database"});
+        auto finishing = finish_from_cache(*std::move(shipped));
+        co_return co_await std::move(finishing);
+      }
+    }
 
     std::optional<Cache> cache;
     std::shared_ptr<void> lease; // held while this process tunes a key others may be waiting for
