@@ -177,7 +177,7 @@ std::string describe_entry(const cache_file& f, std::string_view payload) {
   if (!f.file.ends_with(".autotune.json")) return {};
   auto r = cotune::tuning_result::from_json(payload);
   if (!r) return "not a readable tuning result";
-  return fmt::format("tuning result: kernel {}, key ({}), best {{{}}}", r->kernel, r->key_text, r->best().text());
+  return fmt::format("tuning result: kernel {}, key ({}), best {{{}}}", r->kernel, r->key_text, r->shown(r->best()));
 }
 
 /// "512 B", "14.7 KiB", "1.2 MiB".
@@ -352,7 +352,7 @@ int run_cache_show(const std::string& file) {
                                           "<kernel>.autotune.json entry, with at least one measured candidate)",
                                           file));
   fmt::print("{} ({})\n", file, origin);
-  fmt::print("kernel:   {}\nkey:      ({})\nbest:     #{} {{{}}}\n", r->kernel, r->key_text, r->winner, r->best().text());
+  fmt::print("kernel:   {}\nkey:      ({})\nbest:     #{} {{{}}}\n", r->kernel, r->key_text, r->winner, r->shown(r->best()));
   fmt::print("measured: on {} ({}) at {} by cotune {}\n", r->made.host.empty() ? "?" : r->made.host,
              r->made.device.empty() ? "?" : r->made.device, r->made.date.empty() ? "?" : r->made.date,
              r->made.cotune_version);
@@ -388,6 +388,11 @@ int main(int argc, char** argv) {
   auto* knobs_cmd = app.add_subcommand("knobs", "every knob: variable, type, default, current value (secrets masked)");
   auto* markdown_flag = knobs_cmd->add_flag("--markdown", markdown, "print the README's table (Markdown)");
   knobs_cmd->add_flag("--json", json, "print one JSON object per knob")->excludes(markdown_flag);
+  bool check = false;
+  knobs_cmd->add_flag("--check", check,
+                      "check every knob's value from the environment; exit 1 naming each bad one and what it "
+                      "accepts")
+      ->excludes(markdown_flag);
 
   auto* cache_cmd = app.add_subcommand("cache", "inspect, verify, clear or collect the file cache");
   cache_cmd->require_subcommand(1);
@@ -429,6 +434,11 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (knobs_cmd->parsed() && check) {
+      cotune::knob_registry::instance().check(); // a knob_error below: printed, exit 1
+      fmt::print("every knob's value is usable\n");
+      return 0;
+    }
     if (knobs_cmd->parsed()) return run_knobs(markdown, json);
     if (list_cmd->parsed()) return run_cache_list(dir, json);
     if (show_cmd->parsed()) return run_cache_show(file);

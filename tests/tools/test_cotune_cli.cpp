@@ -188,6 +188,16 @@ TEST_CASE("cotune knobs lists every registered knob with its variable, type and 
   CHECK_THAT(r.output, Catch::Contains("7.5 (set; default: 100.0)"));
 }
 
+TEST_CASE("cotune knobs --check names every bad value and what it accepts, and exits 1", "[tools][cli]") {
+  if (!tool_available()) return;
+  CHECK(cotune_cli({"knobs", "--check"}).exit_code == 0);
+  auto r = cotune_cli({"knobs", "--check"}, {"COTUNE_COMPILE_TIMEOUT_MS=abc", "COTUNE_ISOLATE=sometimes"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("2 settings cannot be used"));
+  CHECK_THAT(r.output, Catch::Contains("COTUNE_COMPILE_TIMEOUT_MS") && Catch::Contains("abc"));
+  CHECK_THAT(r.output, Catch::Contains("COTUNE_ISOLATE=sometimes is not one of off, on, auto"));
+}
+
 TEST_CASE("cotune knobs --markdown prints one table row per knob, for the README", "[tools][cli]") {
   if (!tool_available()) return;
   auto r = cotune_cli({"knobs", "--markdown"});

@@ -201,3 +201,35 @@ TEST_CASE("after a crash took the process down, the rerun isolates and loses onl
   CHECK(lines_with(out, "resumed=1\n") == 3); // candidates 0-2 were measured before the crash
   CHECK_THAT(out, Catch::Contains("measured 3 crashed"));
 }
+
+TEST_CASE("a bad knob value fails the tuning at once, naming the variable, before any candidate compiles",
+          "[tune][tuning_job][knobs]") {
+  private_cache cache;
+  cotune_test::scoped_env bad("COTUNE_COMPILE_TIMEOUT_MS", std::string("abc"));
+  crash_tuner tuner{crashing_kernel("work_bad_knob"), {candidate(1, 0), candidate(2, 0)},
+                    {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench()}};
+  int out = 0;
+  CHECK_THROWS_AS(tuner(&out, 10), knob_error);
+  CHECK_THROWS_WITH(tuner(&out, 10), Catch::Contains("COTUNE_COMPILE_TIMEOUT_MS") && Catch::Contains("abc"));
+  CHECK(tuner.compiles() == 0);
+}
+
+TEST_CASE("a cache-invalidating knob set to its default value changes no cache key", "[tune][tuning_job][knobs]") {
+  const auto unset = knob_registry::instance().invalidating_text();
+  {
+    auto same = knobs().runtime.debug.scoped(false); // set, to its default
+    CHECK(knob_registry::instance().invalidating_text() == unset);
+  }
+  auto changed = knobs().runtime.debug.scoped(true);
+  CHECK(knob_registry::instance().invalidating_text() != unset);
+}
+
+TEST_CASE("a host tuning's result shows configs without GPU launch options", "[tune][tuning_job]") {
+  private_cache cache;
+  crash_tuner tuner{crashing_kernel("work_no_launch"), {candidate(1, 0), candidate(2, 0)},
+                    {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench()}};
+  int out = 0;
+  const auto& r = tuner.tune_now(&out, 10);
+  CHECK_FALSE(r.launch_options);
+  CHECK_THAT(r.shown(r.best()), Catch::StartsWith("COST: ") && !Catch::Contains("num_warps"));
+}

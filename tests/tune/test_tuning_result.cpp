@@ -453,3 +453,22 @@ TEST_CASE("provenance here() names this host, the device, a UTC date and this ve
   CHECK(p.date[10] == 'T');
   CHECK(p.date.back() == 'Z');
 }
+
+TEST_CASE("a result of a backend without launch options shows its configs without them, stored and read back",
+          "[tune][tuning_result]") {
+  cotune::tuning_result r;
+  r.kernel = "k";
+  r.key_text = "n=1";
+  cotune::candidate_result c{cotune::config{{"TILE", 16}, {"UNROLL", 1}}};
+  c.status = cotune::candidate_status::ok;
+  c.time = {1, 1, 1};
+  r.candidates.push_back(c);
+  CHECK(r.shown(r.best()) == r.best().text()); // GPU backends: everything
+  r.launch_options = false;
+  CHECK(r.shown(r.best()) == "TILE: 16, UNROLL: 1");
+  const auto back = cotune::tuning_result::from_json(r.json());
+  REQUIRE(back);
+  CHECK_FALSE(back->launch_options);
+  CHECK(back->shown(back->best()) == "TILE: 16, UNROLL: 1");
+  CHECK(cotune::config{}.params_text() == "(no parameters)");
+}

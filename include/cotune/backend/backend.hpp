@@ -147,6 +147,15 @@ concept DeclaresForkIsolation = requires {
   typename std::bool_constant<B::fork_isolation>;
 };
 
+/// Says whether its kernels use a config's launch options (`static constexpr bool uses_launch_options`):
+/// the host backend does not, so results, errors and tools show its configs without num_warps and the
+/// rest. Without it: true.
+template <class B>
+concept DeclaresLaunchOptions = requires {
+  requires std::same_as<decltype(B::uses_launch_options), const bool>;
+  typename std::bool_constant<B::uses_launch_options>;
+};
+
 /// Has warnings for the user that belong to no one candidate (a compile server that could not start):
 /// `take_warnings()` hands over those gathered since the last call, and each tuning reports them as
 /// `tuning_warning` events.

@@ -189,6 +189,8 @@ public:
   static constexpr bool loads_from_file = true;
   /// A candidate runs in the process's own memory: a forked copy can benchmark it in isolation.
   static constexpr bool fork_isolation = true;
+  /// CPU kernels have no launch geometry: configs are shown without GPU launch options.
+  static constexpr bool uses_launch_options = false;
 
   [[nodiscard]] std::vector<device> devices() const { return {device{}}; }
   /// One CPU: every host tuner measures on one device thread.
@@ -264,24 +266,24 @@ public:
                               {"TMPDIR=" + tmp.string()});
     } catch (const std::system_error& e) {
       throw error(fmt::format("host backend: cannot run the compiler for kernel '{}' with config {{{}}}: {}; command: {}",
-                              k.name, c.text(), e.what(), shown));
+                              k.name, c.params_text(), e.what(), shown));
     }
     if (r.timed_out)
       throw timeout_error(fmt::format("host backend: compiling kernel '{}' with config {{{}}} took longer than "
                                       "COTUNE_COMPILE_TIMEOUT_MS={} ms and was cancelled; command: {}",
-                                      k.name, c.text(), knobs().autotuning.compile_timeout_ms.get(), shown));
+                                      k.name, c.params_text(), knobs().autotuning.compile_timeout_ms.get(), shown));
     if (r.cancelled)
       throw timeout_error(fmt::format("host backend: compiling kernel '{}' with config {{{}}} was cancelled",
-                                      k.name, c.text()));
+                                      k.name, c.params_text()));
     if (auto crash = detail::compiler_crash(r))
       throw compiler_crashed(fmt::format("host backend: the compiler crashed ({}) while compiling kernel '{}' with "
                                          "config {{{}}}: this is not an error in the kernel; command: {}\n{}",
-                                         *crash, k.name, c.text(), shown, r.output),
+                                         *crash, k.name, c.params_text(), shown, r.output),
                              r.output);
     if (r.exit_code != 0)
       throw compile_error(fmt::format("host backend: kernel '{}' with config {{{}}} does not compile "
                                       "(exit {}); command: {}\n{}",
-                                      k.name, c.text(), r.exit_code, shown, r.output),
+                                      k.name, c.params_text(), r.exit_code, shown, r.output),
                           r.output);
     auto bytes = detail::read_file(out);
     if (!bytes) throw error(fmt::format("host backend: the compiler wrote no '{}'", out));
@@ -305,14 +307,14 @@ public:
       } catch (const std::system_error& e) {
         throw launch_error(fmt::format("host backend: kernel '{}' with config {{{}}}: cannot write the shared object "
                                        "to the private directory: {}",
-                                       k.name, c.text(), e.what()));
+                                       k.name, c.params_text(), e.what()));
       }
     }
     void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
       const char* e = ::dlerror();
       throw launch_error(fmt::format("host backend: kernel '{}' with config {{{}}}: dlopen('{}') failed: {}", k.name,
-                                     c.text(), path.string(), e ? e : "unknown error"));
+                                     c.params_text(), path.string(), e ? e : "unknown error"));
     }
     // The cache entry stays pinned (never evicted) for as long as the library is loaded.
     std::shared_ptr<void> lib(handle, [hold = bin.hold](void* h) { ::dlclose(h); });
@@ -320,7 +322,7 @@ public:
     if (!sym)
       throw launch_error(fmt::format("host backend: kernel '{}' with config {{{}}}: the shared object has no symbol "
                                      "'{}' (declare the entry point extern \"C\")",
-                                     k.name, c.text(), k.entry));
+                                     k.name, c.params_text(), k.entry));
     return function{std::move(lib), sym};
   }
 
@@ -336,7 +338,7 @@ public:
 // The optional capabilities the host backend means to offer (a misspelt member fails here).
 static_assert(HasDeviceKey<host_backend> && DeclaresCompileOverlap<host_backend> && StoppableCompiler<host_backend> &&
               DeclaresBenchmarker<host_backend> && DeclaresFileLoading<host_backend> &&
-              DeclaresForkIsolation<host_backend>);
+              DeclaresForkIsolation<host_backend> && DeclaresLaunchOptions<host_backend>);
 
 static_assert(Backend<host_backend>);
 

@@ -203,9 +203,12 @@ private:
     detail::require_trusted_key_dir(dir.get(), dir_);
     reclaim_temporaries(dir.get());
     const std::string file(name);
+    // Flushing is a knob (cache.fsync): without it a crash can cost an entry, never serve a torn one,
+    // because readers check the frame and writers rename whole files into place.
+    const auto flush = knobs().cache.fsync.get() ? detail::flush_to_disk::yes : detail::flush_to_disk::no;
     if (mode_ == cache_mode::normal)
-      detail::atomic_write_at(dir.get(), file, dir_, data, detail::make_frame(key_, name, data, local_cache_key()));
-    else detail::atomic_write_at(dir.get(), file, dir_, data);
+      detail::atomic_write_at(dir.get(), file, dir_, flush, data, detail::make_frame(key_, name, data, local_cache_key()));
+    else detail::atomic_write_at(dir.get(), file, dir_, flush, data);
     if (mode_ == cache_mode::normal) maybe_evict(root.get(), data.size() + detail::frame_size);
     return dir_ / file;
   }

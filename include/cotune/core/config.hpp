@@ -148,6 +148,15 @@ public:
     return out;
   }
 
+  /// The text without launch options, for backends that have none (the host backend):
+  /// `BLOCK: 64, MODE: "fast"[, pre_hook: name]`, or `(no parameters)`.
+  [[nodiscard]] std::string params_text() const {
+    std::string out;
+    for (const auto& [name, v] : params_) out += fmt::format("{}{}: {}", out.empty() ? "" : ", ", name, v.text());
+    if (pre_hook_) out += fmt::format("{}pre_hook: {}", out.empty() ? "" : ", ", pre_hook_->name);
+    return out.empty() ? std::string("(no parameters)") : out;
+  }
+
   /// JSON that `from_json` reads back into an equal config (the hook's function is not serialised,
   /// only its name).
   [[nodiscard]] std::string json() const {

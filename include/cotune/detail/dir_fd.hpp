@@ -151,9 +151,10 @@ public:
     if (::fsync(fd_.get()) != 0) fail("flush");
   }
 
-  /// Flushes the file to disk and renames it onto the target.
-  void commit() {
-    sync();
+  /// Renames the file onto the target, flushing it to disk first when `flush` (otherwise a crash may
+  /// leave the target empty or short, which a checksummed reader sees as a miss).
+  void commit(bool flush = true) {
+    if (flush) sync();
     if (::renameat(dir_, tmp_.c_str(), dir_, target_.c_str()) != 0) {
       const int err = errno;
       throw std::system_error(err, std::generic_category(),
@@ -174,12 +175,22 @@ private:
   unique_fd fd_;
 };
 
+/// Whether a write is flushed to disk before it is renamed into place.
+enum class flush_to_disk : bool { no, yes };
+
 /// Writes `parts` (concatenated) as `target` in `dir` through a temporary file and a rename.
 template <class... Parts>
-void atomic_write_at(int dir, const std::string& target, const std::filesystem::path& dir_shown, const Parts&... parts) {
+void atomic_write_at(int dir, const std::string& target, const std::filesystem::path& dir_shown, flush_to_disk flush,
+                     const Parts&... parts) {
   temp_file_writer w(dir, target, dir_shown);
   (w.write(std::string_view(parts)), ...);
-  w.commit();
+  w.commit(flush == flush_to_disk::yes);
+}
+
+/// The same, flushed to disk.
+template <class... Parts>
+void atomic_write_at(int dir, const std::string& target, const std::filesystem::path& dir_shown, const Parts&... parts) {
+  atomic_write_at(dir, target, dir_shown, flush_to_disk::yes, parts...);
 }
 
 /// Removes the temporary file `name` in `dir` if it is at least `min_age` old and no live process

@@ -81,16 +81,38 @@ public:
     std::lock_guard lock(mutex_);
     std::erase(knobs_, k);
   }
+  /// Throws one knob_error naming every variable whose value does not parse or is out of range, each
+  /// with what it accepts; a tuning calls this before any candidate runs (and `cotune knobs --check`).
+  void check() const {
+    std::string problems;
+    std::size_t bad = 0;
+    for (auto* k : all()) {
+      try {
+        (void)k->current_text();
+      } catch (const knob_error& e) {
+        problems += fmt::format("\n  {}", e.what());
+        ++bad;
+      }
+    }
+    if (bad)
+      throw knob_error(fmt::format("{} setting{} cannot be used; fix or unset {}:{}", bad, bad == 1 ? "" : "s",
+                                   bad == 1 ? "it" : "them", problems));
+  }
+
   [[nodiscard]] std::vector<knob_base*> all() const {
     std::lock_guard lock(mutex_);
     return knobs_;
   }
-  /// `ENV=value` for each cache-invalidating knob that is set, sorted by variable name and joined by
-  /// ';'. Only set knobs count, so that registering a new knob does not change existing keys.
+  /// `ENV=value` for each cache-invalidating knob that is set to something other than its default,
+  /// sorted by variable name and joined by ';'. Only such knobs count, so that registering a new knob,
+  /// or setting one to its default, does not change existing keys.
   [[nodiscard]] std::string invalidating_text() const {
     std::vector<std::string> parts;
-    for (auto* k : all())
-      if (k->invalidates_caches() && k->is_set()) parts.push_back(k->env() + "=" + k->current_text());
+    for (auto* k : all()) {
+      if (!k->invalidates_caches() || !k->is_set()) continue;
+      auto text = k->current_text();
+      if (text != k->default_text()) parts.push_back(k->env() + "=" + std::move(text));
+    }
     std::sort(parts.begin(), parts.end());
     std::string out;
     for (auto& p : parts) out += p + ";";

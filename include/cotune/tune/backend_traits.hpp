@@ -59,9 +59,18 @@ constexpr bool capabilities_fit() {
                 "the backend's take_warnings must be `std::vector<std::string> take_warnings() const`");
   static_assert(DeclaresForkIsolation<B> || !requires { B::fork_isolation; },
                 "the backend's fork_isolation must be `static constexpr bool`");
+  static_assert(DeclaresLaunchOptions<B> || !requires { B::uses_launch_options; },
+                "the backend's uses_launch_options must be `static constexpr bool`");
   static_assert(DeclaresFileLoading<B> || !requires { B::loads_from_file; },
                 "the backend's loads_from_file must be `static constexpr bool`");
   return true;
+}
+
+/// Whether this backend's kernels use a config's launch options (what results show).
+template <class B>
+constexpr bool uses_launch_options() {
+  if constexpr (DeclaresLaunchOptions<B>) return B::uses_launch_options;
+  else return true;
 }
 
 /// Whether candidates of this backend can be benchmarked in a forked process (COTUNE_ISOLATE).

@@ -109,7 +109,7 @@ private:
     if (!summary_) return;
     const auto& r = *e.result;
     fmt::print(out_, "cotune autotuning for kernel {},\nwith key as ({}),\nfinished after {:.2f}s{},\nbest config selected: {};\n",
-               r.kernel, r.key_text, r.wall_ms / 1000.0, r.from_cache ? " (from cache)" : "", r.best().text());
+               r.kernel, r.key_text, r.wall_ms / 1000.0, r.from_cache ? " (from cache)" : "", r.shown(r.best()));
     print_table(out_, r);
     std::fflush(out_);
   }
@@ -121,6 +121,7 @@ public:
     bool same_launch = true;
     for (const auto& c : r.candidates) same_launch = same_launch && c.cfg.launch() == r.candidates.front().cfg.launch();
     auto shown = [&](const config& c) {
+      if (!r.launch_options) return c.params_text();
       if (!same_launch || c.params().empty()) return c.text();
       std::string t;
       for (const auto& [name, v] : c.params()) t += (t.empty() ? "" : ", ") + fmt::format("{}: {}", name, v.text());

@@ -31,6 +31,7 @@
 #include <cotune/detail/async_queue.hpp>
 #include <cotune/detail/isolated_run.hpp>
 #include <cotune/detail/run_on.hpp>
+#include <cotune/knobs/knob.hpp>
 #include <cotune/tune/backend_traits.hpp>
 #include <cotune/tune/binary_cache.hpp>
 #include <cotune/tune/coordination.hpp>
@@ -63,30 +64,15 @@ public:
 
   boost::asio::awaitable<outcome> run() {
     start_ = clock::now();
+    knob_registry::instance().check(); // one error naming every bad setting, before any candidate runs
     key_text_ = std::apply([&](const Args&... a) { return ctx_.arguments.key_text(a...); }, args_);
     pruned_ = std::apply([&](const Args&... a) { return ctx_.prune(a...); }, args_);
     resumed_.assign(pruned_.size(), std::nullopt);
     if (knobs().autotuning.isolate.get() == "on" && detail::fork_isolation<B>()) isolate_ = true;
 
-    // A winner shipped with the application (a tuning database) for this key, device and candidates.
-    if (const auto& source = shipped_winner_source()) {
-      std::optional<tuning_result> shipped;
-      try {
-        shipped = source(ctx_.kernel.name, key_text_, ctx_.backend.device_name(ctx_.devices[ctx_.opts.device]), pruned_);
-      } catch (const std::exception& e) {
-        ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the shipped tuning database is unusable ({}); "
-                                                               "tuning instead",
-                                                               e.what())});
-      }
-      if (shipped) {
-        ctx_.emit(cache_hit{ctx_.kernel.name, key_text_, "shipped tuning database"});
-        auto finishing = finish_from_cache(*std::move(shipped));
-        co_return co_await std::move(finishing);
-      }
-    }
-
     std::optional<Cache> cache;
     std::shared_ptr<void> lease; // held while this process tunes a key others may be waiting for
+    bool shipped_tried = false;
     if (ctx_.cache_results()) {
       try {
         const std::string rkey = ctx_.result_key(key_text_, pruned_);
@@ -95,6 +81,12 @@ public:
         if (auto stored = co_await std::move(reading)) {
           ctx_.emit(cache_hit{ctx_.kernel.name, key_text_, "result"});
           auto finishing = finish_from_cache(std::move(*stored));
+          co_return co_await std::move(finishing);
+        }
+        // A result measured here wins over a shipped one; without it, a shipped winner saves the tuning.
+        shipped_tried = true;
+        if (auto shipped = shipped_winner()) {
+          auto finishing = finish_from_cache(*std::move(shipped));
           co_return co_await std::move(finishing);
         }
         if constexpr (CoordinatingCache<Cache>) {
@@ -124,6 +116,11 @@ public:
       }
     }
 
+    if (!shipped_tried)
+      if (auto shipped = shipped_winner()) {
+        auto finishing = finish_from_cache(*std::move(shipped));
+        co_return co_await std::move(finishing);
+      }
     if (cache) recall(*cache);
     auto measuring = measure();
     auto state = co_await std::move(measuring);
@@ -133,12 +130,13 @@ public:
     result.kernel = ctx_.kernel.name;
     result.key_text = key_text_;
     result.candidates = std::move(state->results);
+    result.launch_options = detail::uses_launch_options<B>();
     result.made = provenance::here(ctx_.backend.device_name(ctx_.devices[ctx_.opts.device]));
     auto best = select_best(result.candidates);
     if (!best) {
       std::string list;
       for (const auto& c : result.candidates)
-        list += fmt::format("\n  {{{}}}: {}: {}", c.cfg.text(), to_string(c.status), c.reason.substr(0, 2000));
+        list += fmt::format("\n  {{{}}}: {}: {}", result.shown(c.cfg), to_string(c.status), c.reason.substr(0, 2000));
       throw autotuner_error(fmt::format("autotuner for '{}': every candidate failed for key ({}):{}", ctx_.kernel.name,
                                         key_text_, list));
     }
@@ -157,6 +155,23 @@ public:
 
 private:
   using clock = std::chrono::steady_clock;
+
+  /// A winner shipped with the application (a tuning database, tune/winner_source.hpp) for this key,
+  /// device and candidates, reported as a cache hit; nothing (after a warning, if the source failed).
+  std::optional<tuning_result> shipped_winner() const {
+    const auto& source = shipped_winner_source();
+    if (!source) return std::nullopt;
+    std::optional<tuning_result> shipped;
+    try {
+      shipped = source(ctx_.kernel.name, key_text_, ctx_.backend.device_name(ctx_.devices[ctx_.opts.device]), pruned_);
+    } catch (const std::exception& e) {
+      ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the shipped tuning database is unusable ({}); tuning "
+                                                             "instead",
+                                                             e.what())});
+    }
+    if (shipped) ctx_.emit(cache_hit{ctx_.kernel.name, key_text_, "shipped tuning database"});
+    return shipped;
+  }
 
   /// Everything the job shares between its coroutine and the tasks on the pools.
   struct shared_state {
@@ -353,6 +368,9 @@ private:
     state.events.push(typename shared_state::event{false, i, d});
   }
 
+  /// A config as this backend sees it (no launch options where it has none).
+  static std::string shown(const config& c) { return detail::uses_launch_options<B>() ? c.text() : c.params_text(); }
+
   /// Runs `timed` in a forked copy of the process, at most the bench timeout (plus polling, under 1 s).
   template <class F>
   static std::vector<double> in_isolation(const context& ctx, const config& c, F& timed) {
@@ -364,10 +382,10 @@ private:
     case detail::isolated_result::ending::crashed:
       throw candidate_crashed(fmt::format("kernel '{}' with config {{{}}}: its isolated benchmark process was {}; this "
                                           "candidate is lost, the tuning goes on (COTUNE_ISOLATE)",
-                                          ctx.kernel.name, c.text(), run.detail));
+                                          ctx.kernel.name, shown(c), run.detail));
     case detail::isolated_result::ending::hung:
       throw candidate_hung(fmt::format("kernel '{}' with config {{{}}}: its isolated benchmark process was {}",
-                                       ctx.kernel.name, c.text(), run.detail));
+                                       ctx.kernel.name, shown(c), run.detail));
     }
     throw error("unreachable");
   }
@@ -492,6 +510,7 @@ private:
 
   /// A result-cache hit: only the winner is compiled (normally a binary-cache hit) and loaded.
   boost::asio::awaitable<outcome> finish_from_cache(tuning_result stored) {
+    stored.launch_options = detail::uses_launch_options<B>();
     // The stored configs lack hook functions: use the user's equal configs.
     for (std::size_t i = 0; i < pruned_.size(); ++i) stored.candidates[i].cfg = pruned_[i];
     ++ctx_.cached;

@@ -131,14 +131,19 @@ struct tuning_result {
   double wall_ms = 0;
   bool from_cache = false; ///< read from the tuning-result cache rather than measured now
   provenance made;
+  bool launch_options = true; ///< the backend uses configs' launch options (false: the host backend)
 
   [[nodiscard]] const config& best() const { return candidates.at(winner).cfg; }
+  /// A config as this result's backend sees it: without launch options where it has none.
+  [[nodiscard]] std::string shown(const config& c) const { return launch_options ? c.text() : c.params_text(); }
 
   /// JSON for the tuning-result cache. Failed timings are written as null (standard JSON).
   [[nodiscard]] std::string json() const {
     json_writer w;
     w.begin_object().field("format", 1).field("kernel", kernel).field("key", key_text);
-    w.field("winner", winner).field("wall_ms", wall_ms).key("candidates").begin_array();
+    w.field("winner", winner).field("wall_ms", wall_ms);
+    if (!launch_options) w.field("launch_options", false);
+    w.key("candidates").begin_array();
     for (const auto& c : candidates) {
       w.begin_object().key("config").raw(c.cfg.json()).field("status", to_string(c.status)).field("reason", c.reason);
       w.key("timings_ms").begin_array().value(c.time[0]).value(c.time[1]).value(c.time[2]).end_array();
@@ -170,6 +175,8 @@ struct tuning_result {
     r.key_text = sv;
     double wall_ms = 0;
     if (root["wall_ms"].get_double().get(wall_ms) == SUCCESS) r.wall_ms = wall_ms;
+    bool launch_options = true;
+    if (root["launch_options"].get_bool().get(launch_options) == SUCCESS) r.launch_options = launch_options;
     dom::array cands;
     if (root["candidates"].get_array().get(cands) != SUCCESS) return std::nullopt;
     try {
