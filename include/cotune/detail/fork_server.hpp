@@ -232,7 +232,10 @@ private:
     msghdr msg{};
   };
 
-  static constexpr char tag_pid = 'P', tag_reply = 'R', tag_exception = 'X', tag_status = 'S', tag_fork_failed = 'F';
+  // 'A': a persistent worker has read a job and starts it. Without it, a worker that died while idle
+  // (its death reported a moment after the job was sent) could not be told from one the job crashed.
+  static constexpr char tag_pid = 'P', tag_reply = 'R', tag_exception = 'X', tag_status = 'S', tag_fork_failed = 'F',
+                        tag_accepted = 'A';
 
   /// A request header that asks for a persistent worker instead of carrying a job.
   static constexpr std::uint64_t spawn_marker = ~std::uint64_t{0};
@@ -243,6 +246,7 @@ private:
     pid_t pid = -1;
     std::size_t jobs = 0;
     std::string pending; ///< bytes read but not yet parsed
+    bool accepted = false; ///< it has read the job in hand (an 'A' record)
     ~warm_worker() {
       // shutdown, not just close: a child the caller forked without exec may hold a copy, and the
       // monitor must see the hang-up all the same.
@@ -300,6 +304,7 @@ private:
       if (sized && w.pending.size() - 9 < value) return;
       const std::size_t used = 9 + (sized ? static_cast<std::size_t>(value) : 0);
       if (tag == tag_pid) w.pid = static_cast<pid_t>(value);
+      else if (tag == tag_accepted) w.accepted = true;
       else if (tag == tag_reply) {
         result.reply.assign(w.pending, 9, static_cast<std::size_t>(value));
         have_reply = true;
@@ -378,10 +383,11 @@ private:
   [[nodiscard]] std::optional<job_result> run_warm(std::string_view request,
                                                    std::chrono::steady_clock::time_point deadline,
                                                    const std::stop_token& stop) {
-    for (int attempt = 0; attempt < 2; ++attempt) {
+    for (int attempt = 0; attempt < 3; ++attempt) {
       auto w = take_worker();
       if (!w) return std::nullopt;
       job_result result;
+      w->accepted = false;
       const std::uint64_t size = request.size();
       if (!write_all_nosignal(w->channel.get(), &size, sizeof size) ||
           !write_all_nosignal(w->channel.get(), request.data(), request.size())) {
@@ -436,6 +442,10 @@ private:
         result.outcome = job_outcome::failed;
         release_worker(std::move(w), true);
         return result;
+      }
+      if (!w->accepted) {
+        release_worker(std::move(w), false); // it died before it took the job: try another worker
+        continue;
       }
       result.reply.clear();
       result.outcome = job_outcome::crashed;
@@ -893,6 +903,7 @@ private:
         ::_exit(1);
       }
       if (!read_all(channel, request.data(), request.size())) ::_exit(0);
+      if (!write_record(channel, tag_accepted, 0)) ::_exit(0);
       std::string reply;
       bool ok = true;
       try {
