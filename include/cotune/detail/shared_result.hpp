@@ -24,10 +24,16 @@ namespace cotune::detail {
 /// exception. A waiter receives its outcome through its completion handler, by value: after it
 /// resumes it reads nothing from this object, so the last owner may destroy it at any time after
 /// setting it. Waiters resume on their own executors, never inline on the setter's thread.
+///
+/// With an `exception_copier`, the exception is copied when set and again for each waiter, so no two
+/// threads ever throw one object (see cotune::copy_error for why that matters).
 template <class T>
 class shared_result {
 public:
+  using exception_copier = std::exception_ptr (*)(const std::exception_ptr&);
+
   shared_result() = default;
+  explicit shared_result(exception_copier copy) : copy_(copy) {}
   shared_result(const shared_result&) = delete;
   shared_result& operator=(const shared_result&) = delete;
 
@@ -55,7 +61,7 @@ public:
         waiters_.emplace_back(std::move(resume));
         return;
       }
-      auto e = error_;
+      auto e = copied(error_);
       auto v = value_;
       lock.unlock();
       resume(std::move(e), std::move(v));
@@ -73,13 +79,16 @@ private:
       std::lock_guard lock(mutex_);
       if (done_) return;
       done_ = true;
-      error_ = error;
+      error_ = copied(error);
       value_ = value;
       waiters.swap(waiters_);
     }
-    for (auto& w : waiters) w(error, value);
+    for (auto& w : waiters) w(copied(error_), value);
   }
 
+  [[nodiscard]] std::exception_ptr copied(const std::exception_ptr& e) const { return copy_ && e ? copy_(e) : e; }
+
+  exception_copier copy_ = nullptr;
   mutable std::mutex mutex_;
   bool done_ = false;
   std::exception_ptr error_;

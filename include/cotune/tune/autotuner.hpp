@@ -186,7 +186,7 @@ private:
       if (entry* e = table_.find(key)) co_return e;
       auto& slot = flights_[key];
       if (!slot) {
-        slot = std::make_shared<flight>();
+        slot = std::make_shared<flight>(&copy_error); // each waiter throws its own copy of a failure
         leader = true;
       }
       f = slot;
