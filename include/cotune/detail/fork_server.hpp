@@ -69,8 +69,8 @@
 
 #include <fmt/format.h>
 
+#include <cotune/detail/fork_process.hpp>
 #include <cotune/detail/unique_fd.hpp>
-
 
 namespace cotune::detail {
 
@@ -101,7 +101,6 @@ struct job_result {
   return fmt::format("ended with wait status {:#x}", status);
 }
 
-
 /// `fd` moved to a descriptor >= 3 (close-on-exec): a caller that closed stdin, stdout or stderr
 /// would otherwise get pipe and socket ends there, where the server keeps whatever it inherits.
 [[nodiscard]] inline int above_standard_streams(int fd) {
@@ -127,7 +126,7 @@ struct warm_workers {
 class fork_server {
 public:
   /// Runs in the worker: the request in, the reply out. An exception becomes job_outcome::failed.
-  using job_function = std::string (*)(const void* context, std::string_view request);
+  using job_function = fork_process::job_function;
 
   /// Forks the server now, holding `fork_lock` (if any) exclusively while forking. Throws
   /// std::system_error if the socket or the fork fails.
@@ -217,36 +216,11 @@ private:
     return result;
   }
 
-  /// A request's 8-byte size header with room for one descriptor (SCM_RIGHTS) beside it.
-  struct header_message {
-    explicit header_message(std::uint64_t& size) : iov{&size, sizeof size} {
-      msg.msg_iov = &iov;
-      msg.msg_iovlen = 1;
-      msg.msg_control = control;
-      msg.msg_controllen = sizeof control;
-    }
-    header_message(const header_message&) = delete;
-    header_message& operator=(const header_message&) = delete;
-    iovec iov;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-  };
-
-  // 'A': a persistent worker has read a job and starts it. Without it, a worker that died while idle
-  // (its death reported a moment after the job was sent) could not be told from one the job crashed.
-  static constexpr char tag_pid = 'P', tag_reply = 'R', tag_exception = 'X', tag_status = 'S', tag_fork_failed = 'F',
-                        tag_accepted = 'A';
-
-  /// A request header that asks for a persistent worker instead of carrying a job.
-  static constexpr std::uint64_t spawn_marker = ~std::uint64_t{0};
-
-  /// The caller's side of one persistent worker: its channel, and records read ahead on it.
+  /// The caller's side of one persistent worker: its channel, and the records read on it.
   struct warm_worker {
     unique_fd channel;
-    pid_t pid = -1;
     std::size_t jobs = 0;
-    std::string pending; ///< bytes read but not yet parsed
-    bool accepted = false; ///< it has read the job in hand (an 'A' record)
+    fork_process::job_records records;
     ~warm_worker() {
       // shutdown, not just close: a child the caller forked without exec may hold a copy, and the
       // monitor must see the hang-up all the same.
@@ -269,7 +243,7 @@ private:
       return nullptr;
     }
     std::uint64_t generation = 0;
-    if (!send(spawn_marker, {}, theirs.get(), why, generation)) return nullptr;
+    if (!send(fork_process::spawn_marker, {}, theirs.get(), why, generation)) return nullptr;
     return w;
   }
 
@@ -293,34 +267,6 @@ private:
     }
   }
 
-  /// Parses the complete records in `w.pending`; sets `dead` on a status record.
-  static void parse_records(warm_worker& w, job_result& result, bool& have_reply, bool& have_exception, bool& dead,
-                            int& status) {
-    while (w.pending.size() >= 9) {
-      const char tag = w.pending[0];
-      std::uint64_t value = 0;
-      std::memcpy(&value, w.pending.data() + 1, sizeof value);
-      const bool sized = tag == tag_reply || tag == tag_exception;
-      if (sized && w.pending.size() - 9 < value) return;
-      const std::size_t used = 9 + (sized ? static_cast<std::size_t>(value) : 0);
-      if (tag == tag_pid) w.pid = static_cast<pid_t>(value);
-      else if (tag == tag_accepted) w.accepted = true;
-      else if (tag == tag_reply) {
-        result.reply.assign(w.pending, 9, static_cast<std::size_t>(value));
-        have_reply = true;
-      } else if (tag == tag_exception) {
-        result.detail.assign(w.pending, 9, static_cast<std::size_t>(value));
-        have_exception = true;
-      } else if (tag == tag_status) {
-        status = static_cast<int>(value);
-        dead = true;
-      } else if (tag == tag_fork_failed) {
-        dead = true;
-      }
-      w.pending.erase(0, used);
-    }
-  }
-
   /// Whether an idle worker is still there: reads what it sent while idle (its pid, or its end).
   static bool still_alive(warm_worker& w) {
     char chunk[4096];
@@ -336,13 +282,9 @@ private:
       const ssize_t got = ::read(w.channel.get(), chunk, sizeof chunk);
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0) return false;
-      w.pending.append(chunk, static_cast<std::size_t>(got));
+      w.records.append(chunk, static_cast<std::size_t>(got));
     }
-    job_result ignored;
-    bool reply = false, exception = false, dead = false;
-    int status = 0;
-    parse_records(w, ignored, reply, exception, dead, status);
-    return !dead;
+    return !w.records.ended();
   }
 
   /// Takes an idle live worker, or spawns one while fewer than `count` live; null when all are busy
@@ -387,7 +329,8 @@ private:
       auto w = take_worker();
       if (!w) return std::nullopt;
       job_result result;
-      w->accepted = false;
+      auto& rec = w->records;
+      rec.next_job();
       const std::uint64_t size = request.size();
       if (!write_all_nosignal(w->channel.get(), &size, sizeof size) ||
           !write_all_nosignal(w->channel.get(), request.data(), request.size())) {
@@ -395,66 +338,59 @@ private:
         continue;
       }
       ++w->jobs;
-      bool have_reply = false, have_exception = false, dead = false;
-      int status = -1; // -1: not reported
+      bool gone = false; // the channel ended without the monitor's last record
       char chunk[65536];
-      for (;;) {
-        parse_records(*w, result, have_reply, have_exception, dead, status);
-        if (have_reply || have_exception || dead) break;
+      while (!rec.answered() && !rec.ended() && !gone) {
         const bool late = std::chrono::steady_clock::now() >= deadline;
         if (late || stop.stop_requested()) {
           // Dropping the worker shuts its channel down: its monitor kills it.
           result.outcome = late ? job_outcome::timed_out : job_outcome::cancelled;
           result.detail = late ? "killed at its deadline" : "killed on a stop request";
-          result.worker = w->pid;
+          result.worker = rec.pid;
           release_worker(std::move(w), false);
           return result;
         }
-        // 20 ms: how quickly a deadline or a stop request is noticed while a job runs (as for forked jobs).
-        int wait_ms = 20;
-        if (deadline != std::chrono::steady_clock::time_point::max()) {
-          const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-          wait_ms = static_cast<int>(std::clamp<std::int64_t>(left.count() + 1, 1, 20));
-        }
         pollfd pfd{w->channel.get(), POLLIN, 0};
-        const int ready = ::poll(&pfd, 1, wait_ms);
-        if (ready < 0 && errno != EINTR) {
-          dead = true;
-          break;
-        }
+        const int ready = ::poll(&pfd, 1, wait_ms(deadline));
+        if (ready < 0 && errno != EINTR) gone = true;
         if (ready <= 0) continue;
         const ssize_t got = ::read(w->channel.get(), chunk, sizeof chunk);
         if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (got <= 0) {
-          dead = true; // worker and monitor both gone without a status
-          break;
-        }
-        w->pending.append(chunk, static_cast<std::size_t>(got));
+        if (got <= 0) gone = true; // worker and monitor both gone without a status
+        else rec.append(chunk, static_cast<std::size_t>(got));
       }
-      result.worker = w->pid;
+      result.worker = rec.pid;
       warm_jobs_.fetch_add(1, std::memory_order_relaxed);
-      if (have_reply) {
-        result.outcome = job_outcome::ok;
+      if (rec.answered()) {
+        if (rec.reply) {
+          result.outcome = job_outcome::ok;
+          result.reply = std::move(*rec.reply);
+        } else {
+          result.outcome = job_outcome::failed;
+          result.detail = std::move(*rec.exception);
+        }
         release_worker(std::move(w), true);
         return result;
       }
-      if (have_exception) {
-        result.outcome = job_outcome::failed;
-        release_worker(std::move(w), true);
-        return result;
-      }
-      if (!w->accepted) {
+      if (!rec.accepted) {
         release_worker(std::move(w), false); // it died before it took the job: try another worker
         continue;
       }
-      result.reply.clear();
       result.outcome = job_outcome::crashed;
-      result.detail = status >= 0 ? wait_status_text(status) + " before replying"
-                                  : std::string("ended before replying (its exit status was not reported)");
+      result.detail = rec.status ? wait_status_text(*rec.status) + " before replying"
+                                 : std::string("ended before replying (its exit status was not reported)");
       release_worker(std::move(w), false);
       return result;
     }
     return std::nullopt;
+  }
+
+  /// How long to wait for the next record: 20 ms (how quickly a deadline or a stop request is noticed
+  /// while a job runs), less when the deadline is nearer.
+  [[nodiscard]] static int wait_ms(std::chrono::steady_clock::time_point deadline) {
+    if (deadline == std::chrono::steady_clock::time_point::max()) return 20;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    return static_cast<int>(std::clamp<std::int64_t>(left.count() + 1, 1, 20));
   }
 
   static bool write_all_nosignal(int fd, const void* data, std::size_t size) {
@@ -496,7 +432,7 @@ private:
     }
     if (pid == 0) {
       ::close(sv[0]);
-      serve(sv[1], job_, context_, warm_.warm_up);
+      fork_process::serve(sv[1], job_, context_, warm_.warm_up);
     }
     ::close(sv[1]);
     socket_ = sv[0];
@@ -564,7 +500,7 @@ private:
 
   bool send_locked(std::uint64_t header, std::string_view request, int fd, std::string& why) const {
     std::uint64_t size = header;
-    header_message m(size);
+    fork_process::header_message m(size);
     msghdr& msg = m.msg;
     cmsghdr* c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
@@ -595,55 +531,22 @@ private:
   /// the pipe ends, or the caller gives up (deadline, stop request).
   static void receive(int in, std::chrono::steady_clock::time_point deadline, const std::stop_token& stop,
                       job_result& result) {
-    std::string buffer;
-    bool have_reply = false, have_exception = false, have_status = false, fork_failed = false;
-    int status = 0;
-    std::string failure; // the job's exception, or the monitor's fork error
+    fork_process::job_records rec;
     char chunk[65536];
-    for (;;) {
-      // Parse what has arrived.
-      while (buffer.size() >= 9) {
-        const char tag = buffer[0];
-        std::uint64_t value = 0;
-        std::memcpy(&value, buffer.data() + 1, sizeof value);
-        const bool sized = tag == tag_reply || tag == tag_exception;
-        if (sized && buffer.size() - 9 < value) break;
-        const std::size_t used = 9 + (sized ? static_cast<std::size_t>(value) : 0);
-        if (tag == tag_pid) result.worker = static_cast<pid_t>(value);
-        else if (tag == tag_reply) {
-          result.reply.assign(buffer, 9, static_cast<std::size_t>(value));
-          have_reply = true;
-        } else if (tag == tag_exception) {
-          failure.assign(buffer, 9, static_cast<std::size_t>(value));
-          have_exception = true;
-        } else if (tag == tag_status) {
-          status = static_cast<int>(value);
-          have_status = true;
-        } else if (tag == tag_fork_failed) {
-          failure = fmt::format("fork: {}", std::strerror(static_cast<int>(value)));
-          fork_failed = true;
-        }
-        buffer.erase(0, used);
-      }
-      if (have_status || fork_failed) break; // the monitor's record is the last one
+    while (!rec.ended()) { // the monitor's record is the last one
       const bool late = std::chrono::steady_clock::now() >= deadline;
       // Once the job has answered, only its exit status is missing, and the monitor sends it next.
-      if (!have_reply && !have_exception && (late || stop.stop_requested())) {
+      if (!rec.answered() && (late || stop.stop_requested())) {
         // Stop listening: closing the pipe (the caller does) tells the monitor to kill the worker.
+        result.worker = rec.pid;
         result.outcome = late ? job_outcome::timed_out : job_outcome::cancelled;
-        result.reply.clear();
         result.detail = late ? "killed at its deadline" : "killed on a stop request";
         return;
       }
-      // 20 ms: how quickly a deadline or a stop request is noticed while a job runs.
-      int wait_ms = 20;
-      if (deadline != std::chrono::steady_clock::time_point::max()) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-        wait_ms = static_cast<int>(std::clamp<std::int64_t>(left.count() + 1, 1, 20));
-      }
       pollfd pfd{in, POLLIN, 0};
-      const int ready = ::poll(&pfd, 1, wait_ms);
+      const int ready = ::poll(&pfd, 1, wait_ms(deadline));
       if (ready < 0 && errno != EINTR) {
+        result.worker = rec.pid;
         result.outcome = job_outcome::lost;
         result.detail = fmt::format("poll: {}", std::strerror(errno));
         return;
@@ -652,287 +555,30 @@ private:
       const ssize_t got = ::read(in, chunk, sizeof chunk);
       if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (got <= 0) break; // every writer (worker, monitor) has ended
-      buffer.append(chunk, static_cast<std::size_t>(got));
+      rec.append(chunk, static_cast<std::size_t>(got));
     }
-    const bool clean_exit = have_status && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (have_exception && clean_exit) {
+    result.worker = rec.pid;
+    const bool clean_exit = rec.status && WIFEXITED(*rec.status) && WEXITSTATUS(*rec.status) == 0;
+    if (rec.exception && clean_exit) {
       result.outcome = job_outcome::failed;
-      result.detail = std::move(failure);
+      result.detail = std::move(*rec.exception);
       return;
     }
-    if (have_reply && clean_exit) {
+    if (rec.reply && clean_exit) {
       result.outcome = job_outcome::ok;
+      result.reply = std::move(*rec.reply);
       return;
     }
-    result.reply.clear();
     if (result.worker <= 0) {
       result.outcome = job_outcome::lost;
-      result.detail = fork_failed ? "the server could not start a worker: " + failure
-                                  : std::string("the server ended before starting the job");
+      result.detail = rec.fork_errno
+                          ? fmt::format("the server could not start a worker: fork: {}", std::strerror(*rec.fork_errno))
+                          : std::string("the server ended before starting the job");
       return;
     }
     result.outcome = job_outcome::crashed;
-    result.detail = have_status ? wait_status_text(status) + " before replying"
-                                : std::string("ended before replying (its exit status was not reported)");
-  }
-
-  // ---- everything below runs in the forked server, monitors and workers ----
-
-  /// Moves all `size` bytes through `io` (::read or ::write), again after a signal; false on an end
-  /// of file or an error.
-  template <class Byte, class Io>
-  static bool all_bytes(int fd, Byte* p, std::size_t size, Io io) {
-    while (size > 0) {
-      const ssize_t n = io(fd, p, size);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      p += n;
-      size -= static_cast<std::size_t>(n);
-    }
-    return true;
-  }
-  static bool write_all(int fd, const void* data, std::size_t size) {
-    return all_bytes(fd, static_cast<const char*>(data), size, ::write);
-  }
-  static bool read_all(int fd, void* data, std::size_t size) {
-    return all_bytes(fd, static_cast<char*>(data), size, ::read);
-  }
-
-  static bool write_record(int fd, char tag, std::uint64_t value, std::string_view data = {}) {
-    char head[9];
-    head[0] = tag;
-    std::memcpy(head + 1, &value, sizeof value);
-    return write_all(fd, head, sizeof head) && write_all(fd, data.data(), data.size());
-  }
-
-  /// Closes every descriptor from 3 up, except `keep`.
-  static void close_inherited(int keep) {
-#ifdef SYS_close_range
-    if (keep > 3) (void)::syscall(SYS_close_range, 3u, static_cast<unsigned>(keep - 1), 0u);
-    if (::syscall(SYS_close_range, static_cast<unsigned>(keep + 1), ~0u, 0u) == 0) return;
-#endif
-    // A kernel before 5.9: walk the descriptor table.
-    if (DIR* dir = ::opendir("/proc/self/fd")) {
-      const int own = ::dirfd(dir);
-      while (dirent* e = ::readdir(dir)) {
-        const int fd = std::atoi(e->d_name);
-        if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && fd >= 3 && fd != keep && fd != own) ::close(fd);
-      }
-      ::closedir(dir);
-      return;
-    }
-    const long max = ::sysconf(_SC_OPEN_MAX);
-    for (int fd = 3; fd < (max > 0 ? max : 1024); ++fd)
-      if (fd != keep) ::close(fd);
-  }
-
-  [[noreturn]] static void serve(int socket, job_function job, const void* context,
-                                 void (*warm_up)(const void*)) {
-    (void)::setsid(); // its own session and group: signals for the caller's terminal group pass it by
-    // Default handling for every signal (the caller's handlers would run the caller's code here),
-    // none blocked (the forking thread's mask may block some), and monitors reaped automatically.
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int s = 1; s < NSIG; ++s)
-      if (s != SIGKILL && s != SIGSTOP) (void)::sigaction(s, &dfl, nullptr);
-    struct sigaction ign {};
-    ign.sa_handler = SIG_IGN;
-    (void)::sigaction(SIGCHLD, &ign, nullptr);
-    sigset_t none;
-    sigemptyset(&none);
-    (void)::sigprocmask(SIG_SETMASK, &none, nullptr);
-    close_inherited(socket); // `socket` is >= 3 (start() moved it)
-    if (const int null = ::open("/dev/null", O_RDWR); null >= 0) {
-      ::dup2(null, 0);
-      ::dup2(null, 1);
-      if (null > 2) ::close(null);
-    }
-    if (warm_up) {
-      try {
-        warm_up(context);
-      } catch (...) {
-        // A warm-up is an optimisation: workers then warm up on their first job.
-      }
-    }
-
-    for (;;) {
-      std::uint64_t size = 0;
-      int fd = -1;
-      if (!receive_header(socket, size, fd)) ::_exit(0); // the caller closed the socket, or is gone
-      unique_fd out(fd);
-      if (size == spawn_marker) {
-        if (out.get() >= 0 && ::_Fork() == 0) {
-          ::close(socket);
-          supervise_persistent(out.get(), job, context);
-        }
-        continue;
-      }
-      std::string request;
-      try {
-        request.resize(static_cast<std::size_t>(size));
-      } catch (...) {
-        ::_exit(1);
-      }
-      if (!read_all(socket, request.data(), request.size())) ::_exit(0);
-      if (out.get() < 0) continue;
-      // _Fork: no atfork handlers. The server is single-threaded, so glibc has no lock to reset, and the
-      // handlers that libraries of the caller registered (the CUDA driver's) have no business here.
-      const pid_t monitor = ::_Fork();
-      if (monitor == 0) {
-        ::close(socket);
-        supervise(out.get(), job, context, request);
-      }
-      // If the monitor could not be forked, closing the pipe (here) tells the caller: an end of file
-      // before any record.
-    }
-  }
-
-  static bool receive_header(int socket, std::uint64_t& size, int& fd) {
-    header_message m(size);
-    msghdr& msg = m.msg;
-    ssize_t n;
-    do n = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
-    if (n <= 0) return false;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-    // The header is 8 bytes; a stream may deliver it in pieces (the descriptor comes with the first).
-    if (n < static_cast<ssize_t>(sizeof size) &&
-        !read_all(socket, reinterpret_cast<char*>(&size) + n, sizeof size - static_cast<std::size_t>(n)))
-      return false;
-    return true;
-  }
-
-  [[noreturn]] static void supervise(int out, job_function job, const void* context, const std::string& request) {
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    (void)::sigaction(SIGCHLD, &dfl, nullptr); // so that waitpid below sees the worker
-    struct sigaction ign {};
-    ign.sa_handler = SIG_IGN;
-    (void)::sigaction(SIGPIPE, &ign, nullptr); // a caller that stopped listening is noticed below
-    const pid_t worker = ::_Fork(); // single-threaded too: see serve()
-    if (worker == 0) {
-      (void)::sigaction(SIGPIPE, &dfl, nullptr);
-      work(out, job, context, request);
-    }
-    if (worker < 0) {
-      (void)write_record(out, tag_fork_failed, static_cast<std::uint64_t>(errno));
-      ::_exit(0);
-    }
-    // Wait for the worker to end, killing it if the caller closes its end of the pipe (a deadline, a
-    // stop request, or its death), which shows here as POLLERR. The worker is our child and is not
-    // reaped before it ends, so its pid cannot name another process when we kill it.
-    bool killed = false;
-    int exited = -1;
-#ifdef SYS_pidfd_open
-    exited = static_cast<int>(::syscall(SYS_pidfd_open, worker, 0)); // readable once the worker ends
-#endif
-    for (;;) {
-      pollfd fds[2] = {{out, 0, 0}, {exited, POLLIN, 0}};
-      // Without a pidfd (a kernel before 5.3), look again every 10 ms.
-      const int n = ::poll(killed ? fds + 1 : fds, killed ? 1 : 2, exited >= 0 ? -1 : 10);
-      if (n < 0 && errno != EINTR) break;
-      if (!killed && (fds[0].revents & (POLLERR | POLLHUP))) {
-        ::kill(worker, SIGKILL);
-        killed = true;
-      }
-      siginfo_t info{};
-      if (::waitid(P_PID, static_cast<id_t>(worker), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == worker)
-        break;
-    }
-    int status = 0;
-    while (::waitpid(worker, &status, 0) < 0 && errno == EINTR) {
-    }
-    (void)write_record(out, tag_status, static_cast<std::uint64_t>(static_cast<unsigned>(status)));
-    ::_exit(0);
-  }
-
-  /// The monitor of a persistent worker: forks it, kills it when the caller shuts the channel down,
-  /// and reports its end on the channel.
-  [[noreturn]] static void supervise_persistent(int channel, job_function job, const void* context) {
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    (void)::sigaction(SIGCHLD, &dfl, nullptr);
-    struct sigaction ign {};
-    ign.sa_handler = SIG_IGN;
-    (void)::sigaction(SIGPIPE, &ign, nullptr);
-    const pid_t worker = ::_Fork();
-    if (worker == 0) {
-      (void)::sigaction(SIGPIPE, &dfl, nullptr);
-      serve_jobs(channel, job, context);
-    }
-    if (worker < 0) {
-      (void)write_record(channel, tag_fork_failed, static_cast<std::uint64_t>(errno));
-      ::_exit(0);
-    }
-    bool killed = false;
-    int exited = -1;
-#ifdef SYS_pidfd_open
-    exited = static_cast<int>(::syscall(SYS_pidfd_open, worker, 0));
-#endif
-    for (;;) {
-      // Events 0: only the hang-up of the caller's end (the worker reads the requests, not us).
-      pollfd fds[2] = {{channel, 0, 0}, {exited, POLLIN, 0}};
-      const int n = ::poll(killed ? fds + 1 : fds, killed ? 1 : 2, exited >= 0 ? -1 : 10);
-      if (n < 0 && errno != EINTR) break;
-      if (!killed && (fds[0].revents & (POLLERR | POLLHUP))) {
-        ::kill(worker, SIGKILL);
-        killed = true;
-      }
-      siginfo_t info{};
-      if (::waitid(P_PID, static_cast<id_t>(worker), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == worker)
-        break;
-    }
-    int status = 0;
-    while (::waitpid(worker, &status, 0) < 0 && errno == EINTR) {
-    }
-    (void)write_record(channel, tag_status, static_cast<std::uint64_t>(static_cast<unsigned>(status)));
-    ::_exit(0);
-  }
-
-  /// A persistent worker: jobs one after another until the caller closes the channel.
-  [[noreturn]] static void serve_jobs(int channel, job_function job, const void* context) {
-    if (!write_record(channel, tag_pid, static_cast<std::uint64_t>(::getpid()))) ::_exit(0);
-    for (;;) {
-      std::uint64_t size = 0;
-      if (!read_all(channel, &size, sizeof size)) ::_exit(0);
-      std::string request;
-      try {
-        request.resize(static_cast<std::size_t>(size));
-      } catch (...) {
-        ::_exit(1);
-      }
-      if (!read_all(channel, request.data(), request.size())) ::_exit(0);
-      if (!write_record(channel, tag_accepted, 0)) ::_exit(0);
-      std::string reply;
-      bool ok = true;
-      try {
-        reply = job(context, request);
-      } catch (const std::exception& e) {
-        ok = false;
-        reply = e.what();
-      } catch (...) {
-        ok = false;
-        reply = "unknown exception";
-      }
-      if (!write_record(channel, ok ? tag_reply : tag_exception, reply.size(), reply)) ::_exit(0);
-    }
-  }
-
-  [[noreturn]] static void work(int out, job_function job, const void* context, const std::string& request) {
-    if (!write_record(out, tag_pid, static_cast<std::uint64_t>(::getpid()))) ::_exit(0); // the caller gave up
-    std::string reply;
-    try {
-      reply = job(context, request);
-    } catch (const std::exception& e) {
-      (void)write_record(out, tag_exception, std::strlen(e.what()), e.what());
-      ::_exit(0);
-    } catch (...) {
-      constexpr std::string_view unknown = "unknown exception";
-      (void)write_record(out, tag_exception, unknown.size(), unknown);
-      ::_exit(0);
-    }
-    ::_exit(write_record(out, tag_reply, reply.size(), reply) ? 0 : 1);
+    result.detail = rec.status ? wait_status_text(*rec.status) + " before replying"
+                               : std::string("ended before replying (its exit status was not reported)");
   }
 
   job_function job_;
