@@ -55,6 +55,7 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/detail/run_on.hpp>
 #include <cotune/redis/redis_knobs.hpp>
+#include <cotune/redis/redis_wire.hpp>
 
 namespace cotune::redis {
 
@@ -85,20 +86,6 @@ struct redis_options {
   }
 };
 
-/// A reply from Redis, copied out of hiredis's.
-struct redis_reply {
-  enum class kind { nil, string, integer, status, error, array };
-  kind type = kind::nil;
-  std::string str;          ///< string, status or error text
-  long long integer = 0;
-  std::vector<redis_reply> elements;
-
-  [[nodiscard]] bool is_nil() const noexcept { return type == kind::nil; }
-  [[nodiscard]] bool is_error() const noexcept { return type == kind::error; }
-  [[nodiscard]] bool is_string() const noexcept { return type == kind::string; }
-  [[nodiscard]] bool is_status(std::string_view s) const noexcept { return type == kind::status && str == s; }
-};
-
 /// What a backend has done since it was made (or `reset_stats`); for tests, reports and figures.
 struct redis_stats {
   std::uint64_t hits = 0;             ///< values returned by get
@@ -113,99 +100,6 @@ struct redis_stats {
   std::uint64_t round_trips = 0;      ///< commands sent to the server (AUTH and SELECT included)
   std::uint64_t backoff_skips = 0;    ///< calls answered at once because the backend was backing off
 };
-
-namespace detail {
-
-struct context_deleter {
-  void operator()(redisContext* c) const noexcept {
-    if (c) ::redisFree(c);
-  }
-};
-using context_ptr = std::unique_ptr<redisContext, context_deleter>;
-
-[[nodiscard]] inline timeval to_timeval(std::chrono::milliseconds ms) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
-  return tv;
-}
-
-[[nodiscard]] inline redis_reply copy_reply(const redisReply* r) {
-  redis_reply out;
-  switch (r->type) {
-  case REDIS_REPLY_STRING: out.type = redis_reply::kind::string; break;
-  case REDIS_REPLY_STATUS: out.type = redis_reply::kind::status; break;
-  case REDIS_REPLY_ERROR: out.type = redis_reply::kind::error; break;
-  case REDIS_REPLY_INTEGER: out.type = redis_reply::kind::integer; break;
-  case REDIS_REPLY_ARRAY: out.type = redis_reply::kind::array; break;
-  default: out.type = redis_reply::kind::nil; break;
-  }
-  if (r->str && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR))
-    out.str.assign(r->str, r->len);
-  out.integer = r->integer;
-  if (r->type == REDIS_REPLY_ARRAY) {
-    out.elements.reserve(r->elements);
-    for (std::size_t i = 0; i < r->elements; ++i) out.elements.push_back(copy_reply(r->element[i]));
-  }
-  return out;
-}
-
-/// Blocks SIGPIPE in this thread while alive and discards one raised meanwhile: hiredis writes with
-/// write(2), and a write to a connection the server closed must fail with EPIPE, not kill the process.
-class sigpipe_guard {
-public:
-  sigpipe_guard() {
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    sigset_t pending;
-    sigemptyset(&pending);
-    ::sigpending(&pending);
-    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-    ::pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
-  }
-  sigpipe_guard(const sigpipe_guard&) = delete;
-  sigpipe_guard& operator=(const sigpipe_guard&) = delete;
-  ~sigpipe_guard() {
-    if (!was_pending_) {
-      timespec zero{};
-      while (::sigtimedwait(&pipe_, nullptr, &zero) > 0) {
-      }
-    }
-    ::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-
-private:
-  sigset_t pipe_{}, old_{};
-  bool was_pending_ = false;
-};
-
-/// Reads many keys in one round trip. Per key: the value; nil if absent; -1 for another type; -2
-/// when longer than ARGV[1] (checked with STRLEN, so an oversized value is never sent).
-inline constexpr std::string_view redis_get_script = R"lua(
-local limit = tonumber(ARGV[1])
-local out = {}
-for i, key in ipairs(KEYS) do
-  local kind = redis.call('TYPE', key)['ok']
-  if kind == 'none' then
-    out[i] = false
-  elseif kind ~= 'string' then
-    out[i] = -1
-  elseif redis.call('STRLEN', key) > limit then
-    out[i] = -2
-  else
-    out[i] = redis.call('GET', key)
-  end
-end
-return out
-)lua";
-
-/// True for an error reply that means "no scripting here" (disabled, not permitted, unknown).
-[[nodiscard]] inline bool scripting_refused(const redis_reply& r) {
-  return r.str.starts_with("NOSCRIPT") || r.str.starts_with("NOPERM") ||
-         r.str.find("unknown command") != std::string::npos || r.str.find("disabled") != std::string::npos;
-}
-
-} // namespace detail
 
 /// A Redis store of remote cache entries. Default-constructed, it follows the knobs at every call
 /// (a changed URL or timeout reconnects); constructed from `redis_options`, it keeps those.
