@@ -4,6 +4,8 @@
 //   cotune db import FILE [--dir D]                                         merge it into a file cache
 //   cotune db diff A B [--json]                                             which winners changed (exit 1 if any)
 //   cotune db show FILE [--json]                                            list its winners
+//   cotune db from-triton FILE... --args A,B:tensor,.. --key K,.. --device D -o FILE
+//                                                                           Triton's autotune files as a database
 //
 // Databases are signed when COTUNE_TUNING_DB_SECRET is set, and then read only if signed with it.
 #include <cstdio>
@@ -17,8 +19,10 @@
 
 #include <cotune/cache/cache_inventory.hpp>
 #include <cotune/core/json_writer.hpp>
+#include <cotune/detail/files.hpp>
 #include <cotune/job/job_knobs.hpp>
 #include <cotune/job/job_spec.hpp>
+#include <cotune/job/triton_import.hpp>
 #include <cotune/job/tuning_database.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/tuning_result.hpp>
@@ -31,6 +35,22 @@ namespace fs = std::filesystem;
 namespace cotune_tool {
 
 namespace {
+
+/// "a, b,c" -> {"a", "b", "c"}; empty items are dropped.
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::string item;
+  for (char c : text + ",") {
+    if (c != ',') {
+      if (c != ' ' || !item.empty()) item += c;
+      continue;
+    }
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (!item.empty()) out.push_back(std::move(item));
+    item.clear();
+  }
+  return out;
+}
 
 std::string secret() { return cj::job_knobs().secret.get().value_or(""); }
 
@@ -67,7 +87,8 @@ std::string ms(double v) { return std::isfinite(v) ? fmt::format("{:.4f} ms", v)
 
 command add_db_command(CLI::App& app) {
   struct state {
-    std::string cache_dir, job, out, file, a, b, dir;
+    std::string cache_dir, job, out, file, a, b, dir, args, key, device, kernel;
+    std::vector<std::string> files;
     bool from_cache = false, winners_only = false, json = false, redis = false, no_redis = false;
   };
   auto s = std::make_shared<state>();
@@ -98,7 +119,45 @@ command add_db_command(CLI::App& app) {
   show->add_option("file", s->file, "the database file")->required();
   show->add_flag("--json", s->json, "one JSON object per entry");
 
-  return {db, [s, exp, imp, dif, show]() -> int {
+  auto* tri = db->add_subcommand("from-triton", "write a database from Triton's autotune cache files "
+                                                 "({kernel}.autotune.json), to migrate tunings from Triton");
+  tri->add_option("files", s->files, "Triton .autotune.json files (one kernel's signature for all)")->required();
+  tri->add_option("--args", s->args, "the kernel's arguments in order, tensors marked ':tensor' "
+                                     "(e.g. x:tensor,y:tensor,out:tensor,n)")
+      ->required();
+  tri->add_option("--key", s->key, "the key= list of Triton's autotune, in its order (e.g. n)");
+  tri->add_option("--device", s->device, "the device the files were tuned on, as cotune names it "
+                                         "(the backend's device_name, as `cotune db show` lists it; e.g. \"NVIDIA H200\")")
+      ->required();
+  tri->add_option("--kernel", s->kernel, "the cotune kernel name (default: each file's name without .autotune.json)");
+  tri->add_option("-o,--output", s->out, "the database file to write")->required();
+
+  return {db, [s, exp, imp, dif, show, tri]() -> int {
+            if (tri->parsed()) {
+              cj::triton_signature sig{.kernel = {}, .args = {}, .key = split_list(s->key), .device = s->device};
+              for (const auto& a : split_list(s->args)) {
+                const bool tensor = a.ends_with(":tensor");
+                sig.args.push_back({tensor ? a.substr(0, a.size() - 7) : a, tensor});
+              }
+              cj::tuning_database out;
+              for (const auto& f : s->files) {
+                const auto text = cotune::detail::read_file(f);
+                if (!text) {
+                  fmt::print(stderr, "cotune: error: {}: cannot read it (no such regular file, or no permission)\n", f);
+                  return 2;
+                }
+                sig.kernel = s->kernel.empty() ? cj::triton_kernel_name(f) : s->kernel;
+                const auto e = cj::import_triton(*text, sig, f);
+                fmt::print("{} [{}]: {{{}}} {} ({} configs)\n", e.kernel, e.key, e.winner.text(), ms(e.time[0]),
+                           e.detail ? e.detail->candidates.size() : 0);
+                out.add(e);
+              }
+              out.save(s->out, secret());
+              fmt::print(stderr, "cotune: wrote {} winners to {}{}; a tuner adopts one where its candidates hold an equal "
+                                 "config (COTUNE_TUNING_DB={} or `cotune db import {}`)\n",
+                         out.size(), s->out, secret().empty() ? "" : " (signed)", s->out, s->out);
+              return 0;
+            }
             if (exp->parsed()) {
               cj::tuning_database out;
               if (!s->job.empty()) {

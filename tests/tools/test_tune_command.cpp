@@ -221,6 +221,34 @@ TEST_CASE("cotune db exports a job's winners, diffs databases and imports one in
   CHECK_THAT(imp.output, Catch::Contains("imported 3 winners"));
 }
 
+TEST_CASE("cotune db from-triton writes Triton's autotune files as a database, and names a bad file",
+          "[tools][db][triton_import]") {
+  job_dir d;
+  const auto file = d.root / "add_kernel.autotune.json";
+  {
+    std::ofstream(file) << R"({"key": [1024, "torch.float32", "torch.float32"], "configs_timings": [)"
+                        << R"([{"kwargs": {"BLOCK": 64}, "num_warps": 4, "num_ctas": 1, "num_stages": 3, "maxnreg": null, "pre_hook": null, "ir_override": null}, [0.02, 0.019, 0.021]], )"
+                        << R"([{"kwargs": {"BLOCK": 1024}, "num_warps": 8, "num_ctas": 1, "num_stages": 3, "maxnreg": null, "pre_hook": null, "ir_override": null}, [Infinity, Infinity, Infinity]]]})";
+  }
+  const auto db = (d.root / "triton.db.json").string();
+  auto made = d.cotune({"db", "from-triton", file.string(), "--args", "x:tensor, out:tensor, n", "--key", "n",
+                        "--device", "NVIDIA H200", "-o", db});
+  REQUIRE(made.exit_code == 0);
+  CHECK_THAT(made.output, Catch::Contains("add_kernel [x: float32, out: float32, n=1024]") &&
+                              Catch::Contains("BLOCK: 64") && Catch::Contains("wrote 1 winners"));
+  auto show = d.cotune({"db", "show", db});
+  CHECK_THAT(show.output, Catch::Contains("add_kernel [x: float32, out: float32, n=1024] on NVIDIA H200"));
+  // One tensor too few for the key: the error names the file and what to check.
+  auto bad = d.cotune({"db", "from-triton", file.string(), "--args", "x:tensor, out, n", "--key", "n", "--device",
+                       "NVIDIA H200", "-o", db});
+  CHECK(bad.exit_code == 1);
+  CHECK_THAT(bad.output, Catch::Contains("add_kernel.autotune.json") && Catch::Contains("which arguments are tensors"));
+  auto missing = d.cotune({"db", "from-triton", (d.root / "nope.autotune.json").string(), "--args", "n", "--device",
+                           "X", "-o", db});
+  CHECK(missing.exit_code == 2);
+  CHECK_THAT(missing.output, Catch::Contains("nope.autotune.json: cannot read it"));
+}
+
 TEST_CASE("cotune report renders a job as a page headless Chromium draws", "[tools][report][browser]") {
   job_dir d;
   const auto page = d.root / "report.html";

@@ -1,0 +1,243 @@
+#pragma once
+/// \file `cotune::job::import_triton`: Triton's autotuning cache files as tuning-database entries, the
+/// migration path for users coming from Triton.
+///
+/// Triton (3.4 and later, `cache_results=True` or TRITON_CACHE_AUTOTUNING) writes one file per tuning,
+/// `{kernel}.autotune.json` (spec §3.7):
+///
+///     {"key": [4096, "torch.float16"], "configs_timings": [[{"kwargs": {"BLOCK": 64}, "num_warps": 4,
+///      "num_ctas": 1, "num_stages": 3, "maxnreg": null, "pre_hook": null, "ir_override": null},
+///      [t50, t20, t80]], ...]}
+///
+/// with a failed config's times written as the non-standard `Infinity`. Its "key" holds the values of
+/// the `key=` arguments in the order `key=` lists them, then `str(dtype)` of every tensor argument in
+/// argument order. A cotune key text names arguments in argument order ("a: float16, n=4096"), so the
+/// import needs the kernel's signature: its arguments in order (which are tensors) and its key
+/// arguments. The winner is the config with the smallest times (compared as Triton does, median first);
+/// each config becomes a cotune config with the same parameters and launch options. A tuner adopts an
+/// imported winner only where its own candidate list holds an equal config (same parameter names and
+/// values, same num_warps/num_stages/num_ctas/maxnreg): otherwise it tunes, as for any database entry.
+///
+///     triton_signature sig{.kernel = "matmul", .args = {{"a", true}, {"b", true}, {"c", true},
+///                          {"M"}, {"N"}, {"K"}}, .key = {"M", "N", "K"}, .device = "NVIDIA H200"};
+///     database_entry e = import_triton(file_text, sig, "matmul.autotune.json");
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <cotune/core/config.hpp>
+#include <cotune/core/value.hpp>
+#include <cotune/job/tuning_database.hpp>
+#include <cotune/tune/tuning_result.hpp>
+
+namespace cotune::job {
+
+/// What the import needs to know of the Triton kernel, and where its file was tuned.
+struct triton_signature {
+  struct argument {
+    std::string name;
+    bool tensor = false; ///< a torch tensor: its dtype is part of Triton's key, and of cotune's key text
+  };
+  std::string kernel;              ///< the cotune kernel name (the file's name without .autotune.json, by default)
+  std::vector<argument> args;      ///< every argument of the kernel, in order
+  std::vector<std::string> key;    ///< the `key=` list of Triton's autotune, in its order (no tensors)
+  std::string device;              ///< the device it was tuned on, as cotune names it ("NVIDIA H200")
+  std::string date{};              ///< when, if known (UTC, ISO 8601); else the import's date
+};
+
+namespace detail {
+
+/// Triton's file with its non-standard `Infinity`, `-Infinity` and `NaN` (Python's json.dumps writes
+/// them for failed configs) turned into `null` outside strings, so a standard parser reads it.
+[[nodiscard]] inline std::string standard_json(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    bool replaced = false;
+    for (std::string_view word : {std::string_view("-Infinity"), std::string_view("Infinity"), std::string_view("NaN")})
+      if (text.substr(i, word.size()) == word) {
+        out += "null";
+        i += word.size() - 1;
+        replaced = true;
+        break;
+      }
+    if (!replaced) out += c;
+  }
+  return out;
+}
+
+/// cotune's element type name of a torch dtype ("torch.float16" -> "float16"); nothing if unknown.
+[[nodiscard]] inline std::optional<std::string> element_type_of_dtype(std::string_view dtype) {
+  if (!dtype.starts_with("torch.")) return std::nullopt;
+  dtype.remove_prefix(6);
+  static constexpr std::pair<std::string_view, std::string_view> names[] = {
+      {"float32", "float32"}, {"float", "float32"},   {"float64", "float64"}, {"double", "float64"},
+      {"float16", "float16"}, {"half", "float16"},    {"bfloat16", "bfloat16"}, {"int8", "int8"},
+      {"uint8", "uint8"},     {"int16", "int16"},     {"uint16", "uint16"},   {"int32", "int32"},
+      {"int", "int32"},       {"uint32", "uint32"},   {"int64", "int64"},     {"long", "int64"},
+      {"uint64", "uint64"},   {"bool", "bool"}};
+  for (auto [torch, ours] : names)
+    if (dtype == torch) return std::string(ours);
+  return std::nullopt;
+}
+
+/// The cotune value of one Triton key or kwargs value (an int, a float, a bool or a string).
+[[nodiscard]] inline std::optional<value> value_of_json(simdjson::dom::element e) {
+  using simdjson::dom::element_type;
+  switch (e.type()) {
+  case element_type::INT64: return value(std::int64_t(e.get_int64().value_unsafe()));
+  case element_type::UINT64: {
+    const std::uint64_t u = e.get_uint64().value_unsafe();
+    if (u > static_cast<std::uint64_t>(INT64_MAX)) return std::nullopt;
+    return value(static_cast<std::int64_t>(u));
+  }
+  case element_type::DOUBLE: return value(e.get_double().value_unsafe());
+  case element_type::BOOL: return value(e.get_bool().value_unsafe());
+  case element_type::STRING: return value(std::string(e.get_string().value_unsafe()));
+  default: return std::nullopt;
+  }
+}
+
+} // namespace detail
+
+/// The database entry of one Triton autotune file: its winner, and every config with its times. Throws
+/// database_error naming `origin`, what is wrong and the fix (not JSON, not a Triton autotune file, a
+/// key that does not fit `sig`, a config cotune cannot express, no config that ran).
+[[nodiscard]] inline database_entry import_triton(std::string_view text, const triton_signature& sig,
+                                                  std::string_view origin) {
+  auto fail = [&](std::string why) { return database_error(fmt::format("{}: {}", origin, why)); };
+  if (sig.kernel.empty()) throw fail("no kernel name: give the cotune kernel name for this file");
+  if (sig.device.empty()) throw fail("no device: give the name of the device the file was tuned on");
+  for (const auto& k : sig.key)
+    if (std::none_of(sig.args.begin(), sig.args.end(), [&](const auto& a) { return a.name == k && !a.tensor; }))
+      throw fail(fmt::format("key argument '{}' is not a non-tensor argument of the signature", k));
+
+  simdjson::dom::parser parser;
+  const std::string json = detail::standard_json(text);
+  simdjson::dom::element root;
+  if (parser.parse(json).get(root) != simdjson::SUCCESS) throw fail("not JSON: is this a Triton .autotune.json file?");
+  simdjson::dom::array key, rows;
+  if (root["key"].get_array().get(key) != simdjson::SUCCESS ||
+      root["configs_timings"].get_array().get(rows) != simdjson::SUCCESS)
+    throw fail("not a Triton autotune file (it needs \"key\" and \"configs_timings\" lists)");
+
+  // The key: values of the key arguments (key= order), then one dtype per tensor argument (argument order).
+  std::vector<simdjson::dom::element> parts(key.begin(), key.end());
+  const std::size_t tensors = static_cast<std::size_t>(
+      std::count_if(sig.args.begin(), sig.args.end(), [](const auto& a) { return a.tensor; }));
+  if (parts.size() != sig.key.size() + tensors)
+    throw fail(fmt::format("its key has {} values, but the signature gives {} key arguments and {} tensors (= {}): "
+                           "check --key and which arguments are tensors",
+                           parts.size(), sig.key.size(), tensors, sig.key.size() + tensors));
+  std::vector<std::string> words;
+  std::size_t next_tensor = sig.key.size();
+  for (const auto& a : sig.args) {
+    if (a.tensor) {
+      std::string_view dtype;
+      if (parts[next_tensor++].get_string().get(dtype) != simdjson::SUCCESS)
+        throw fail(fmt::format("the key's value for tensor '{}' is not a dtype string", a.name));
+      auto type = detail::element_type_of_dtype(dtype);
+      if (!type) throw fail(fmt::format("tensor '{}' has dtype '{}', which cotune has no element type for", a.name, dtype));
+      words.push_back(fmt::format("{}: {}", a.name, *type));
+    } else if (auto k = std::find(sig.key.begin(), sig.key.end(), a.name); k != sig.key.end()) {
+      auto v = detail::value_of_json(parts[static_cast<std::size_t>(k - sig.key.begin())]);
+      if (!v) throw fail(fmt::format("the key's value for '{}' is not a number, a bool or a string", a.name));
+      words.push_back(fmt::format("{}={}", a.name, v->text()));
+    }
+  }
+  std::string key_text;
+  for (const auto& w : words) key_text += (key_text.empty() ? "" : ", ") + w;
+
+  tuning_result r;
+  r.kernel = sig.kernel;
+  r.key_text = key_text;
+  r.made = provenance::here(sig.device);
+  r.made.host = "triton import";
+  if (!sig.date.empty()) r.made.date = sig.date;
+  r.from_cache = true;
+  std::size_t row_index = 0;
+  for (auto row : rows) {
+    const std::size_t at = row_index++;
+    simdjson::dom::array pair;
+    simdjson::dom::object fields, kwargs;
+    simdjson::dom::array times;
+    if (row.get_array().get(pair) != simdjson::SUCCESS || pair.size() != 2 ||
+        pair.at(0).get_object().get(fields) != simdjson::SUCCESS || pair.at(1).get_array().get(times) != simdjson::SUCCESS)
+      throw fail(fmt::format("configs_timings[{}] is not a [config, times] pair", at));
+    config c;
+    if (fields["kwargs"].get_object().get(kwargs) == simdjson::SUCCESS)
+      for (auto [name, v] : kwargs) {
+        auto cv = detail::value_of_json(v);
+        if (!cv) throw fail(fmt::format("configs_timings[{}]: kwarg '{}' is not a number, a bool or a string", at, name));
+        if (!is_identifier(name))
+          throw fail(fmt::format("configs_timings[{}]: kwarg '{}' is not a C identifier, so not a cotune parameter", at, name));
+        c.set(name, *cv);
+      }
+    launch_options launch;
+    auto read_int = [&](const char* name, int& out) {
+      std::int64_t v = 0;
+      if (fields[name].get_int64().get(v) == simdjson::SUCCESS) out = static_cast<int>(v);
+    };
+    read_int("num_warps", launch.num_warps);
+    read_int("num_stages", launch.num_stages);
+    read_int("num_ctas", launch.num_ctas);
+    if (std::int64_t n = 0; fields["maxnreg"].get_int64().get(n) == simdjson::SUCCESS) launch.maxnreg = static_cast<int>(n);
+    c.with_launch(launch);
+
+    candidate_result cr{c};
+    std::vector<double> t;
+    for (auto x : times) {
+      double d = 0;
+      if (x.is_null()) d = inf_ms; // Infinity or NaN in Triton's file: the config failed there
+      else if (x.get_double().get(d) != simdjson::SUCCESS) {
+        std::int64_t i = 0;
+        if (x.get_int64().get(i) != simdjson::SUCCESS)
+          throw fail(fmt::format("configs_timings[{}]: a time is not a number", at));
+        d = static_cast<double>(i);
+      }
+      t.push_back(std::isnan(d) ? inf_ms : d);
+    }
+    if (t.empty()) throw fail(fmt::format("configs_timings[{}] has no times", at));
+    while (t.size() < 3) t.push_back(t.front()); // a single time: Triton's return_mode without quantiles
+    if (std::isfinite(t[0])) {
+      cr.status = candidate_status::ok;
+      cr.time = {t[0], t[1], t[2]};
+    } else {
+      cr.status = candidate_status::error;
+      cr.reason = "failed when Triton tuned it (its times are Infinity)";
+    }
+    r.candidates.push_back(std::move(cr));
+  }
+  auto best = select_best(r.candidates);
+  if (!best) throw fail("no config ran when Triton tuned it (every time is Infinity): nothing to import");
+  r.winner = *best;
+  return database_entry::from(r);
+}
+
+/// The cotune kernel name of a Triton autotune file: its file name without ".autotune.json".
+[[nodiscard]] inline std::string triton_kernel_name(std::string_view file_name) {
+  constexpr std::string_view suffix = ".autotune.json";
+  if (const auto slash = file_name.rfind('/'); slash != std::string_view::npos) file_name.remove_prefix(slash + 1);
+  if (file_name.ends_with(suffix)) file_name.remove_suffix(suffix.size());
+  return std::string(file_name);
+}
+
+} // namespace cotune::job
