@@ -1,4 +1,6 @@
-// Tests for cotune/bench/host_benchmarker.hpp: do_bench's budgets, counted in calls (never in time).
+// Tests for cotune/bench/host_benchmarker.hpp: do_bench's budgets and the stopping rule, counted in
+// calls (never in time). Where a count must be exact, noise stopping is off or its target is one no
+// sample can miss.
 
 #include <catch2/catch.hpp>
 
@@ -16,6 +18,7 @@ using cotune::return_mode;
 using namespace std::chrono_literals;
 
 static_assert(cotune::Benchmarker<host_benchmarker>);
+static_assert(cotune::ReportsMeasurement<host_benchmarker>);
 
 namespace {
 
@@ -24,6 +27,7 @@ bench_options budgets(double warmup_ms, double rep_ms, return_mode mode = return
   o.warmup_ms = warmup_ms;
   o.rep_ms = rep_ms;
   o.mode = mode;
+  o.noise_target = 0.0; // budget and cap only: the counts below do not depend on the samples' noise
   return o;
 }
 
@@ -54,19 +58,23 @@ TEST_CASE("a zero-cost callable does not divide by zero and respects max_repeats
   CHECK(std::isfinite(mean[0]));
 }
 
-TEST_CASE("equal warm-up and measurement budgets make equal numbers of runs", "[bench][host_benchmarker]") {
-  // n_warmup = max(1, warmup / estimate) and n_repeat = max(1, rep / estimate), from one estimate.
+TEST_CASE("equal warm-up and measurement budgets make no more measured runs than warm-up runs",
+          "[bench][host_benchmarker]") {
+  // n_warmup = max(1, warmup / estimate) and the cap max(1, rep / estimate), from one estimate; the
+  // wall-clock budget may stop the measured runs sooner.
   host_benchmarker b;
   int calls = 0;
-  const auto r = b.bench(
+  const auto m = b.measure(
       [&] {
         ++calls;
         std::this_thread::sleep_for(200us);
       },
       budgets(3, 3));
-  const int measured = static_cast<int>(r.size());
-  CHECK(measured >= 1);
-  CHECK(calls == 1 + 5 + 2 * measured);
+  CHECK(m.samples >= 1);
+  CHECK(m.samples <= m.warmup_runs);
+  CHECK(m.times.size() == m.samples);
+  CHECK((m.stopped == cotune::stop_reason::cap || m.stopped == cotune::stop_reason::budget));
+  CHECK(calls == static_cast<int>(1 + 5 + m.warmup_runs + m.samples));
 }
 
 TEST_CASE("the budgets bound the number of runs of a slow callable", "[bench][host_benchmarker]") {
@@ -166,4 +174,67 @@ TEST_CASE("a run longer than COTUNE_BENCH_TIMEOUT_MS is a timeout and is not rep
                       budgets(0, 1000)),
                   cotune::timeout_error);
   CHECK(calls == 1);
+}
+
+TEST_CASE("measure reports the method, the samples, the noise and why it stopped", "[bench][host_benchmarker]") {
+  host_benchmarker b(host_benchmarker::options{.flush_bytes = 0, .max_repeats = 6});
+  int calls = 0;
+  const auto m = b.measure([&] { ++calls; }, budgets(0, 1e6));
+  CHECK(m.method == "host");
+  CHECK(m.batch == 1);
+  CHECK(m.samples == 6);
+  CHECK(m.times.size() == 6); // return_mode::all: the samples themselves
+  CHECK(m.stopped == cotune::stop_reason::cap);
+  CHECK(std::isfinite(m.rsd));
+  CHECK(m.rsd >= 0.0);
+  CHECK(m.wall_ms >= 0.0);
+  CHECK(calls == static_cast<int>(1 + 5 + m.warmup_runs + 6));
+}
+
+TEST_CASE("a met noise target stops sampling at the minimum count", "[bench][host_benchmarker]") {
+  // A target no sample spread can exceed: the rule stops as soon as it may, after min_samples.
+  host_benchmarker b;
+  auto o = budgets(0, 1e6, return_mode::median);
+  o.noise_target = 1e9;
+  o.min_samples = 4;
+  int calls = 0;
+  const auto m = b.measure([&] { ++calls; }, o);
+  CHECK(m.stopped == cotune::stop_reason::noise);
+  CHECK(m.samples == 4);
+  REQUIRE(m.times.size() == 1);
+  CHECK(calls == static_cast<int>(1 + 5 + m.warmup_runs + 4));
+}
+
+TEST_CASE("noise stopping from the knobs never takes more runs than the cap", "[bench][host_benchmarker]") {
+  auto target = cotune::knobs().bench.noise_target.scoped(0.005);
+  auto minimum = cotune::knobs().bench.min_samples.scoped(5);
+  host_benchmarker b(host_benchmarker::options{.flush_bytes = 0, .max_repeats = 200});
+  bench_options o;
+  o.warmup_ms = 0;
+  o.rep_ms = 1e6;
+  o.quantiles = {0.5, 0.2, 0.8};
+  int calls = 0;
+  const auto m = b.measure(
+      [&] {
+        ++calls;
+        std::this_thread::sleep_for(20us);
+      },
+      o);
+  // Which rule fired depends on this machine's noise; the accounting does not.
+  CHECK(m.samples >= 1);
+  CHECK(m.samples <= 200);
+  CHECK(m.stopped != cotune::stop_reason::none);
+  CHECK(m.stopped != cotune::stop_reason::budget); // 1e6 ms cannot pass in a test
+  if (m.stopped == cotune::stop_reason::noise || m.stopped == cotune::stop_reason::stable) CHECK(m.samples >= 5);
+  if (m.stopped == cotune::stop_reason::noise) CHECK(m.rsd <= 0.005);
+  CHECK(m.times.size() == 3);
+  CHECK(calls == static_cast<int>(1 + 5 + m.warmup_runs + m.samples));
+}
+
+TEST_CASE("bench returns what measure summarises", "[bench][host_benchmarker]") {
+  host_benchmarker b(host_benchmarker::options{.flush_bytes = 0, .max_repeats = 9});
+  CHECK(b.bench([] {}, budgets(0, 1e6)).size() == 9);
+  auto q = budgets(0, 1e6);
+  q.quantiles = {0.5, 0.1};
+  CHECK(b.measure([] {}, q).times.size() == 2);
 }

@@ -4,6 +4,8 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -109,4 +111,35 @@ TEST_CASE("a user buffer satisfies the concept by its members", "[core][buffer]"
   b.restore(snap);
   CHECK(b.value == 5);
   CHECK(&cotune::kernel_arg(b) == &b); // no kernel_arg(): passed as itself
+}
+
+TEST_CASE("standard contiguous ranges are buffers through as_buffer", "[core][buffer][range]") {
+  static_assert(cotune::HostRange<std::span<float>> && cotune::HostRange<std::span<const float>>);
+  static_assert(cotune::HostRange<std::vector<int>> && cotune::HostRange<std::array<double, 4>>);
+  static_assert(!cotune::HostRange<std::string> && !cotune::HostRange<cotune::host_span<float>>);
+  static_assert(!cotune::HostRange<int> && !cotune::HostRange<std::vector<std::string>>);
+  static_assert(cotune::is_writable_buffer<std::vector<float>> && cotune::is_writable_buffer<std::span<float>>);
+  static_assert(!cotune::is_writable_buffer<std::span<const float>>);
+  static_assert(!cotune::is_writable_buffer<cotune::host_span<const float>>);
+  static_assert(!cotune::is_writable_buffer<int>);
+  static_assert(std::is_same_v<decltype(cotune::kernel_arg(std::declval<std::vector<float>&>())), float*>);
+  static_assert(std::is_same_v<decltype(cotune::kernel_arg(std::declval<std::span<const int>&>())), const int*>);
+
+  std::vector<float> v{1, 2, 3};
+  auto b = cotune::as_buffer(v);
+  static_assert(std::is_same_v<decltype(b), cotune::host_span<float>>);
+  CHECK(b.size() == 3);
+  CHECK(b.element_type_name() == "float32");
+  const auto snap = b.snapshot();
+  b.zero();
+  CHECK(v == std::vector<float>{0, 0, 0});
+  b.restore(snap);
+  CHECK(v == std::vector<float>{1, 2, 3});
+
+  std::array<std::int64_t, 2> a{7, 8};
+  cotune::as_buffer(a).zero();
+  CHECK(a == std::array<std::int64_t, 2>{0, 0});
+  const std::span<const std::int64_t> ro(a);
+  CHECK(cotune::as_buffer(ro).element_type_name() == "int64");
+  CHECK_THROWS_WITH(b.restore(std::vector<float>{1}), Catch::Contains("snapshot holds 1 elements"));
 }

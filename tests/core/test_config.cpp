@@ -239,3 +239,26 @@ TEST_CASE("a config's pre-hook is called with the arguments", "[core][config]") 
   c.pre_hook()->fn(cotune::hook_args{c, ptrs, types, names});
   CHECK(seen == 42);
 }
+
+TEST_CASE("a 3-D block decides the thread count and shows in text and JSON", "[core][config][block]") {
+  constexpr cotune::launch_options with_block{.num_warps = 8, .block = cotune::block_dims{16, 8, 2}};
+  static_assert(with_block.threads() == 256 && with_block.block_shape() == cotune::block_dims{16, 8, 2});
+  constexpr cotune::launch_options plain{.num_warps = 8};
+  static_assert(plain.block_shape() == cotune::block_dims{256, 1, 1});
+  CHECK(with_block.threads() == 256);
+  CHECK(plain.block_shape(64) == cotune::block_dims{512, 1, 1});
+
+  const cotune::config c({{"B", 1}}, with_block);
+  CHECK(c.text() == "B: 1, num_warps: 8, num_stages: 3, num_ctas: 1, block: 16x8x2");
+  CHECK(c.json().find("\"block\": [16, 8, 2]") != std::string::npos);
+  const auto back = cotune::config::from_json(c.json());
+  CHECK(back == c);
+  CHECK(back.launch().block == cotune::block_dims{16, 8, 2});
+  // A config without a block keeps the text and JSON it always had (and so its cache keys).
+  const cotune::config old({{"B", 1}});
+  CHECK(old.json().find("\"block\"") == std::string::npos);
+  CHECK(cotune::config::from_json(old.json()) == old);
+  CHECK(old != c);
+  CHECK_THROWS_WITH(cotune::config::from_json(R"({"params": {}, "block": [1, 2]})"),
+                    Catch::Contains("'block' must be an array of three integers"));
+}

@@ -103,3 +103,60 @@ TEST_CASE("a space without axes has no combinations", "[core][config_space]") {
   CHECK(config_space{}.product_size() == 0);
   CHECK(config_space{}.build().empty());
 }
+
+TEST_CASE("derive sets launch options and parameters from other parameters", "[core][config_space][derive]") {
+  using cotune::p;
+  const auto configs = config_space{}
+                           .axis("BLOCK_X", {16, 32})
+                           .axis("BLOCK_Y", {4, 8})
+                           .axis("TILE", {1, 2})
+                           .derive("block_x", p("BLOCK_X"))
+                           .derive("block_y", p("BLOCK_Y"))
+                           .derive("ROWS", p("BLOCK_Y") * p("TILE"))
+                           .derive("num_stages", [](const config& c) { return c.at("TILE").as_int() + 1; })
+                           .where([](const config& c) { return c.at("ROWS").as_int() <= 8; })
+                           .build();
+  // ROWS = BLOCK_Y * TILE <= 8 drops (8, 2): 2 x (2 + 1) configs remain.
+  REQUIRE(configs.size() == 6);
+  for (const auto& c : configs) {
+    INFO(c.text());
+    REQUIRE(c.launch().block.has_value());
+    CHECK(c.launch().block->x == c.at("BLOCK_X").as_int());
+    CHECK(c.launch().block->y == c.at("BLOCK_Y").as_int());
+    CHECK(c.launch().block->z == 1);
+    CHECK(c.launch().threads() == c.at("BLOCK_X").as_int() * c.at("BLOCK_Y").as_int());
+    CHECK(c.at("ROWS").as_int() == c.at("BLOCK_Y").as_int() * c.at("TILE").as_int());
+    CHECK(c.launch().num_stages == c.at("TILE").as_int() + 1);
+  }
+  CHECK(configs.front().text() ==
+        "BLOCK_X: 16, BLOCK_Y: 4, ROWS: 4, TILE: 1, num_warps: 4, num_stages: 2, num_ctas: 1, block: 16x4x1");
+}
+
+TEST_CASE("derived threads and num_warps use the issue's generic-lambda form", "[core][config_space][derive]") {
+  const auto configs = config_space{}
+                           .axis("block_size_x", {8, 16})
+                           .axis("block_size_y", {8})
+                           .derive("threads", [](auto& c) {
+                             return c.at("block_size_x").as_int() * c.at("block_size_y").as_int();
+                           })
+                           .derive("num_warps", [](auto& c) { return c.launch().threads() / 32; })
+                           .build();
+  REQUIRE(configs.size() == 2);
+  CHECK(configs[0].launch().threads_per_block == 64);
+  CHECK(configs[1].launch().threads_per_block == 128);
+  CHECK(configs[1].launch().num_warps == 4);
+  CHECK_FALSE(configs[0].launch().block.has_value());
+}
+
+TEST_CASE("derive refuses clashes and bad derived values with the reason", "[core][config_space][derive]") {
+  using cotune::p;
+  CHECK_THROWS_WITH(config_space{}.axis("A", {1}).derive("A", p("A")), Catch::Contains("both an axis and derived"));
+  CHECK_THROWS_WITH(config_space{}.axis("A", {1}).derive("B", p("A")).derive("B", p("A")),
+                    Catch::Contains("derived twice"));
+  CHECK_THROWS_WITH(config_space{}.axis("A", {1}).derive("not an id", p("A")), Catch::Contains("C identifier"));
+  CHECK_THROWS_WITH(config_space{}.axis("A", {0}).derive("block_y", p("A")).build(),
+                    Catch::Contains("block dimension must be >= 1") && Catch::Contains("A: 0"));
+  CHECK_THROWS_WITH(config_space{}.axis("A", {1}).derive("num_warps", [](const config&) { return 1.5; }).build(),
+                    Catch::Contains("derived launch option 'num_warps'"));
+  CHECK_THROWS_WITH(config_space{}.axis("A", {1}).derive("B", p("C")).build(), Catch::Contains("no parameter 'C'"));
+}

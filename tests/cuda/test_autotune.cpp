@@ -480,3 +480,176 @@ TEST_CASE("tune_many tunes keys on every device at once", "[cuda][autotune][gpu]
     CHECK(is_iota(outs[i].to_vector()));
   }
 }
+
+// ---- launch geometry, the caller's stream and graphs ------------------------------------------------
+
+namespace {
+
+// Indexes with blockDim (not the macros), so that a block launched in any other shape than the
+// config's BLOCK_X x BLOCK_Y leaves cells unvisited or visits them twice: the output shows it.
+const kernel_source add_one_2d{.name = "add_one_2d",
+                               .code = R"(
+extern "C" __global__ void add_one_2d(float* out, int w, int h) {
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  for (int t = 0; t < TILE_X; ++t) {
+    const int x = (blockIdx.x * TILE_X + t) * blockDim.x + threadIdx.x;
+    if (x < w && y < h) out[(long long)y * w + x] += 1.0f;
+  }
+}
+)",
+                               .entry = "add_one_2d"};
+
+std::vector<config> add_one_2d_configs() {
+  using cotune::p;
+  return cotune::config_space{}
+      .axis("BLOCK_X", {16, 32})
+      .axis("BLOCK_Y", {4, 8})
+      .axis("TILE_X", {1, 2})
+      .derive("block_x", p("BLOCK_X"))
+      .derive("block_y", p("BLOCK_Y"))
+      .build();
+}
+
+using add_one_tuner = cotune::autotuner<void(cuda::device_span<float>, int, int), cuda::cuda_backend>;
+
+add_one_tuner::options add_one_options() {
+  return {.arg_names = {"out", "w", "h"},
+          .key = {"w", "h"},
+          .restore_value = {"out"}, // tuning leaves the output as it was
+          .grid = [](const config& c, const cuda::device_span<float>&, const int& w, const int& h) {
+            using cotune::p;
+            return cotune::grid(c, cdiv(w, p("BLOCK_X") * p("TILE_X")), cdiv(h, p("BLOCK_Y")));
+          },
+          .cache_results = false,
+          .bench = quick_bench()};
+}
+
+template <class Tuner>
+concept has_on = requires(Tuner& t) { t.on({}); };
+
+bool all_equal(const std::vector<float>& v, float expected) {
+  return std::all_of(v.begin(), v.end(), [&](float f) { return f == expected; });
+}
+
+} // namespace
+
+TEST_CASE("a tuner takes the caller's stream only over a backend that launches on streams", "[cuda][autotune]") {
+  static_assert(has_on<add_one_tuner>);
+  static_assert(!has_on<cotune::autotuner<void(cotune::host_span<float>, int), cotune::host_backend>>);
+  static_assert(std::is_same_v<add_one_tuner::stream_call::stream_type, CUstream>);
+  static_assert(std::is_trivially_copyable_v<add_one_tuner::stream_call>); // no allocation, no lock
+  // The 2-D block comes from derived launch options, and reaches the kernel as macros.
+  const auto configs = add_one_2d_configs();
+  REQUIRE(configs.size() == 8);
+  const auto opts = cuda::cuda_backend{}.options_for(add_one_2d, configs.back(), sm90());
+  CHECK(std::find(opts.begin(), opts.end(), "-DCOTUNE_BLOCK_X=32") != opts.end());
+  CHECK(std::find(opts.begin(), opts.end(), "-DCOTUNE_BLOCK_Y=8") != opts.end());
+  CHECK(std::find(opts.begin(), opts.end(), "-DCOTUNE_BLOCK_Z=1") != opts.end());
+  CHECK(std::find(opts.begin(), opts.end(), "-DCOTUNE_THREADS_PER_BLOCK=256") != opts.end());
+}
+
+TEST_CASE("a 2-D kernel with derived blocks and expression grids is tuned and correct", "[cuda][autotune][gpu]") {
+  const auto devices = cuda::devices();
+  if (devices.empty()) {
+    WARN(skip_reason());
+    return;
+  }
+  cotune_test::private_cache cache;
+  const auto& d = devices.front();
+  const int w = 1000, h = 301; // no block or tile divides them: the edges are handled
+  cuda::device_buffer<float> out(d, std::size_t(w) * h);
+  out.zero();
+  add_one_tuner tuner{add_one_2d, add_one_2d_configs(), add_one_options()};
+  tuner(out, w, h);
+  const auto& result = tuner.tune_now(out, w, h);
+  for (const auto& c : result.candidates) {
+    INFO(c.cfg.text() << ": " << c.reason);
+    CHECK(c.status == cotune::candidate_status::ok);
+  }
+  CHECK(all_equal(out.to_vector(), 1.0f)); // each cell once: the launch used the config's 2-D block
+}
+
+TEST_CASE("a tuned call on the caller's stream is captured into a CUDA graph and replayed",
+          "[cuda][autotune][gpu][graph]") {
+  const auto devices = cuda::devices();
+  if (devices.empty()) {
+    WARN(skip_reason());
+    return;
+  }
+  cotune_test::private_cache cache;
+  const auto& d = devices.front();
+  const auto& ctx = cuda::driver().context(d.ordinal);
+  const auto& api = ctx.api();
+  ctx.make_current();
+  const int w = 777, h = 129;
+  cuda::device_buffer<float> out(d, std::size_t(w) * h);
+  out.zero();
+  CUstream stream = nullptr;
+  REQUIRE(api.stream_create(&stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+
+  add_one_tuner tuner{add_one_2d, add_one_2d_configs(), add_one_options()};
+  (void)tuner.tune_now(out, w, h); // tuned before the capture, as a capture requires
+  const cotune::config* best = tuner.best_config(out, w, h);
+  REQUIRE(best != nullptr);
+  cuda::cuda_backend{}.synchronize(d);
+
+  // The caller's own work and the tuned call on one stream, in order: out = 1 after the first call.
+  tuner.on(stream)(out, w, h);
+  REQUIRE(api.stream_synchronize(stream) == CUDA_SUCCESS);
+  CHECK(all_equal(out.to_vector(), 1.0f));
+
+  CUgraph graph = nullptr;
+  REQUIRE(api.stream_begin_capture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+  CHECK(cuda::cuda_backend{}.is_capturing(stream));
+  tuner.on(stream)(out, w, h);
+  REQUIRE(api.stream_end_capture(stream, &graph) == CUDA_SUCCESS);
+  CHECK_FALSE(cuda::cuda_backend{}.is_capturing(stream));
+  CUgraphExec exec = nullptr;
+  REQUIRE(api.graph_instantiate(&exec, graph, 0) == CUDA_SUCCESS);
+  for (int i = 0; i < 100; ++i) REQUIRE(api.graph_launch(exec, stream) == CUDA_SUCCESS);
+  REQUIRE(api.stream_synchronize(stream) == CUDA_SUCCESS);
+  CHECK(all_equal(out.to_vector(), 101.0f)); // 1 before the capture + 100 replays, none during it
+  CHECK(tuner.measured_tunings() == 1);
+  CHECK(*tuner.best_config(out, w, h) == *best);
+  (void)api.graph_exec_destroy(exec);
+  (void)api.graph_destroy(graph);
+  (void)api.stream_destroy(stream);
+}
+
+TEST_CASE("a first call for an untuned key inside a capture is an error that says to tune first",
+          "[cuda][autotune][gpu][graph]") {
+  const auto devices = cuda::devices();
+  if (devices.empty()) {
+    WARN(skip_reason());
+    return;
+  }
+  cotune_test::private_cache cache;
+  const auto& d = devices.front();
+  const auto& ctx = cuda::driver().context(d.ordinal);
+  const auto& api = ctx.api();
+  ctx.make_current();
+  const int w = 64, h = 64;
+  cuda::device_buffer<float> out(d, std::size_t(w) * h);
+  out.zero();
+  cuda::cuda_backend{}.synchronize(d);
+  CUstream stream = nullptr;
+  REQUIRE(api.stream_create(&stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  add_one_tuner tuner{add_one_2d, add_one_2d_configs(), add_one_options()};
+
+  REQUIRE(api.stream_begin_capture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+  CHECK_THROWS_WITH(tuner.on(stream)(out, w, h),
+                    Catch::Contains("not tuned yet") && Catch::Contains("being captured") &&
+                        Catch::Contains("Tune the key before capturing") && Catch::Contains("tune_now"));
+  CUgraph graph = nullptr;
+  CHECK(api.stream_end_capture(stream, &graph) == CUDA_SUCCESS); // the capture is intact
+  CHECK(tuner.measured_tunings() == 0);
+  CHECK(tuner.best_config(out, w, h) == nullptr);
+  if (graph) (void)api.graph_destroy(graph);
+
+  // Outside the capture the same call tunes, then launches on the caller's stream.
+  tuner.on(stream)(out, w, h);
+  REQUIRE(api.stream_synchronize(stream) == CUDA_SUCCESS);
+  CHECK(tuner.measured_tunings() == 1);
+  CHECK(all_equal(out.to_vector(), 1.0f));
+  (void)api.stream_destroy(stream);
+}

@@ -646,3 +646,48 @@ TEST_CASE("functions launch from threads other than the one that loaded them", "
   auto got = out.to_vector();
   CHECK(std::all_of(got.begin(), got.end(), [](float v) { return v == 9.0f; }));
 }
+
+TEST_CASE("launch geometry beyond a device limit names the dimension and the limit", "[cuda][cuda_backend][gpu]") {
+  auto d = first_gpu();
+  if (!d) {
+    WARN(skip_reason());
+    return;
+  }
+  cotune_test::private_cache cache;
+  cuda::cuda_backend backend;
+  auto k = saxpy;
+  k.code = R"(
+extern "C" __global__ void saxpy(float a, const float* x, const float* y, float* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = a * x[i] + y[i];
+}
+)";
+  // A block 65 deep fits the thread count (65 threads) but not the z limit (64): refused at load.
+  auto deep = config({{"BLOCK", 65}}, launch_options{.block = cotune::block_dims{1, 1, 65}});
+  try {
+    (void)backend.load(backend.compile(k, deep, *d), k, deep, *d);
+    FAIL("expected out_of_resources");
+  } catch (const cotune::out_of_resources& e) {
+    CHECK(e.resource().starts_with("block dimension z"));
+    CHECK(e.required() == 65);
+    CHECK(e.limit() == d->max_block_dims[2]);
+  }
+  // A grid 65536 high is refused by the driver; the error names grid dimension y and its limit.
+  auto c = config({{"BLOCK", 32}}, launch_options{.num_warps = 1});
+  auto f = backend.load(backend.compile(k, c, *d), k, c, *d);
+  cuda::device_buffer<float> x(*d, 32), y(*d, 32), out(*d, 32);
+  cuda::device_span<const float> sx = x, sy = y;
+  cuda::device_span<float> so = out;
+  float a = 1.0f;
+  int n = 0;
+  try {
+    backend.launch(f, cotune::launch_grid{.x = 1, .y = 65536}, a, sx, sy, so, n);
+    FAIL("expected out_of_resources");
+  } catch (const cotune::out_of_resources& e) {
+    CHECK(e.resource().starts_with("grid dimension y"));
+    CHECK(e.limit() == d->max_grid_dims[1]);
+  }
+  // An explicit 2-D block in the grid is used as given (and the context survived the refusals).
+  backend.launch(f, cotune::launch_grid{.x = 1, .block = cotune::block_dims{8, 4, 1}}, a, sx, sy, so, n);
+  backend.synchronize(*d);
+}

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <iostream>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <cotune/cuda/availability.hpp>
 #include <cotune/cuda/cuda_backend.hpp>
@@ -73,7 +75,7 @@ TEST_CASE("the benchmarker returns three quantiles for a real kernel", "[cuda][c
   long long n4 = static_cast<long long>(n / 4);
   const cotune::launch_grid grid{.x = static_cast<unsigned>(d->sm_count * 4)};
 
-  cuda::cuda_benchmarker bench(backend, *d);
+  cuda::cuda_benchmarker bench(backend, *d, cuda::cuda_bench_options{.batch_below_us = 0.0});
   CHECK(bench.flush_bytes() >= static_cast<std::size_t>(d->l2_bytes));
   auto t = bench.bench([&] { backend.launch(f, grid, sin, sout, n4); },
                        cotune::bench_options{.warmup_ms = 5, .rep_ms = 25, .quantiles = {0.5, 0.2, 0.8}});
@@ -84,13 +86,21 @@ TEST_CASE("the benchmarker returns three quantiles for a real kernel", "[cuda][c
   WARN("256 MB read: median " << t[0] << " ms (" << (static_cast<double>(n) * 4 / (t[0] * 1e-3) / 1e12) << " TB/s), p20 "
                               << t[1] << ", p80 " << t[2]);
 
+  const auto m = bench.measure([&] { backend.launch(f, grid, sin, sout, n4); },
+                               cotune::bench_options{.warmup_ms = 5, .rep_ms = 25, .quantiles = {0.5}});
+  CHECK(m.method == "per-launch");
+  CHECK(m.samples >= 1);
+  WARN("256 MB read per launch: rsd " << m.rsd << " over " << m.samples << " samples ("
+                                      << cotune::to_string(m.stopped) << "), " << m.wall_ms << " ms");
+
   auto all = bench.bench([&] { backend.launch(f, grid, sin, sout, n4); },
                          cotune::bench_options{.warmup_ms = 1, .rep_ms = 5, .mode = cotune::return_mode::all});
   CHECK(all.size() >= 1);
   CHECK(std::all_of(all.begin(), all.end(), [](double v) { return v > 0.0; }));
 }
 
-TEST_CASE("graph replay times a microsecond kernel", "[cuda][cuda_benchmarker][gpu]") {
+TEST_CASE("short kernels are timed in graph batches, long ones per launch, as the options say",
+          "[cuda][cuda_benchmarker][gpu]") {
   auto d = first_gpu();
   if (!d) {
     WARN(skip_reason());
@@ -101,42 +111,82 @@ TEST_CASE("graph replay times a microsecond kernel", "[cuda][cuda_benchmarker][g
   const auto c = config({}, launch_options{.num_warps = 1});
   auto f = backend.load(backend.compile(tiny, c, *d), tiny, c, *d);
   cuda::device_buffer<int> counter(*d, 1);
-  counter.zero();
   cuda::device_span<int> s = counter;
-  int launches = 0;
+  std::size_t launches = 0;
   auto fn = [&] {
     backend.launch(f, cotune::launch_grid{.x = 1}, s);
     ++launches;
   };
+  auto ran = [&] {
+    backend.synchronize(*d);
+    return static_cast<std::size_t>(counter.to_vector()[0]);
+  };
   const cotune::bench_options opts{.warmup_ms = 1, .rep_ms = 10, .quantiles = {0.5, 0.2, 0.8}};
 
-  cuda::cuda_benchmarker graph(backend, *d, cuda::cuda_bench_options{.graph = true});
-  auto tg = graph.bench(fn, opts);
-  REQUIRE(tg.size() == 3);
-  CHECK(tg[0] > 0.0);
-  CHECK(tg[1] <= tg[2]);
-  // The counter saw every launch that ran (captured launches run once per replay, not at capture).
-  const int captured = launches - 1 - 5;
-  CHECK(captured >= 1);
-  backend.synchronize(*d);
-  CHECK(counter.to_vector()[0] == 1 + 5 + captured * 11); // first run, estimate, 1 + 10 replays
-
-  cuda::cuda_benchmarker events(backend, *d, cuda::cuda_bench_options{.graph = false, .flush_factor = 0.0});
-  CHECK(events.flush_bytes() == 0);
-  auto te = events.bench(fn, opts);
-  REQUIRE(te.size() == 3);
-  WARN("tiny kernel: graph replay " << tg[0] * 1e3 << " us per launch, event pairs " << te[0] * 1e3 << " us");
-
-  {
-    auto knob = cuda::cuda_knobs().graph.scoped(true);
-    cuda::cuda_benchmarker from_knob(backend, *d);
+  // Forced by the options, never by a timing: a threshold no estimate reaches, and the graph flag.
+  for (auto o : {cuda::cuda_bench_options{.batch_below_us = 1e9}, cuda::cuda_bench_options{.graph = true}}) {
     counter.zero();
     launches = 0;
-    (void)from_knob.bench(fn, opts);
-    backend.synchronize(*d);
-    // Replays run captured launches again without calling fn: the knob chose graph mode.
-    CHECK(counter.to_vector()[0] > launches);
+    cuda::cuda_benchmarker graph(backend, *d, o);
+    const auto m = graph.measure(fn, opts);
+    REQUIRE(m.times.size() == 3);
+    CHECK(m.times[0] > 0.0);
+    CHECK(m.times[1] <= m.times[2]);
+    CHECK(m.method == fmt::format("graph-batch x{}", m.batch));
+    CHECK(m.batch >= 1);
+    CHECK(m.samples >= 1);
+    CHECK(m.stopped != cotune::stop_reason::none);
+    CHECK(std::isfinite(m.rsd));
+    // Replays run captured launches again without calling fn: more ran than were called outside capture.
+    CHECK(ran() >= 1 + 5 + m.warmup_runs + m.samples * m.batch);
+    CHECK(ran() > launches - m.batch);
+    WARN("tiny kernel, " << m.method << ": " << m.times[0] * 1e3 << " us, rsd " << m.rsd << ", " << m.samples
+                         << " samples (" << cotune::to_string(m.stopped) << "), " << m.wall_ms << " ms");
   }
+
+  // Not capturable: the same batches as plain calls, each one counted.
+  {
+    counter.zero();
+    launches = 0;
+    cuda::cuda_benchmarker b2b(backend, *d, cuda::cuda_bench_options{.graph = true});
+    auto o = opts;
+    o.capturable = false;
+    const auto m = b2b.measure(fn, o);
+    CHECK(m.method == fmt::format("back-to-back x{}", m.batch));
+    CHECK(launches == 1 + 5 + m.warmup_runs + m.samples * m.batch);
+    CHECK(ran() == launches);
+  }
+
+  // Per launch (Triton's do_bench), flush off.
+  {
+    counter.zero();
+    launches = 0;
+    cuda::cuda_benchmarker events(backend, *d, cuda::cuda_bench_options{.flush_factor = 0.0, .batch_below_us = 0.0});
+    CHECK(events.flush_bytes() == 0);
+    const auto m = events.measure(fn, opts);
+    REQUIRE(m.times.size() == 3);
+    CHECK(m.method == "per-launch");
+    CHECK(m.batch == 1);
+    CHECK(launches == 1 + 5 + m.warmup_runs + m.samples);
+    CHECK(ran() == launches);
+    WARN("tiny kernel, per launch: " << m.times[0] * 1e3 << " us (launch overhead included)");
+  }
+
+  // The knobs choose as the options do.
+  for (bool by_graph_knob : {true, false}) {
+    auto g = cuda::cuda_knobs().graph.scoped(by_graph_knob);
+    auto t = cotune::knobs().bench.batch_below_us.scoped(by_graph_knob ? 0.0 : 1e9);
+    cuda::cuda_benchmarker from_knobs(backend, *d);
+    CHECK(from_knobs.measure(fn, opts).method.starts_with("graph-batch x"));
+  }
+  {
+    auto t = cotune::knobs().bench.batch_below_us.scoped(0.0);
+    cuda::cuda_benchmarker from_knobs(backend, *d);
+    CHECK(from_knobs.measure(fn, opts).method == "per-launch");
+  }
+  // The default decides by the estimate: shown, not asserted (a test never asserts a timing).
+  cuda::cuda_benchmarker by_default(backend, *d);
+  WARN("tiny kernel by default: " << by_default.measure(fn, opts).method);
 }
 
 TEST_CASE("an exception from the benchmarked callable propagates and the device stays usable",
@@ -153,8 +203,8 @@ TEST_CASE("an exception from the benchmarked callable propagates and the device 
   cuda::device_buffer<int> counter(*d, 1);
   counter.zero();
   cuda::device_span<int> s = counter;
-  for (bool graph : {false, true}) {
-    cuda::cuda_benchmarker bench(backend, *d, cuda::cuda_bench_options{.graph = graph});
+  for (auto o : {cuda::cuda_bench_options{.batch_below_us = 0.0}, cuda::cuda_bench_options{.graph = true}}) {
+    cuda::cuda_benchmarker bench(backend, *d, o);
     int calls = 0;
     auto fn = [&] {
       if (++calls == 7) throw cotune::error("hook failed");
@@ -201,7 +251,7 @@ TEST_CASE("probe: L2 flush factor, graph size and library load times", "[cuda][c
   long long n4 = static_cast<long long>(n / 4);
   const cotune::launch_grid grid{.x = static_cast<unsigned>(d->sm_count * 4)};
   for (double factor : {0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0}) {
-    cuda::cuda_benchmarker bench(backend, *d, cuda::cuda_bench_options{.graph = false, .flush_factor = factor});
+    cuda::cuda_benchmarker bench(backend, *d, cuda::cuda_bench_options{.flush_factor = factor, .batch_below_us = 0.0});
     auto t = bench.bench([&] { backend.launch(f, grid, sin, sout, n4); },
                          cotune::bench_options{.warmup_ms = 10, .rep_ms = 100, .quantiles = {0.5, 0.2, 0.8}});
     std::cout << "flush factor " << factor << " (" << bench.flush_bytes() / 1e6 << " MB): kernel on "
@@ -214,8 +264,9 @@ TEST_CASE("probe: L2 flush factor, graph size and library load times", "[cuda][c
   cuda::device_buffer<int> counter(*d, 1);
   cuda::device_span<int> s = counter;
   for (std::size_t launches : {1000, 10000}) {
-    cuda::cuda_benchmarker bench(backend, *d,
-                                 cuda::cuda_bench_options{.graph = true, .max_graph_launches = launches});
+    // A batch target no graph reaches: every graph has max_graph_launches launches.
+    cuda::cuda_benchmarker bench(
+        backend, *d, cuda::cuda_bench_options{.graph = true, .max_graph_launches = launches, .batch_target_ms = 1e6});
     auto t0 = std::chrono::steady_clock::now();
     auto t = bench.bench([&] { backend.launch(tf, cotune::launch_grid{.x = 1}, s); },
                          cotune::bench_options{.warmup_ms = 1, .rep_ms = 1000, .quantiles = {0.5}});

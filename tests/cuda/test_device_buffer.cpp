@@ -39,9 +39,10 @@ TEST_CASE("device spans and buffers are Buffers that pass their device address",
   static_assert(std::is_same_v<decltype(cotune::kernel_arg(std::declval<cuda::device_span<float>&>())), CUdeviceptr>);
   static_assert(std::is_same_v<decltype(cotune::kernel_arg(std::declval<cuda::device_buffer<float>&>())), CUdeviceptr>);
   // A read-only span is a Buffer (its element type and extent enter tuning keys, as host_span<const T>),
-  // but zeroing or restoring it throws.
+  // but has no zero() or restore(): using them does not compile (tests/compile_fail/cuda_span_const_zero.cpp).
   static_assert(cotune::Buffer<cuda::device_span<const float>>);
-  CHECK_THROWS_WITH(cuda::device_span<const float>{}.zero(), Catch::Contains("const elements"));
+  static_assert(!cotune::WritableBuffer<cuda::device_span<const float>>);
+  static_assert(cotune::WritableBuffer<cuda::device_span<float>>);
   static_assert(!std::is_copy_constructible_v<cuda::device_buffer<float>>);
   static_assert(std::is_nothrow_move_constructible_v<cuda::device_buffer<float>>);
 
@@ -143,4 +144,35 @@ TEST_CASE("a buffer moves without freeing twice", "[cuda][device_buffer][gpu]") 
   CHECK(a.size() == 0);
   a = std::move(b);
   CHECK(a.to_vector() == std::vector<float>{1, 2, 3});
+}
+
+TEST_CASE("device_view wraps device memory the caller allocated", "[cuda][device_buffer][gpu]") {
+  auto all = cuda::devices();
+  if (all.empty()) {
+    WARN(skip_reason());
+    return;
+  }
+  const auto& d = all.front();
+  const auto& ctx = cuda::driver().context(d.ordinal);
+  ctx.make_current();
+  CUdeviceptr raw = 0;
+  REQUIRE(ctx.api().mem_alloc(&raw, 100 * sizeof(int)) == CUDA_SUCCESS);
+  {
+    auto view = cuda::device_view<int>(raw, 100, d);
+    static_assert(std::is_same_v<decltype(view), cuda::device_span<int>>);
+    CHECK(view.data() == raw);
+    CHECK(view.size() == 100);
+    std::vector<int> host(100);
+    for (int i = 0; i < 100; ++i) host[std::size_t(i)] = i + 1;
+    view.copy_from(host);
+    const auto snap = view.snapshot();
+    view.zero();
+    CHECK(view.to_vector() == std::vector<int>(100, 0));
+    view.restore(snap);
+    CHECK(view.to_vector() == host);
+    // A typed pointer (as cudaMalloc gives) deduces the element type.
+    auto typed = cuda::device_view(reinterpret_cast<int*>(raw), 10, d);
+    CHECK(typed.to_vector() == std::vector<int>(host.begin(), host.begin() + 10));
+  }
+  CHECK(ctx.api().mem_free(raw) == CUDA_SUCCESS); // cotune never frees what it only views
 }

@@ -1,4 +1,5 @@
 // The autotuner end to end on the CPU: real compiler, real kernels, real files, real processes.
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <future>
 #include <string>
 #include <thread>
+#include <span>
 #include <vector>
 
 #include <boost/asio/co_spawn.hpp>
@@ -735,4 +737,46 @@ TEST_CASE("screening is off when the budgets are already short", "[tune][autotun
   int out = 0;
   const auto& r = tuner.tune_now(&out, 2000);
   for (const auto& c : r.candidates) CHECK_FALSE(c.screened_only);
+}
+
+TEST_CASE("a host kernel takes std::span buffers, filled from a std::vector or std::array", "[tune][autotuner][buffers]") {
+  private_cache cache;
+  kernel_source k{.name = "axpy_ranges",
+                  .code = "extern \"C\" void axpy_ranges(const float* x, float* y, int* count, int n) {\n"
+                          "  for (int i = 0; i < n; ++i) y[i] += SCALE * x[i];\n"
+                          "  count[0] += 1;\n"
+                          "}",
+                  .entry = "axpy_ranges"};
+  using ranges_tuner = autotuner<void(std::span<const float>, std::span<float>, std::span<int, 1>, int)>;
+  std::vector<float> x(32, 1.0f), y(32, 5.0f);
+  std::array<int, 1> count{7};
+  ranges_tuner tuner{k,
+                     {config{{"SCALE", 2}}, config{{"SCALE", 2}}.with_launch({.num_warps = 8})},
+                     {.arg_names = {"x", "y", "count", "n"},
+                      .key = {"x"},
+                      .reset_to_zero = {"count"},
+                      .restore_value = {"y"},
+                      .bench = quick_bench()}};
+  tuner(x, y, count, 32); // std::vector and std::array convert to the std::span parameters
+  // y was restored after every benchmark run, so the real launch added 2 x 1 once; count was zeroed
+  // before the real launch, which then counted itself.
+  for (float v : y) REQUIRE(v == 7.0f);
+  CHECK(count[0] == 1);
+  CHECK(tuner.key_text(x, y, count, 32) == "x: float32[32], y: float32, count: int32");
+  CHECK(tuner.measured_tunings() == 1);
+  tuner(std::span<const float>(x).first(16), y, count, 16); // another extent of x: another key
+  CHECK(tuner.measured_tunings() == 2);
+  CHECK(y[0] == 9.0f);
+  CHECK(y[16] == 7.0f);
+}
+
+TEST_CASE("a read-only buffer named in reset_to_zero or restore_value is refused at construction",
+          "[tune][autotuner][buffers]") {
+  kernel_source k{.name = "ro", .code = "extern \"C\" void ro(const float*, float*) {}", .entry = "ro"};
+  using ro_tuner = autotuner<void(std::span<const float>, host_span<float>)>;
+  CHECK_THROWS_WITH((ro_tuner{k, {config{}}, {.arg_names = {"x", "y"}, .reset_to_zero = {"x"}}}),
+                    Catch::Contains("argument 'x' cannot be used in reset_to_zero: its elements are const"));
+  CHECK_THROWS_WITH((ro_tuner{k, {config{}}, {.arg_names = {"x", "y"}, .restore_value = {"x"}}}),
+                    Catch::Contains("cannot be used in restore_value: its elements are const"));
+  CHECK_NOTHROW((ro_tuner{k, {config{}}, {.arg_names = {"x", "y"}, .reset_to_zero = {"y"}, .restore_value = {"y"}}}));
 }

@@ -2,9 +2,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
+#include <cotune/tune/interleaved_finals.hpp>
 #include <cotune/tune/measure_strategy.hpp>
 
 using namespace cotune;
@@ -76,4 +78,64 @@ protected:
 TEST_CASE("finals never include a failed, unknown or repeated candidate, whatever a strategy says", "[tune][measure_strategy]") {
   const careless_measure m;
   CHECK(m.finalists({measured(0, 1), failed(1), measured(2, 3)}, full) == std::vector<std::size_t>{0, 2});
+}
+
+// ---- fair finals (tune/interleaved_finals.hpp) ----
+
+namespace {
+/// Records which run it timed, in order, and returns one sample per call (its call number).
+struct recording_bench {
+  std::vector<int> order;
+  std::vector<bench_options> asked;
+  std::vector<double> bench(const std::function<void()>& fn, const bench_options& o) {
+    fn();
+    asked.push_back(o);
+    return {static_cast<double>(asked.size()), static_cast<double>(asked.size()) + 0.5};
+  }
+};
+} // namespace
+
+TEST_CASE("finals run interleaved, A B C A B C, each round a share of the budget", "[tune][measure_strategy][finals]") {
+  recording_bench b;
+  std::vector<std::function<void()>> runs;
+  for (int k = 0; k < 3; ++k) runs.push_back([&b, k] { b.order.push_back(k); });
+  const auto out = measure_interleaved(b, runs, full, 4);
+  CHECK(b.order == std::vector<int>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2});
+  REQUIRE(b.asked.size() == 12);
+  CHECK(b.asked[0].rep_ms == 25);
+  CHECK(b.asked[0].warmup_ms == 25);
+  CHECK(b.asked[5].warmup_ms == 25.0 / 4);
+  CHECK(b.asked[5].mode == return_mode::all);
+  CHECK(b.asked[5].quantiles.empty());
+  REQUIRE(out.size() == 3);
+  // Run 0's samples: calls 1, 4, 7, 10 (and +0.5 each): median 5.75.
+  REQUIRE(out[0].time);
+  CHECK((*out[0].time)[0] == Approx(5.75));
+}
+
+TEST_CASE("a finalist that throws leaves the later rounds and is reported", "[tune][measure_strategy][finals]") {
+  recording_bench b;
+  int calls = 0;
+  std::vector<std::function<void()>> runs{[] {}, [&] {
+                                            if (++calls == 2) throw launch_error("boom");
+                                          }};
+  const auto out = measure_interleaved(b, runs, full, 3);
+  CHECK(out[0].time);
+  CHECK(out[1].failure);
+  CHECK(calls == 2);
+}
+
+TEST_CASE("among interleaved finalists a tie within the measured noise goes to the earlier config", "[tune][measure_strategy][finals]") {
+  auto final_of = [](int i, timings t) {
+    candidate_result r = measured(i, t[0]);
+    r.time = t;
+    r.interleaved = true;
+    return r;
+  };
+  // 1.00 vs 1.02 with a spread of +-0.05: within the noise, so the earlier config wins.
+  CHECK(select_best({final_of(0, {1.02, 0.97, 1.07}), final_of(1, {1.00, 0.95, 1.05})}) == 0u);
+  // 1.00 vs 1.20: a real difference, the faster wins.
+  CHECK(select_best({final_of(0, {1.20, 1.15, 1.25}), final_of(1, {1.00, 0.95, 1.05})}) == 1u);
+  // Without interleaved finals the rule is the plain order of timings.
+  CHECK(select_best({measured(0, 1.02), measured(1, 1.00)}) == 1u);
 }

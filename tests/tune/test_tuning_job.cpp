@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,12 @@
 
 #include <cotune/detail/isolated_run.hpp>
 #include <cotune/detail/process.hpp>
+#include <cotune/search/search.hpp>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <span>
 
 #include "tuning_fixture.hpp"
 
@@ -234,4 +241,198 @@ TEST_CASE("a host tuning's result shows configs without GPU launch options", "[t
   const auto& r = tuner.tune_now(&out, 10);
   CHECK_FALSE(r.launch_options);
   CHECK_THAT(r.shown(r.best()), Catch::StartsWith("COST: ") && !Catch::Contains("num_warps"));
+}
+
+// ---- search strategies, verification and fair finals in a real tuning (host backend) ----
+
+namespace {
+
+/// Busy work of n * COST steps whose answer is n * COST, plus WRONG: a config with WRONG != 0 is
+/// fast when its COST is low, and wrong.
+const char* counting_code = R"(
+extern "C" void count(int* out, int n) {
+  volatile int s = 0;
+  for (int i = 0; i < n * COST; ++i) s += 1;
+  out[0] = s + WRONG;
+}
+)";
+
+kernel_source counting_kernel(std::string name) { return {.name = std::move(name), .code = counting_code, .entry = "count"}; }
+
+std::vector<config> counting_space() {
+  std::vector<config> out;
+  for (int cost : {1, 2, 3, 4, 6, 8})
+    for (int pad : {0, 1, 2, 3}) out.push_back(config{{"COST", cost}, {"PAD", pad}, {"WRONG", 0}});
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("a budgeted search measures at most its budget and picks a measured winner", "[tune][tuning_job][search]") {
+  private_cache cache;
+  for (const auto& name : {"random", "local", "evolution", "bayes"}) {
+    INFO(name);
+    crash_tuner tuner{counting_kernel(std::string("count_search_") + name), counting_space(),
+                      {.arg_names = {"out", "n"},
+                       .key = {"n"},
+                       .bench = quick_bench(),
+                       .search = search_named(name),
+                       .search_budget = search_settings{.evaluations = 5, .seed = 3}}};
+    int out = 0;
+    const auto& r = tuner.tune_now(&out, 2000);
+    REQUIRE(r.candidates.size() == 24);
+    const auto evaluated = 24 - count_status(r, candidate_status::not_evaluated);
+    CHECK(evaluated == 5);
+    CHECK(count_status(r, candidate_status::ok) == 5);
+    CHECK(r.candidates[r.winner].status == candidate_status::ok);
+    for (const auto& c : r.candidates)
+      if (c.status == candidate_status::not_evaluated) CHECK_THAT(c.reason, Catch::Contains(name));
+    // The stored JSON keeps the status, and reading it back selects the same winner.
+    const auto back = tuning_result::from_json(r.json());
+    REQUIRE(back);
+    CHECK(back->winner == r.winner);
+    CHECK(count_status(*back, candidate_status::not_evaluated) == 19);
+    tuner(&out, 2000);
+    CHECK(out == 2000 * r.best().at("COST").as_int());
+  }
+}
+
+TEST_CASE("the search knobs choose the strategy and its budget", "[tune][tuning_job][search]") {
+  private_cache cache;
+  auto strategy = search_knobs().strategy.scoped("random");
+  auto budget = search_knobs().budget.scoped(3);
+  crash_tuner tuner{counting_kernel("count_search_knobs"), counting_space(),
+                    {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench()}};
+  int out = 0;
+  const auto& r = tuner.tune_now(&out, 1000);
+  CHECK(count_status(r, candidate_status::ok) == 3);
+  CHECK(count_status(r, candidate_status::not_evaluated) == 21);
+}
+
+TEST_CASE("a search learns from candidates that fail to compile and still picks a measured one", "[tune][tuning_job][search]") {
+  private_cache cache;
+  // PAD 3 does not compile: `#if` on an undefined macro is fine, an #error is not.
+  const kernel_source k{.name = "count_search_errors",
+                        .code = std::string("#if PAD == 3\n#error PAD 3 is refused\n#endif\n") + counting_code,
+                        .entry = "count"};
+  crash_tuner tuner{k, counting_space(),
+                    {.arg_names = {"out", "n"},
+                     .key = {"n"},
+                     .bench = quick_bench(),
+                     .search = std::make_shared<bayesian_search>(4),
+                     .search_budget = search_settings{.evaluations = 12, .seed = 1}}};
+  int out = 0;
+  const auto& r = tuner.tune_now(&out, 1000);
+  CHECK(24 - count_status(r, candidate_status::not_evaluated) == 12);
+  CHECK(r.candidates[r.winner].status == candidate_status::ok);
+  CHECK(r.best().at("PAD").as_int() != 3);
+}
+
+TEST_CASE("a candidate that computes a wrong answer is recorded as wrong_result and never wins", "[tune][tuning_job][verify]") {
+  private_cache cache;
+  // The fastest config (COST 1) answers wrongly; the correct ones are slower.
+  std::vector<config> configs{config{{"COST", 4}, {"PAD", 0}, {"WRONG", 0}}, config{{"COST", 1}, {"PAD", 0}, {"WRONG", 1}},
+                              config{{"COST", 2}, {"PAD", 0}, {"WRONG", 0}}};
+  std::atomic<int> checks{0};
+  crash_tuner tuner{counting_kernel("count_verify"), configs,
+                    {.arg_names = {"out", "n"},
+                     .key = {"n"},
+                     .bench = quick_bench(),
+                     .verify = [&](const config& c, int* const& out, const int& n) -> std::optional<std::string> {
+                       ++checks;
+                       const int expected = n * static_cast<int>(c.at("COST").as_int());
+                       return compare_outputs(std::span<const int>(&expected, 1), std::span<const int>(out, 1));
+                     }}};
+  int out = 0;
+  const auto& r = tuner.tune_now(&out, 3000);
+  CHECK(checks.load() == 3);
+  CHECK(r.candidates[1].status == candidate_status::wrong_result);
+  CHECK_THAT(r.candidates[1].reason, Catch::Contains("element 0: expected 3000, got 3001"));
+  CHECK_THAT(r.candidates[1].reason, Catch::Contains("COST: 1"));
+  CHECK(r.winner != 1);
+  CHECK(r.best().at("WRONG").as_int() == 0);
+  // A wrong result survives the stored JSON.
+  const auto back = tuning_result::from_json(r.json());
+  REQUIRE(back);
+  CHECK(back->candidates[1].status == candidate_status::wrong_result);
+}
+
+TEST_CASE("with verification in isolated processes, a wrong answer keeps its status", "[tune][tuning_job][verify][isolation]") {
+  private_cache cache;
+  auto isolate = knobs().autotuning.isolate.scoped("on");
+  std::vector<config> configs{config{{"COST", 1}, {"PAD", 0}, {"WRONG", 7}}, config{{"COST", 2}, {"PAD", 0}, {"WRONG", 0}}};
+  crash_tuner tuner{counting_kernel("count_verify_isolated"), configs,
+                    {.arg_names = {"out", "n"},
+                     .key = {"n"},
+                     .bench = quick_bench(),
+                     .verify = [](const config& c, int* const& out, const int& n) -> std::optional<std::string> {
+                       const int expected = n * static_cast<int>(c.at("COST").as_int());
+                       return compare_outputs(std::span<const int>(&expected, 1), std::span<const int>(out, 1));
+                     }}};
+  int out = 0;
+  const auto& r = tuner.tune_now(&out, 1000);
+  CHECK(r.candidates[0].status == candidate_status::wrong_result);
+  CHECK(r.winner == 1);
+}
+
+TEST_CASE("finalists are re-measured in interleaved rounds on one device", "[tune][tuning_job][finals]") {
+  private_cache cache;
+  // Screening with a wide margin sends the best three to the finals.
+  crash_tuner tuner{counting_kernel("count_finals"),
+                    {config{{"COST", 8}, {"PAD", 0}, {"WRONG", 0}}, config{{"COST", 1}, {"PAD", 0}, {"WRONG", 0}},
+                     config{{"COST", 2}, {"PAD", 0}, {"WRONG", 0}}, config{{"COST", 3}, {"PAD", 0}, {"WRONG", 0}},
+                     config{{"COST", 16}, {"PAD", 0}, {"WRONG", 0}}},
+                    {.arg_names = {"out", "n"},
+                     .key = {"n"},
+                     .bench = bench_options{.warmup_ms = 1, .rep_ms = 10},
+                     .measure = std::make_shared<screening_measure>(2.0, 100.0, 3)}};
+  int out = 0;
+  const auto& r = tuner.tune_now(&out, 20000);
+  std::size_t finals = 0;
+  for (const auto& c : r.candidates) {
+    if (!c.interleaved) continue;
+    ++finals;
+    CHECK(c.status == candidate_status::ok);
+    CHECK_FALSE(c.screened_only);
+    CHECK(c.time[1] <= c.time[0]);
+    CHECK(c.time[0] <= c.time[2]);
+  }
+  CHECK(finals == 3);
+  CHECK(r.candidates[r.winner].interleaved);
+  CHECK(r.best().at("COST").as_int() <= 3); // COST 8 and 16 are many times slower than the finalists
+  tuner(&out, 20000);
+  CHECK(out == 20000 * r.best().at("COST").as_int());
+}
+
+TEST_CASE("each measured candidate records how it was measured, also from an isolated process",
+          "[tune][tuning_job][measurement]") {
+  for (const char* isolate : {"off", "on"}) {
+    INFO("COTUNE_ISOLATE=" << isolate);
+    private_cache cache;
+    auto isolating = knobs().autotuning.isolate.scoped(isolate);
+    crash_tuner tuner{counting_kernel(std::string("count_method_") + isolate),
+                      {config{{"COST", 1}, {"PAD", 0}, {"WRONG", 0}}, config{{"COST", 2}, {"PAD", 0}, {"WRONG", 0}}},
+                      {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench()}};
+    int out = 0;
+    const auto& r = tuner.tune_now(&out, 1000);
+    for (const auto& c : r.candidates) {
+      REQUIRE(c.status == candidate_status::ok);
+      CHECK(c.method == "host");
+      CHECK(c.samples > 0);
+      CHECK(c.rsd >= 0.0);
+    }
+    // The stored result keeps it, and the table shows it.
+    auto back = tuning_result::from_json(r.json());
+    REQUIRE(back);
+    CHECK(back->candidates[0].method == "host");
+    CHECK(back->candidates[0].samples == r.candidates[0].samples);
+    char* text = nullptr;
+    std::size_t size = 0;
+    std::FILE* f = ::open_memstream(&text, &size);
+    printing_observer::print_table(f, r);
+    std::fclose(f);
+    const std::string table(text, size);
+    std::free(text);
+    CHECK_THAT(table, Catch::Contains("method") && Catch::Contains("noise") && Catch::Contains("host"));
+  }
 }

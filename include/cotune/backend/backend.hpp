@@ -12,17 +12,10 @@
 #include <vector>
 
 #include <cotune/core/config.hpp>
+#include <cotune/backend/launch_geometry.hpp>
 #include <cotune/core/kernel_source.hpp>
 
 namespace cotune {
-
-/// Where a launch goes on a GPU: grid and block dimensions plus dynamic shared memory. The host
-/// backend ignores it.
-struct launch_grid {
-  unsigned x = 1, y = 1, z = 1;
-  unsigned shared_bytes = 0;
-  friend constexpr bool operator==(const launch_grid&, const launch_grid&) = default;
-};
 
 /// Lists the devices a backend can run on and describes each for cache keys.
 template <class B>
@@ -163,6 +156,26 @@ template <class B>
 concept ReportsWarnings = requires(const B& b) {
   { b.take_warnings() } -> std::same_as<std::vector<std::string>>;
 };
+
+/// Launches on a stream the caller owns (`typename B::stream_type`), so that a tuned call runs in order
+/// with the caller's work and can be captured into a graph (`autotuner::on(stream)`):
+/// `b.launch_on(stream, f, grid, args...)` launches there; `b.is_capturing(stream)` says whether the
+/// stream is being captured (tuning must not run then); `b.synchronize_stream(stream)` waits for the
+/// caller's work before a tuning reads its buffers; `b.synchronize(f)` waits for what cotune queued on
+/// `f`'s device (buffers zeroed before the first launch).
+template <class B>
+concept LaunchesOnStreams = requires(const B& b, const typename B::function& f, typename B::stream_type s) {
+  typename B::stream_type;
+  { b.is_capturing(s) } -> std::same_as<bool>;
+  b.synchronize_stream(s);
+  b.synchronize(f);
+};
+
+/// The backend can launch a loaded function with these arguments on a caller's stream.
+template <class B, class... Args>
+concept LaunchableOnStreamWith =
+    LaunchesOnStreams<B> && requires(const B& b, const typename B::function& f, typename B::stream_type s,
+                                     const launch_grid& g, Args&... args) { b.launch_on(s, f, g, args...); };
 
 /// Names the benchmarker its kernels are timed with (`using default_benchmarker_type = ...`).
 template <class B>

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include <cotune/bench/benchmarker.hpp>
+#include <cotune/bench/measurement.hpp>
+#include <cotune/bench/stopping_rule.hpp>
 #include <cotune/bench/summary.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/knobs/knobs.hpp>
@@ -18,7 +20,8 @@
 namespace cotune {
 
 /// Times CPU callables: one untimed call (absorbs first-touch costs; errors surface there), an
-/// estimate from 5 calls, then warm-up and measured repetitions sized from the millisecond budgets.
+/// estimate from 5 calls, then warm-up and measured repetitions sized from the millisecond budgets,
+/// the measured ones ending early once their noise is under the target (bench/stopping_rule.hpp).
 class host_benchmarker {
 public:
   struct options {
@@ -33,7 +36,14 @@ public:
   host_benchmarker() = default;
   explicit host_benchmarker(options o) : options_(o) {}
 
+  /// do_bench: the summary of `measure`.
   [[nodiscard]] std::vector<double> bench(const std::function<void()>& fn, const bench_options& opts) {
+    return measure(fn, opts).times;
+  }
+
+  /// One untimed call, an estimate from 5, warm-up runs for `warmup_ms`, then timed calls until the
+  /// stopping rule says (noise target, rep_ms of wall time, or rep_ms over the estimate calls).
+  [[nodiscard]] measurement measure(const std::function<void()>& fn, const bench_options& opts) {
     using clock = std::chrono::steady_clock;
     auto ms_since = [](clock::time_point t0) {
       return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
@@ -60,16 +70,26 @@ public:
     const auto n_warmup = static_cast<std::size_t>(std::max(1.0, opts.warmup_ms / estimate));
     const auto n_repeat = std::min(options_.max_repeats,
                                    static_cast<std::size_t>(std::max(1.0, opts.rep_ms / estimate)));
+    const stopping_rule rule = stopping_rule::from(opts, n_repeat);
     for (std::size_t i = 0; i < n_warmup; ++i) fn();
+    measurement m{.method = "host", .warmup_runs = n_warmup};
+    noise_tracker noise = rule.tracker();
     std::vector<double> samples;
-    samples.reserve(n_repeat);
-    for (std::size_t i = 0; i < n_repeat; ++i) {
+    samples.reserve(std::min<std::size_t>(n_repeat, 4096));
+    const auto sampling = clock::now();
+    while (m.stopped == stop_reason::none) {
       flush();
       auto start = clock::now();
       fn();
       samples.push_back(ms_since(start));
+      noise.add(samples.back());
+      m.stopped = rule.check(noise, ms_since(sampling));
     }
-    return summarize(std::move(samples), opts);
+    m.rsd = noise.rsd();
+    m.samples = samples.size();
+    m.times = summarize(std::move(samples), opts);
+    m.wall_ms = ms_since(first);
+    return m;
   }
 
 private:
@@ -83,6 +103,6 @@ private:
   unsigned char flush_round_ = 0;
 };
 
-static_assert(Benchmarker<host_benchmarker>);
+static_assert(ReportsMeasurement<host_benchmarker>);
 
 } // namespace cotune

@@ -1,31 +1,45 @@
 #pragma once
 /// \file The `Buffer` concept: kernel arguments that own data the autotuner must know about.
 ///
-/// A buffer argument adds its element type and extent to the tuning key, and can be zeroed
-/// (reset_to_zero) and snapshotted and restored (restore_value) around benchmark runs.
+/// A buffer argument adds its element type and extent to the tuning key, and a writable one can be
+/// zeroed (reset_to_zero) and snapshotted and restored (restore_value) around benchmark runs.
+///
+/// Besides the buffer types (host_span, cuda::device_span, ...), a host kernel may take any contiguous
+/// range of trivially copyable elements: `std::span<T>` by value, or `std::vector<T>&` and
+/// `std::array<T, N>&` by reference (by value they would be copies). Such a range is a buffer through
+/// `as_buffer`, which views it as a host_span.
 
 #include <algorithm>
 #include <concepts>
 #include <cstdint>
 #include <cstddef>
+#include <ranges>
 #include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include <cotune/core/errors.hpp>
 
 namespace cotune {
 
-/// A buffer: element count, element type name, zeroing, and snapshot/restore.
+/// A buffer: element count, element type name and a snapshot of its contents. A view of const
+/// elements is a buffer (its type and extent enter tuning keys) but not a writable one.
 template <class B>
-concept Buffer = requires(B& b, const B& cb, const typename B::snapshot_type& snap) {
+concept Buffer = requires(const B& cb) {
   typename B::snapshot_type;
   { cb.size() } -> std::convertible_to<std::size_t>;
   { cb.element_type_name() } -> std::convertible_to<std::string_view>;
-  b.zero();
   { cb.snapshot() } -> std::same_as<typename B::snapshot_type>;
+};
+
+/// A buffer that can be zeroed (reset_to_zero) and restored from a snapshot (restore_value).
+template <class B>
+concept WritableBuffer = Buffer<B> && requires(B& b, const typename B::snapshot_type& snap) {
+  b.zero();
   b.restore(snap);
 };
 
@@ -64,15 +78,19 @@ public:
   [[nodiscard]] T* data() const noexcept { return data_; }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] std::string_view element_type_name() const noexcept { return cotune::element_type_name<T>(); }
-  /// Zeroes the elements (a read-only span refuses: it cannot be used in reset_to_zero).
-  void zero() const {
-    if constexpr (std::is_const_v<T>) throw error("cotune::host_span: cannot zero a span of const elements");
-    else std::fill(data_, data_ + size_, T{});
+  /// Zeroes the elements (not for a span of const elements: that does not compile).
+  void zero() const
+    requires(!std::is_const_v<T>)
+  {
+    std::fill(data_, data_ + size_, T{});
   }
   [[nodiscard]] snapshot_type snapshot() const { return snapshot_type(data_, data_ + size_); }
-  void restore(const snapshot_type& s) const {
-    if constexpr (std::is_const_v<T>) throw error("cotune::host_span: cannot restore a span of const elements");
-    else std::copy(s.begin(), s.end(), data_);
+  void restore(const snapshot_type& s) const
+    requires(!std::is_const_v<T>)
+  {
+    if (s.size() != size_)
+      throw error(fmt::format("host_span::restore: the snapshot holds {} elements, the span {}", s.size(), size_));
+    std::copy(s.begin(), s.end(), data_);
   }
   /// What a host kernel receives.
   [[nodiscard]] T* kernel_arg() const noexcept { return data_; }
@@ -85,13 +103,45 @@ private:
 template <class Container>
 host_span(Container&) -> host_span<std::remove_reference_t<decltype(*std::declval<Container&>().data())>>;
 
-static_assert(Buffer<host_span<float>>);
+static_assert(WritableBuffer<host_span<float>>);
+static_assert(Buffer<host_span<const float>> && !WritableBuffer<host_span<const float>>);
+
+/// A contiguous range of trivially copyable elements in host memory that is not itself a Buffer:
+/// `std::span<T>`, `std::vector<T>`, `std::array<T, N>` (strings are left out: they are text).
+template <class R>
+concept HostRange = !Buffer<R> && std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
+                    std::is_trivially_copyable_v<std::ranges::range_value_t<R>> &&
+                    !std::is_convertible_v<const R&, std::string_view>;
+
+/// A Buffer, or a HostRange that `as_buffer` views as one.
+template <class A>
+concept AnyBuffer = Buffer<A> || HostRange<A>;
+
+/// The buffer `a` is: itself, or a host_span over a host range.
+template <class A>
+  requires AnyBuffer<std::remove_const_t<A>>
+[[nodiscard]] constexpr decltype(auto) as_buffer(A& a) noexcept {
+  if constexpr (Buffer<std::remove_const_t<A>>) return (a);
+  else return host_span<std::remove_reference_t<std::ranges::range_reference_t<A&>>>(std::ranges::data(a),
+                                                                                    std::ranges::size(a));
+}
+
+/// True when reset_to_zero and restore_value may name an argument of type A (a writable buffer, or a
+/// host range of mutable elements).
+template <class A>
+inline constexpr bool is_writable_buffer = [] {
+  if constexpr (Buffer<A>) return WritableBuffer<A>;
+  else if constexpr (HostRange<A>) return !std::is_const_v<std::remove_reference_t<std::ranges::range_reference_t<A&>>>;
+  else return false;
+}();
 
 /// What a kernel receives for an argument: `a.kernel_arg()` for buffers that define it (a host span
-/// gives its pointer, a device span its device address), the argument itself otherwise.
+/// gives its pointer, a device span its device address), a host range's data pointer, the argument
+/// itself otherwise.
 template <class A>
 [[nodiscard]] constexpr decltype(auto) kernel_arg(A& a) noexcept {
   if constexpr (requires { a.kernel_arg(); }) return a.kernel_arg();
+  else if constexpr (HostRange<std::remove_const_t<A>>) return std::ranges::data(a);
   else return (a);
 }
 

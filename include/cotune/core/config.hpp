@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <optional>
@@ -61,8 +62,16 @@ struct named_hook {
   config_hook fn;
 };
 
-/// Launch options, as in Triton's Config. `threads(warp_size)` derives threads per block from
-/// num_warps unless threads_per_block is set. The host backend ignores them.
+/// A block's shape in threads (x varies fastest), for kernels that index `threadIdx.y` and `.z`.
+struct block_dims {
+  int x = 1, y = 1, z = 1;
+  [[nodiscard]] constexpr std::int64_t threads() const noexcept { return std::int64_t{x} * y * z; }
+  friend constexpr bool operator==(const block_dims&, const block_dims&) = default;
+};
+
+/// Launch options, as in Triton's Config. `threads(warp_size)` is the block's thread count: the
+/// product of `block` when it is set, else threads_per_block, else num_warps x warp_size; a block
+/// without `block` runs (threads, 1, 1). The host backend ignores them.
 struct launch_options {
   int num_warps = 4;  ///< Triton's default.
   int num_stages = 3; ///< Triton's default.
@@ -70,9 +79,16 @@ struct launch_options {
   // `{}` on the optionals so that `launch_options{.num_warps = 8}` compiles cleanly under -Wextra.
   std::optional<int> maxnreg{};
   std::optional<int> threads_per_block{};
+  /// The block's 3-D shape; when set it decides the thread count (threads_per_block is then ignored).
+  std::optional<block_dims> block{};
 
   [[nodiscard]] constexpr int threads(int warp_size = 32) const noexcept {
+    if (block) return static_cast<int>(block->threads());
     return threads_per_block.value_or(num_warps * warp_size);
+  }
+  /// The block's shape: `block` when set, else (threads, 1, 1).
+  [[nodiscard]] constexpr block_dims block_shape(int warp_size = 32) const noexcept {
+    return block ? *block : block_dims{threads(warp_size), 1, 1};
   }
   friend constexpr bool operator==(const launch_options&, const launch_options&) = default;
 };
@@ -136,7 +152,8 @@ public:
   [[nodiscard]] const std::optional<named_hook>& pre_hook() const noexcept { return pre_hook_; }
 
   /// Canonical text, used for display and cache keys:
-  /// `BLOCK: 64, MODE: "fast", num_warps: 4, num_stages: 3, num_ctas: 1[, maxnreg: N][, threads_per_block: N][, pre_hook: name]`.
+  /// `BLOCK: 64, MODE: "fast", num_warps: 4, num_stages: 3, num_ctas: 1[, maxnreg: N][, threads_per_block: N]`
+  /// `[, block: XxYxZ][, pre_hook: name]`.
   [[nodiscard]] std::string text() const {
     std::string out;
     for (const auto& [name, v] : params_) out += fmt::format("{}: {}, ", name, v.text());
@@ -144,6 +161,7 @@ public:
                        launch_.num_ctas);
     if (launch_.maxnreg) out += fmt::format(", maxnreg: {}", *launch_.maxnreg);
     if (launch_.threads_per_block) out += fmt::format(", threads_per_block: {}", *launch_.threads_per_block);
+    if (launch_.block) out += fmt::format(", block: {}x{}x{}", launch_.block->x, launch_.block->y, launch_.block->z);
     if (pre_hook_) out += fmt::format(", pre_hook: {}", pre_hook_->name);
     return out;
   }
@@ -172,6 +190,9 @@ public:
     };
     optional_int("maxnreg", launch_.maxnreg);
     optional_int("threads_per_block", launch_.threads_per_block);
+    // Written only when set, so that configs without a 2-D block keep the JSON (and keys) they had.
+    if (launch_.block)
+      w.key("block").begin_array().value(launch_.block->x).value(launch_.block->y).value(launch_.block->z).end_array();
     w.key("pre_hook");
     if (pre_hook_) w.value(pre_hook_->name);
     else w.null();
@@ -213,6 +234,20 @@ public:
     c.launch_.num_ctas = read_int("num_ctas", 1);
     c.launch_.maxnreg = read_opt("maxnreg");
     c.launch_.threads_per_block = read_opt("threads_per_block");
+    if (auto b = obj["block"]; b.error() == SUCCESS && !b.is_null()) {
+      dom::array dims;
+      if (b.get_array().get(dims) != SUCCESS || dims.size() != 3)
+        throw error("config JSON: 'block' must be an array of three integers [x, y, z]");
+      int xyz[3] = {1, 1, 1};
+      int i = 0;
+      for (auto d : dims) {
+        std::int64_t n = 0;
+        if (d.get_int64().get(n) != SUCCESS || !std::in_range<int>(n))
+          throw error("config JSON: 'block' must be an array of three integers [x, y, z]");
+        xyz[i++] = static_cast<int>(n);
+      }
+      c.launch_.block = block_dims{xyz[0], xyz[1], xyz[2]};
+    }
     auto hook = obj["pre_hook"];
     if (hook.error() == SUCCESS && !hook.is_null()) {
       std::string_view hook_name;

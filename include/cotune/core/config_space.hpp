@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -11,16 +12,25 @@
 
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/core/grid_expr.hpp>
 
 namespace cotune {
 
 /// Builds a candidate list: the product of named parameter axes and launch-option axes, in the order
-/// the axes were added (the last axis varies fastest), keeping the configs every predicate accepts.
+/// the axes were added (the last axis varies fastest), with derived values set in the order they were
+/// added, keeping the configs every predicate accepts (predicates see the derived values).
 ///
 ///     auto configs = config_space{}
 ///         .axis("BLOCK", {16, 32, 64}).axis("UNROLL", {1, 2, 4})
 ///         .num_warps({4, 8})
 ///         .where([](const config& c) { return c.at("BLOCK").as_int() * c.at("UNROLL").as_int() <= 128; })
+///         .build();
+///
+/// A 2-D kernel derives its block from its parameters instead of patching every config afterwards:
+///
+///     config_space{}.axis("BLOCK_X", {16, 32}).axis("BLOCK_Y", {4, 8}).axis("TILE", {1, 2})
+///         .derive("block_x", p("BLOCK_X")).derive("block_y", p("BLOCK_Y"))
+///         .derive("ROWS", p("BLOCK_Y") * p("TILE"))       // a parameter the kernel sees as a macro
 ///         .build();
 class config_space {
 public:
@@ -37,6 +47,25 @@ public:
   config_space& num_warps(std::vector<int> values) { return launch_axis("num_warps", std::move(values), &launch_options::num_warps); }
   config_space& num_stages(std::vector<int> values) { return launch_axis("num_stages", std::move(values), &launch_options::num_stages); }
   config_space& num_ctas(std::vector<int> values) { return launch_axis("num_ctas", std::move(values), &launch_options::num_ctas); }
+
+  /// Sets `name` in every config from what the axes (and earlier derivations) gave it. `name` is a
+  /// launch option (num_warps, num_stages, num_ctas, maxnreg, threads_per_block or its alias threads,
+  /// block_x, block_y, block_z: the block's shape, which then decides its thread count) or else a
+  /// parameter the kernel sees as a macro. `fn` is a function of the config returning a value, or an
+  /// expression such as `p("BLOCK_X") * p("BLOCK_Y")`.
+  template <class F>
+    requires(grid_expression<F> || std::is_invocable_r_v<value, const F&, const config&>)
+  config_space& derive(std::string name, F fn) {
+    if (!is_identifier(name)) throw error(fmt::format("config_space: derived name '{}' is not a C identifier", name));
+    for (const auto& a : axes_)
+      if (a.name == name || (name == "threads" && a.name == "threads_per_block"))
+        throw error(fmt::format("config_space: '{}' is both an axis and derived; drop one of them", name));
+    for (const auto& d : derived_)
+      if (d.name == name) throw error(fmt::format("config_space: '{}' is derived twice", name));
+    derived_.push_back({std::move(name), [fn = std::move(fn)](const config& c) { return value(fn(c)); }});
+    return *this;
+  }
+
   /// Keeps only the configs for which `predicate` returns true.
   config_space& where(std::function<bool(const config&)> predicate) {
     predicates_.push_back(std::move(predicate));
@@ -58,6 +87,7 @@ public:
     for (std::size_t n = 0; n < total; ++n) {
       config c;
       for (std::size_t a = 0; a < axes_.size(); ++a) axes_[a].apply(c, index[a]);
+      for (const auto& d : derived_) apply_derived(c, d);
       if (std::all_of(predicates_.begin(), predicates_.end(), [&](const auto& p) { return p(c); }))
         out.push_back(std::move(c));
       for (std::size_t a = axes_.size(); a-- > 0;) {
@@ -97,7 +127,47 @@ private:
     return *this;
   }
 
+  struct derived_entry {
+    std::string name;
+    std::function<value(const config&)> fn;
+  };
+
+  static void apply_derived(config& c, const derived_entry& d) {
+    const value v = d.fn(c);
+    auto launch_int = [&]() -> int {
+      if (!v.is_int() || !std::in_range<int>(v.as_int()) || v.as_int() < (d.name == "maxnreg" ? 1 : 0))
+        throw error(fmt::format("config_space: derived launch option '{}' is {} for config {{{}}}; it must be a "
+                                "non-negative int",
+                                d.name, v.text(), c.text()));
+      return static_cast<int>(v.as_int());
+    };
+    auto launch = c.launch();
+    auto block = [&](int block_dims::*dim) {
+      const int n = launch_int();
+      if (n < 1)
+        throw error(fmt::format("config_space: derived '{}' is {} for config {{{}}}; a block dimension must be >= 1",
+                                d.name, n, c.text()));
+      block_dims b = launch.block.value_or(block_dims{});
+      b.*dim = n;
+      launch.block = b;
+    };
+    if (d.name == "num_warps") launch.num_warps = launch_int();
+    else if (d.name == "num_stages") launch.num_stages = launch_int();
+    else if (d.name == "num_ctas") launch.num_ctas = launch_int();
+    else if (d.name == "maxnreg") launch.maxnreg = launch_int();
+    else if (d.name == "threads_per_block" || d.name == "threads") launch.threads_per_block = launch_int();
+    else if (d.name == "block_x") block(&block_dims::x);
+    else if (d.name == "block_y") block(&block_dims::y);
+    else if (d.name == "block_z") block(&block_dims::z);
+    else {
+      c.set(d.name, v);
+      return;
+    }
+    c.with_launch(launch);
+  }
+
   std::vector<axis_entry> axes_;
+  std::vector<derived_entry> derived_;
   std::vector<std::function<bool(const config&)>> predicates_;
 };
 

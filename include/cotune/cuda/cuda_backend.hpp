@@ -4,9 +4,10 @@
 ///
 /// A kernel is CUDA C++ source; its entry is a kernel name or a name expression such as
 /// `"gemm<BLOCK_M, BLOCK_N>"` (NVRTC instantiates and names it). Each config parameter becomes a
-/// `-D NAME=value` macro, and the launch options become COTUNE_NUM_WARPS, COTUNE_NUM_STAGES and
-/// COTUNE_THREADS_PER_BLOCK (for `__launch_bounds__`). A launch runs `threads(32)` threads per
-/// block (num_warps x 32 unless threads_per_block is set) on the grid the caller gives.
+/// `-D NAME=value` macro, and the launch options become COTUNE_NUM_WARPS, COTUNE_NUM_STAGES,
+/// COTUNE_THREADS_PER_BLOCK (for `__launch_bounds__`) and COTUNE_BLOCK_X/Y/Z. A launch runs the
+/// config's block (`launch_options::block`, else num_warps x 32 or threads_per_block threads along x)
+/// on the grid the caller gives, on cotune's stream or, through `launch_on`, the caller's.
 
 #include <algorithm>
 #include <atomic>
@@ -145,6 +146,9 @@ public:
     CUfunction handle = nullptr;
     const device_context* context = nullptr;
     unsigned threads_per_block = 0;
+    block_dims block{};                  ///< the config's block shape
+    int kernel_max_threads = 0;          ///< the kernel's own limit (registers, __launch_bounds__)
+    launch_limits limits{};              ///< the device's, to name the dimension when a launch is refused
     int registers = 0;                   ///< per thread
     int static_shared_bytes = 0;
     int local_bytes = 0;                 ///< per thread (spills and stack)
@@ -211,6 +215,10 @@ public:
     out.push_back(fmt::format("-DCOTUNE_NUM_WARPS={}", launch.num_warps));
     out.push_back(fmt::format("-DCOTUNE_NUM_STAGES={}", launch.num_stages));
     out.push_back(fmt::format("-DCOTUNE_THREADS_PER_BLOCK={}", launch.threads(d.warp_size)));
+    const block_dims block = launch.block_shape(d.warp_size);
+    out.push_back(fmt::format("-DCOTUNE_BLOCK_X={}", block.x));
+    out.push_back(fmt::format("-DCOTUNE_BLOCK_Y={}", block.y));
+    out.push_back(fmt::format("-DCOTUNE_BLOCK_Z={}", block.z));
     if (launch.maxnreg) out.push_back(fmt::format("--maxrregcount={}", *launch.maxnreg));
     if (knobs().runtime.debug.get()) out.push_back("-lineinfo");
     for (const auto& o : k.options) out.push_back(o);
@@ -354,6 +362,10 @@ public:
                              kernel_max_threads);
     if (f.static_shared_bytes > d.max_shared_per_block_optin)
       throw out_of_resources("shared memory", f.static_shared_bytes, d.max_shared_per_block_optin);
+    f.block = c.launch().block_shape(d.warp_size);
+    f.limits = d.limits();
+    f.kernel_max_threads = kernel_max_threads;
+    check_block(f.block, f.limits, kernel_max_threads); // every dimension, named with its limit
     f.threads_per_block = static_cast<unsigned>(threads);
     f.max_dynamic_shared = d.max_shared_per_block_optin - f.static_shared_bytes;
     module->dynamic_shared_allowed.store(
@@ -362,34 +374,81 @@ public:
     return f;
   }
 
-  /// Launches `f` on `grid` (block size from its config) on the device's stream. Each argument is
-  /// passed as `cotune::kernel_arg(arg)`: device spans and buffers as their device address, the
-  /// rest by value; the kernel's parameters must match these types. Dynamic shared memory above
-  /// 48 KB is opted into once per function; above the device's limit it is out_of_resources.
+  /// A caller's stream (`autotuner::on(stream)`); it must belong to the device's primary context.
+  using stream_type = CUstream;
+
+  /// Launches `f` on `grid` (block from the grid, else from its config) on the device's stream. Each
+  /// argument is passed as `cotune::kernel_arg(arg)`: device spans and buffers as their device
+  /// address, the rest by value; the kernel's parameters must match these types. Dynamic shared
+  /// memory above 48 KB is opted into once per function; above the device's limit it is
+  /// out_of_resources, as is a grid or block dimension beyond the device's (named in the error).
   template <class... Args>
   void launch(const function& f, const launch_grid& grid, Args&... args) const {
+    launch_on(f.context->stream(), f, grid, args...);
+  }
+
+  /// `launch` on the caller's `stream`: in order with the caller's work there, and capturable into a
+  /// CUDA graph (the launch makes no other driver call than cuLaunchKernel once the function's
+  /// dynamic shared memory is opted into).
+  template <class... Args>
+  void launch_on(CUstream stream, const function& f, const launch_grid& grid, Args&... args) const {
+    static_assert((!HostRange<std::remove_cvref_t<Args>> && ...),
+                  "a host container (std::vector, std::array, std::span) cannot be a CUDA kernel's argument: its "
+                  "memory is on the host; copy it to a cuda::device_buffer, or wrap device memory you own with "
+                  "cuda::device_view(ptr, count, device)");
     std::tuple<std::decay_t<decltype(cotune::kernel_arg(args))>...> values(cotune::kernel_arg(args)...);
     std::apply(
         [&](auto&... v) {
           void* params[] = {static_cast<void*>(&v)..., nullptr};
-          launch_raw(f, grid, params);
+          launch_raw_on(stream, f, grid, params);
         },
         values);
   }
 
   /// Launches with a prepared parameter array (`params[i]` points at argument i).
   void launch_raw(const function& f, const launch_grid& grid, void** params) const {
+    launch_raw_on(f.context->stream(), f, grid, params);
+  }
+
+  /// `launch_raw` on the caller's `stream`.
+  void launch_raw_on(CUstream stream, const function& f, const launch_grid& grid, void** params) const {
     const device_context& ctx = *f.context;
     ctx.make_current();
     if (static_cast<int>(grid.shared_bytes) > f.module->dynamic_shared_allowed.load(std::memory_order_relaxed))
       opt_in_dynamic_shared(f, grid.shared_bytes);
-    CUresult r = ctx.api().launch_kernel(f.handle, grid.x, grid.y, grid.z, f.threads_per_block, 1, 1, grid.shared_bytes,
-                                         ctx.stream(), params, nullptr);
+    const block_dims& b = grid.block ? *grid.block : f.block;
+    CUresult r = ctx.api().launch_kernel(f.handle, grid.x, grid.y, grid.z, static_cast<unsigned>(b.x),
+                                         static_cast<unsigned>(b.y), static_cast<unsigned>(b.z), grid.shared_bytes,
+                                         stream, params, nullptr);
+    if (r != CUDA_SUCCESS) [[unlikely]]
+      launch_failed(ctx, r, f, grid, b);
+  }
+
+  /// True while `stream` is being captured into a graph (an implicit capture of the legacy stream
+  /// counts); tuning must not run then. Throws launch_error when the driver cannot tell.
+  [[nodiscard]] bool is_capturing(CUstream stream) const {
+    const auto* lib = try_driver();
+    if (!lib) return false;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    const CUresult r = lib->api().stream_is_capturing(stream, &status);
+    if (r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) return true;
     if (r != CUDA_SUCCESS)
-      ctx.check(r, fmt::format("launching kernel '{}' with config {{{}}} (grid {}x{}x{}, {} threads per block, {} bytes "
-                               "of dynamic shared memory)",
-                               f.module->kernel_name, f.module->config_text, grid.x, grid.y, grid.z,
-                               f.threads_per_block, grid.shared_bytes));
+      throw launch_error(fmt::format("cuda backend: cuStreamIsCapturing failed: {}", lib->error_text(r)));
+    return status != CU_STREAM_CAPTURE_STATUS_NONE;
+  }
+
+  /// Waits for the work queued on the caller's `stream` (before a tuning reads or writes its buffers).
+  void synchronize_stream(CUstream stream) const {
+    const auto* lib = try_driver();
+    if (!lib) return;
+    if (CUresult r = lib->api().stream_synchronize(stream); r != CUDA_SUCCESS)
+      throw launch_error(fmt::format("cuda backend: waiting for the caller's stream failed: {}", lib->error_text(r)));
+  }
+
+  /// Waits for everything cotune queued on `f`'s device.
+  void synchronize(const function& f) const {
+    f.context->make_current();
+    f.context->synchronize("synchronizing");
   }
 
   /// Warnings about how compiles run (NVRTC's compile server could not start, or was lost) since the
@@ -416,6 +475,21 @@ private:
     return out.empty() ? std::string("(unknown)") : out;
   }
 
+  // Names the dimension and the limit when the driver refuses a launch's geometry (it says only
+  // "invalid value"); the checks cost nothing on launches that succeed.
+  [[noreturn]] static void launch_failed(const device_context& ctx, CUresult r, const function& f,
+                                         const launch_grid& grid, const block_dims& b) {
+    if (!is_sticky_error(r)) {
+      check_grid(grid, f.limits);
+      check_block(b, f.limits, f.kernel_max_threads);
+    }
+    ctx.check(r, fmt::format("launching kernel '{}' with config {{{}}} (grid {}x{}x{}, block {}x{}x{}, {} bytes of "
+                             "dynamic shared memory)",
+                             f.module->kernel_name, f.module->config_text, grid.x, grid.y, grid.z, b.x, b.y, b.z,
+                             grid.shared_bytes));
+    throw launch_error(fmt::format("launching kernel '{}' failed", f.module->kernel_name)); // check always throws
+  }
+
   static void opt_in_dynamic_shared(const function& f, unsigned bytes) {
     if (static_cast<std::int64_t>(bytes) > f.max_dynamic_shared)
       throw out_of_resources("shared memory", std::int64_t{f.static_shared_bytes} + bytes,
@@ -432,7 +506,7 @@ private:
 
 // The optional capabilities the CUDA backend means to offer (a misspelt member fails here).
 static_assert(HasDeviceKey<cuda_backend> && StoppableCompiler<cuda_backend> && ComparesDevices<cuda_backend> &&
-              DeclaresBenchmarker<cuda_backend> && ReportsWarnings<cuda_backend>);
+              DeclaresBenchmarker<cuda_backend> && ReportsWarnings<cuda_backend> && LaunchesOnStreams<cuda_backend>);
 
 static_assert(Backend<cuda_backend>);
 

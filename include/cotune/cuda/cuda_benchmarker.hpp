@@ -1,6 +1,8 @@
 #pragma once
-/// \file `cotune::cuda::cuda_benchmarker`: do_bench's semantics (spec §8.2) with CUDA events, an L2
-/// flush sized from the device, and a graph-replay mode for microsecond kernels (spec §8.3).
+/// \file `cotune::cuda::cuda_benchmarker`: do_bench's semantics (spec §8.2) with CUDA events and an
+/// L2 flush sized from the device; kernels under bench.batch_below_us are timed in CUDA graphs of N
+/// launches, so that launch overhead does not enter their time (the loop is the GPU layer's,
+/// gpu/event_timing.hpp, which says what the flush means in each method).
 ///
 /// The callable must queue its work on the device's cotune stream (`stream()`); the backend's
 /// `launch` does. Errors in the timed kernels surface as launch_error; a sticky one (an illegal
@@ -19,6 +21,7 @@
 #include <fmt/format.h>
 
 #include <cotune/bench/benchmarker.hpp>
+#include <cotune/bench/measurement.hpp>
 #include <cotune/bench/summary.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/cuda/cuda_backend.hpp>
@@ -26,6 +29,7 @@
 #include <cotune/cuda/device.hpp>
 #include <cotune/cuda/device_buffer.hpp>
 #include <cotune/cuda/driver_api.hpp>
+#include <cotune/gpu/event_timing.hpp>
 #include <cotune/knobs/knobs.hpp>
 
 namespace cotune::cuda {
@@ -61,36 +65,28 @@ private:
   std::vector<CUevent> events_;
 };
 
-/// A captured graph and its executable form, destroyed together.
-struct graph_guard {
-  const driver_api& api;
-  CUgraph graph = nullptr;
-  CUgraphExec exec = nullptr;
-  ~graph_guard() {
-    if (exec) (void)api.graph_exec_destroy(exec);
-    if (graph) (void)api.graph_destroy(graph);
-  }
-};
-
 } // namespace detail
 
 /// How a cuda_benchmarker measures (defaults from the knobs where unset).
 struct cuda_bench_options {
-  /// Replay a CUDA graph of many runs instead of timing each run; unset = the `cuda.graph` knob.
+  /// Time every kernel in graph batches, whatever its length; unset = the `cuda.graph` knob.
   std::optional<bool> graph{};
   /// L2 flush size as a multiple of the device's L2; unset = the `cuda.flush_factor` knob.
   std::optional<double> flush_factor{};
-  /// At most this many timed runs (event pairs). Triton has no cap; with the default flush (one
+  /// Kernels whose first estimate is under this (us) are timed in batches; 0 = never; unset = the
+  /// `bench.batch_below_us` knob.
+  std::optional<double> batch_below_us{};
+  /// At most this many timed samples (event pairs). Triton has no cap; with the default flush (one
   /// 60 MB L2 on an H200) each run costs at least ~20 us, so a 100 ms budget asks at most ~5000 and
   /// the cap binds only with the flush off, where 10^4 samples already pin a microsecond kernel's
   /// quantiles.
   std::size_t max_repeats = 10000;
-  /// At most this many launches captured in one graph. Measured on an H200 (the probe in
+  /// At most this many launches captured in one batch graph. Measured on an H200 (the probe in
   /// tests/cuda/test_cuda_benchmarker.cpp): an empty kernel timed 0.835 us per launch in graphs of
   /// 1000 and of 10000 launches alike, while bench() took 14.5 ms against 186 ms.
   std::size_t max_graph_launches = 1000;
-  /// Timed graph replays, as in do_bench_cudagraph.
-  int graph_replays = 10;
+  /// A batch lasts about this long (gpu::timing_settings::batch_target_ms says why 1 ms).
+  double batch_target_ms = 1.0;
 };
 
 /// Times callables on one CUDA device.
@@ -117,109 +113,88 @@ public:
     return (static_cast<std::size_t>(static_cast<double>(l2_bytes_) * factor) + 3) / 4 * 4;
   }
 
-  /// do_bench: `fn` once (its errors surface here, and a first run longer than COTUNE_BENCH_TIMEOUT_MS
-  /// is a timeout_error), then either per-run event pairs with an L2 flush before each run, or, in
-  /// graph mode, replays of a graph of many runs. Returns milliseconds as `opts` asks.
+  /// do_bench: the summary of `measure`.
   [[nodiscard]] std::vector<double> bench(const std::function<void()>& fn, const bench_options& opts) {
+    return measure(fn, opts).times;
+  }
+
+  /// `fn` once (its errors surface here, and a first run longer than COTUNE_BENCH_TIMEOUT_MS is a
+  /// timeout_error), an estimate, warm-up, then samples per launch (flushed) or per graph batch, until
+  /// the stopping rule says. The result names the method, the noise and why sampling stopped.
+  [[nodiscard]] measurement measure(const std::function<void()>& fn, const bench_options& opts) {
     check_quantiles(opts.quantiles);
+    const auto started = std::chrono::steady_clock::now();
     const device_context& ctx = *context_;
     ctx.make_current();
     const auto timeout = std::chrono::milliseconds(knobs().bench.timeout_ms.get());
     std::optional<std::chrono::steady_clock::time_point> deadline;
-    if (timeout.count() > 0) deadline = std::chrono::steady_clock::now() + timeout;
+    if (timeout.count() > 0) deadline = started + timeout;
     fn();
     ctx.make_current();
     ctx.synchronize("the first run of the benchmarked kernel", deadline);
     ctx.check(ctx.api().ctx_synchronize(), "synchronizing after the first run");
-    if (options_.graph.value_or(cuda_knobs().graph.get())) return bench_graph(fn, opts);
-
-    const auto& api = ctx.api();
-    const CUstream s = ctx.stream();
     ensure_flush_buffer();
-    const auto& ev = events_->reserve(2);
-    auto elapsed = [&](CUevent a, CUevent b) {
-      float ms = 0.0f;
-      ctx.check(api.event_elapsed_time(&ms, a, b), "cuEventElapsedTime");
-      return static_cast<double>(ms);
-    };
-
-    ctx.check(api.event_record(ev[0], s), "cuEventRecord");
-    for (int i = 0; i < 5; ++i) {
-      flush();
-      fn();
-    }
-    ctx.check(api.event_record(ev[1], s), "cuEventRecord");
-    ctx.check(api.event_synchronize(ev[1]), "timing the estimate runs");
-    // Guard: Triton divides by the estimate; a zero (below the events' resolution) would be a
-    // division by zero. A nanosecond caps the repetition counts instead.
-    const double estimate = std::max(elapsed(ev[0], ev[1]) / 5.0, 1e-6);
-    // The warm-up shares the measured runs' cap, so that the guard above cannot ask for millions.
-    const auto n_warmup =
-        std::min(options_.max_repeats, static_cast<std::size_t>(std::max(1.0, opts.warmup_ms / estimate)));
-    const auto n_repeat =
-        std::min(options_.max_repeats, static_cast<std::size_t>(std::max(1.0, opts.rep_ms / estimate)));
-
-    const auto& pairs = events_->reserve(2 * n_repeat);
-    for (std::size_t i = 0; i < n_warmup; ++i) fn();
-    for (std::size_t i = 0; i < n_repeat; ++i) {
-      flush();
-      ctx.check(api.event_record(pairs[2 * i], s), "cuEventRecord");
-      fn();
-      ctx.check(api.event_record(pairs[2 * i + 1], s), "cuEventRecord");
-    }
-    ctx.check(api.event_synchronize(pairs[2 * n_repeat - 1]), "timing the measured runs");
-    std::vector<double> samples;
-    samples.reserve(n_repeat);
-    for (std::size_t i = 0; i < n_repeat; ++i) samples.push_back(elapsed(pairs[2 * i], pairs[2 * i + 1]));
-    return summarize(std::move(samples), opts);
+    timer t{*this};
+    measurement m = gpu::timed_measurement(t, fn, opts, settings());
+    m.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    return m;
   }
 
 private:
-  /// do_bench_cudagraph: an estimate from 5 plain runs, one graph of n runs (n from the budget),
-  /// then timed replays, each sample being a replay's time over n. No flush: it would be captured too.
-  std::vector<double> bench_graph(const std::function<void()>& fn, const bench_options& opts) {
-    const device_context& ctx = *context_;
-    const auto& api = ctx.api();
-    const CUstream s = ctx.stream();
-    const auto& ev = events_->reserve(2);
-    auto elapsed = [&](CUevent a, CUevent b) {
+  /// The GPU layer's Timer over CUDA events and graphs.
+  struct timer {
+    cuda_benchmarker& b;
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    explicit timer(cuda_benchmarker& owner) : b(owner) {}
+    timer(const timer&) = delete;
+    timer& operator=(const timer&) = delete;
+    ~timer() { drop_graph(); }
+    [[nodiscard]] const device_context& ctx() const { return *b.context_; }
+    void reserve(std::size_t n) { (void)b.events_->reserve(n); }
+    void record(std::size_t i) {
+      ctx().check(ctx().api().event_record(b.events_->reserve(i + 1)[i], ctx().stream()), "cuEventRecord");
+    }
+    void wait(std::size_t i, const char* what) { ctx().check(ctx().api().event_synchronize(b.events_->reserve(i + 1)[i]), what); }
+    [[nodiscard]] double elapsed(std::size_t i, std::size_t j) {
+      const auto& ev = b.events_->reserve(std::max(i, j) + 1);
       float ms = 0.0f;
-      ctx.check(api.event_elapsed_time(&ms, a, b), "cuEventElapsedTime");
+      ctx().check(ctx().api().event_elapsed_time(&ms, ev[i], ev[j]), "cuEventElapsedTime");
       return static_cast<double>(ms);
-    };
-    ctx.check(api.event_record(ev[0], s), "cuEventRecord");
-    for (int i = 0; i < 5; ++i) fn();
-    ctx.check(api.event_record(ev[1], s), "cuEventRecord");
-    ctx.check(api.event_synchronize(ev[1]), "timing the estimate runs");
-    const double estimate = elapsed(ev[0], ev[1]) / 5.0;
-    const std::size_t n = std::min(options_.max_graph_launches,
-                                   estimate <= 0.0 ? std::size_t{1000}
-                                                   : static_cast<std::size_t>(std::max(1.0, opts.rep_ms / estimate)));
+    }
+    void flush() { b.flush(); }
+    void begin_capture() {
+      // Relaxed: hooks inside `fn` may allocate (restore_value's snapshot), which the stricter
+      // capture modes forbid while a capture is under way.
+      ctx().check(ctx().api().stream_begin_capture(ctx().stream(), CU_STREAM_CAPTURE_MODE_RELAXED),
+                  "cuStreamBeginCapture");
+    }
+    bool end_capture(bool ok) {
+      const CUresult r = ctx().api().stream_end_capture(ctx().stream(), &graph);
+      if (!ok || r != CUDA_SUCCESS || !graph) return false; // an invalidated capture: batches go back to back
+      ctx().make_current();
+      if (ctx().api().graph_instantiate(&exec, graph, 0) != CUDA_SUCCESS) {
+        exec = nullptr;
+        return false;
+      }
+      return true;
+    }
+    void replay() { ctx().check(ctx().api().graph_launch(exec, ctx().stream()), "cuGraphLaunch"); }
+    void drop_graph() {
+      const auto& api = ctx().api();
+      if (exec) (void)api.graph_exec_destroy(exec);
+      if (graph) (void)api.graph_destroy(graph);
+      exec = nullptr;
+      graph = nullptr;
+    }
+  };
 
-    detail::graph_guard g{api};
-    // Relaxed: hooks inside `fn` may allocate (restore_value's snapshot), which the stricter
-    // capture modes forbid while a capture is under way.
-    ctx.check(api.stream_begin_capture(s, CU_STREAM_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture");
-    try {
-      for (std::size_t i = 0; i < n; ++i) fn();
-    } catch (...) {
-      (void)api.stream_end_capture(s, &g.graph);
-      throw;
-    }
-    ctx.make_current();
-    ctx.check(api.stream_end_capture(s, &g.graph), "capturing the benchmark graph (cuStreamEndCapture)");
-    ctx.check(api.graph_instantiate(&g.exec, g.graph, 0), "cuGraphInstantiate");
-    // One untimed replay uploads the graph; do_bench_cudagraph times its first replay too.
-    ctx.check(api.graph_launch(g.exec, s), "cuGraphLaunch");
-    std::vector<double> samples;
-    for (int r = 0; r < options_.graph_replays; ++r) {
-      ctx.check(api.event_record(ev[0], s), "cuEventRecord");
-      ctx.check(api.graph_launch(g.exec, s), "cuGraphLaunch");
-      ctx.check(api.event_record(ev[1], s), "cuEventRecord");
-      ctx.check(api.event_synchronize(ev[1]), "timing a graph replay");
-      samples.push_back(elapsed(ev[0], ev[1]) / static_cast<double>(n));
-    }
-    return summarize(std::move(samples), opts);
+  [[nodiscard]] gpu::timing_settings settings() const {
+    return {.batch_below_ms = options_.batch_below_us.value_or(knobs().bench.batch_below_us.get()) / 1000.0,
+            .always_batch = options_.graph.value_or(cuda_knobs().graph.get()),
+            .batch_target_ms = options_.batch_target_ms,
+            .max_batch = options_.max_graph_launches,
+            .max_repeats = options_.max_repeats};
   }
 
   void ensure_flush_buffer() {
@@ -245,6 +220,6 @@ private:
   std::uint32_t flush_round_ = 0;
 };
 
-static_assert(Benchmarker<cuda_benchmarker>);
+static_assert(ReportsMeasurement<cuda_benchmarker>);
 
 } // namespace cotune::cuda

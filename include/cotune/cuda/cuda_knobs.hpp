@@ -19,6 +19,7 @@ struct cuda_knob_group {
       {.name = "cuda.libnvrtc_path", .env = "COTUNE_LIBNVRTC_PATH",
        .doc = "the NVRTC library to dlopen; unset = libnvrtc.so.<toolkit major> from the loader's search path, "
               "then $CUDA_HOME/lib64 and /usr/local/cuda/lib64"}};
+  // In batch mode (bench.batch_below_us) the flush runs once before each batch, outside its timing.
   // 1x: measured on an H200 (60 MB L2; the "[gpu][.probe]" case of tests/cuda/test_cuda_benchmarker.cpp),
   // a kernel reading 31 MB ran in 8.0 us warm, 11.3 us after a 0.25x flush, and 15.0-15.8 us after
   // any flush from 0.5x to 4x: eviction is complete from 0.5x, so 1x keeps a 2x margin at a quarter
@@ -29,8 +30,8 @@ struct cuda_knob_group {
               "0 = no flush (kernels are then timed with a warm cache)",
        .validate = cotune::detail::at_least(0.0, "COTUNE_CUDA_FLUSH_FACTOR")}};
   knob<bool> graph{{.name = "cuda.graph", .env = "COTUNE_CUDA_GRAPH", .fallback = false,
-                    .doc = "benchmark by replaying a CUDA graph of many launches (Triton's do_bench_cudagraph): "
-                           "removes launch overhead from microsecond kernels' timings; no L2 flush"}};
+                    .doc = "time every kernel in CUDA graph batches of N launches (one L2 flush before each batch), "
+                           "whatever its length; off = only kernels under bench.batch_below_us are batched"}};
   // On by default: measured on the 32-core H200 host (2026-11-30, example 04's GEMM), 16 concurrent
   // NVRTC compiles took 1.17-1.54 s on threads of one process and 0.34-0.41 s in processes, against
   // 0.25 s for one compile alone: NVRTC serialises much of its work inside a process.

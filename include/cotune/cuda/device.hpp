@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::cuda::device`: what cotune knows about one CUDA device, and the list of devices.
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include <cuda.h>
 #include <fmt/format.h>
 
+#include <cotune/backend/launch_geometry.hpp>
 #include <cotune/cuda/driver_api.hpp>
 
 namespace cotune::cuda {
@@ -36,9 +38,18 @@ struct device {
   std::int64_t max_shared_per_block = 48 * 1024;    ///< static + dynamic, without opting in
   std::int64_t max_shared_per_block_optin = 48 * 1024; ///< with cuFuncSetAttribute's opt-in (227 KB on sm_90)
   std::string pci_bus_id{};                         ///< "0000:3b:00.0"; tells physical devices apart
+  std::array<int, 3> max_block_dims{1024, 1024, 64};             ///< threads per block along x, y, z
+  std::array<int, 3> max_grid_dims{2147483647, 65535, 65535};    ///< blocks per grid along x, y, z
 
   /// The real architecture NVRTC targets: "sm_90".
   [[nodiscard]] std::string arch() const { return fmt::format("sm_{}{}", cc.major, cc.minor); }
+
+  /// The limits a launch on this device must respect (checked per dimension by check_block/check_grid).
+  [[nodiscard]] launch_limits limits() const noexcept {
+    return {{max_block_dims[0], max_block_dims[1], max_block_dims[2]},
+            max_threads_per_block,
+            {max_grid_dims[0], max_grid_dims[1], max_grid_dims[2]}};
+  }
 
   friend bool operator==(const device&, const device&) = default;
 };
@@ -80,6 +91,10 @@ struct device {
   d.warp_size = attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
   d.max_threads_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   d.max_registers_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+  d.max_block_dims = {attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X), attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y),
+                      attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)};
+  d.max_grid_dims = {attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X), attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y),
+                     attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)};
   d.max_shared_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
   d.max_shared_per_block_optin = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   if (d.max_shared_per_block_optin < d.max_shared_per_block) d.max_shared_per_block_optin = d.max_shared_per_block;

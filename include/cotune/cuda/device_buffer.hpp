@@ -100,15 +100,17 @@ public:
   }
 
   /// Sets every byte to 0 (queued on the device's stream). A span of const elements is still a
-  /// Buffer (its element type and extent enter tuning keys) but refuses to be zeroed.
-  void zero() const {
-    if constexpr (std::is_const_v<T>) throw error("cotune::cuda::device_span: cannot zero a span of const elements");
-    else if (context_) detail::memset_zero(*context_, ptr_, size_bytes());
+  /// Buffer (its element type and extent enter tuning keys) but has no zero(): it does not compile.
+  void zero() const
+    requires(!std::is_const_v<T>)
+  {
+    if (context_) detail::memset_zero(*context_, ptr_, size_bytes());
   }
   /// A device-side copy of the contents (queued on the device's stream).
   [[nodiscard]] snapshot_type snapshot() const;
-  /// Puts back what `snapshot()` copied (queued on the device's stream).
-  void restore(const snapshot_type& s) const;
+  /// Puts back what `snapshot()` copied (queued on the device's stream; not for const elements).
+  void restore(const snapshot_type& s) const
+    requires(!std::is_const_v<T>);
 
   /// Copies `host` into the span (sizes must match) and waits for the copy.
   void copy_from(std::span<const value_type> host) const
@@ -229,15 +231,33 @@ typename device_span<T>::snapshot_type device_span<T>::snapshot() const {
 }
 
 template <class T>
-void device_span<T>::restore(const snapshot_type& s) const {
-  if constexpr (std::is_const_v<T>) throw error("cotune::cuda::device_span: cannot restore a span of const elements");
+void device_span<T>::restore(const snapshot_type& s) const
+  requires(!std::is_const_v<T>)
+{
   if (s.size() != size_)
     throw error(fmt::format("device_span::restore: the snapshot holds {} elements, the span {}", s.size(), size_));
   if (context_) detail::copy_device(*context_, ptr_, s.data(), size_bytes());
 }
 
-static_assert(Buffer<device_span<float>>);
-static_assert(Buffer<device_span<const float>>);
-static_assert(Buffer<device_buffer<float>>);
+/// Views `count` elements of device memory the caller already has (from cuMemAlloc, cudaMalloc, a
+/// framework's tensor) on device `d`, so that a tuned kernel can take it and reset_to_zero and
+/// restore_value work on it. The memory must be in `d`'s primary context (the runtime API's
+/// allocations are) and outlive the span; cotune never frees it.
+///
+///     float* y = nullptr;  cudaMalloc(&y, n * sizeof(float));
+///     tuner(cuda::device_view(y, n, d), n);
+template <class T>
+[[nodiscard]] device_span<T> device_view(T* ptr, std::size_t count, const device& d) {
+  return device_span<T>(driver().context(d.ordinal), reinterpret_cast<CUdeviceptr>(ptr), count);
+}
+/// The same for a CUdeviceptr: the element type is named (`device_view<float>(ptr, n, d)`).
+template <class T>
+[[nodiscard]] device_span<T> device_view(CUdeviceptr ptr, std::size_t count, const device& d) {
+  return device_span<T>(driver().context(d.ordinal), ptr, count);
+}
+
+static_assert(WritableBuffer<device_span<float>>);
+static_assert(Buffer<device_span<const float>> && !WritableBuffer<device_span<const float>>);
+static_assert(WritableBuffer<device_buffer<float>>);
 
 } // namespace cotune::cuda

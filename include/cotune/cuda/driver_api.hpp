@@ -64,6 +64,7 @@
   X(stream_destroy, cuStreamDestroy)                                                                        \
   X(stream_synchronize, cuStreamSynchronize)                                                                \
   X(stream_query, cuStreamQuery)                                                                            \
+  X(stream_is_capturing, cuStreamIsCapturing)                                                               \
   X(stream_begin_capture, cuStreamBeginCapture)                                                             \
   X(stream_end_capture, cuStreamEndCapture)                                                                 \
   X(graph_instantiate, cuGraphInstantiate)                                                                  \

@@ -1,7 +1,7 @@
 #pragma once
-/// \file `cotune::gpu::event_timed_runs` and `graph_timed_runs`: do_bench's measuring loops (spec
-/// §8.2, §8.3) over GPU events, written once for every GPU runtime. A runtime supplies a `Timer`
-/// (CUDA: cuda_benchmarker.hpp, HIP: hip_benchmarker.hpp):
+/// \file `cotune::gpu::timed_measurement`: the GPU benchmarkers' measuring loop, written once for
+/// every GPU runtime (spec §8.2, §8.3; issue 12). A runtime supplies a `Timer` (CUDA:
+/// cuda_benchmarker.hpp, HIP: hip_benchmarker.hpp):
 ///
 ///     t.reserve(n)          at least n events exist
 ///     t.record(i)           records event i on the timed stream
@@ -9,68 +9,98 @@
 ///     t.elapsed(i, j)       milliseconds between events i and j
 ///     t.flush()             queues the L2 flush (nothing when the flush is off)
 ///     t.begin_capture()     starts capturing the stream into a graph (relaxed mode)
-///     t.end_capture(ok)     ends it; with ok, instantiates the graph (else only discards it)
+///     t.end_capture(ok)     ends it; with ok, instantiates the graph and returns whether that worked
+///                           (an invalidated capture is false, not an error); without, discards it
 ///     t.replay()            launches the instantiated graph on the stream
+///     t.drop_graph()        destroys the graph (before a new capture)
+///
+/// The method, from a first estimate (5 back-to-back launches between one event pair, no flush):
+/// - per-launch (estimate >= batch_below): an event pair around each launch, the L2 flushed before
+///   each, so every run starts cold (Triton's do_bench);
+/// - batch (estimate < batch_below, or always_batch): N launches per sample (N from batch_target),
+///   as one graph replay ("graph-batch xN") or, where the callable may not be captured or the
+///   capture fails, N plain calls ("back-to-back xN"); each sample is the pair's time over N. The L2
+///   is flushed ONCE before each batch, outside the timed pair: the first launch of a batch starts
+///   cold and the others find what their predecessor left in L2, as back-to-back calls of a short
+///   kernel do in a program. A flush per launch cannot be separated from the kernel's time there.
+/// Samples are taken in chunks of about a millisecond, the next chunk queued before the last is
+/// read, until the stopping rule (bench/stopping_rule.hpp) says.
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <functional>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include <cotune/bench/benchmarker.hpp>
+#include <cotune/bench/measurement.hpp>
+#include <cotune/bench/stopping_rule.hpp>
 #include <cotune/bench/summary.hpp>
 
 namespace cotune::gpu {
 
-/// Per-run event pairs with a flush before each run: an estimate from 5 runs, warm-up and repetition
-/// counts from the budgets (each at most `max_repeats`), then the quantiles of the samples.
-template <class Timer>
-[[nodiscard]] std::vector<double> event_timed_runs(Timer& t, const std::function<void()>& fn, const bench_options& opts,
-                                                   std::size_t max_repeats) {
-  t.reserve(2);
-  t.record(0);
-  for (int i = 0; i < 5; ++i) {
-    t.flush();
-    fn();
-  }
-  t.record(1);
-  t.wait(1, "timing the estimate runs");
-  // Guard: Triton divides by the estimate; a zero (below the events' resolution) would be a division
-  // by zero. A nanosecond caps the repetition counts instead.
-  const double estimate = std::max(t.elapsed(0, 1) / 5.0, 1e-6);
-  // The warm-up shares the measured runs' cap, so that the guard above cannot ask for millions.
-  const auto n_warmup = std::min(max_repeats, static_cast<std::size_t>(std::max(1.0, opts.warmup_ms / estimate)));
-  const auto n_repeat = std::min(max_repeats, static_cast<std::size_t>(std::max(1.0, opts.rep_ms / estimate)));
-  t.reserve(2 * n_repeat);
-  for (std::size_t i = 0; i < n_warmup; ++i) fn();
-  for (std::size_t i = 0; i < n_repeat; ++i) {
-    t.flush();
-    t.record(2 * i);
-    fn();
-    t.record(2 * i + 1);
-  }
-  t.wait(2 * n_repeat - 1, "timing the measured runs");
+/// How timed_measurement chooses and sizes its method (the benchmarker's options over the knobs).
+struct timing_settings {
+  /// Kernels whose estimate is under this are timed in batches; 0 = never.
+  double batch_below_ms = 0.05;
+  /// Batch every kernel, whatever its estimate (the cuda.graph / hip.graph knobs).
+  bool always_batch = false;
+  /// A batch lasts about this long. A graph replay's fixed cost (launch and event, a few us) is then
+  /// under 1% of a sample, and ten samples cost ~10 ms.
+  double batch_target_ms = 1.0;
+  /// At most this many launches per batch (the graph's size).
+  std::size_t max_batch = 1000;
+  /// At most this many samples.
+  std::size_t max_repeats = 10000;
+};
+
+namespace detail {
+
+/// Queues samples `one(i)` (events 2i and 2i + 1) in chunks of about `chunk_ms`, reads each as its
+/// pair's time over `per_sample`, and stops as `rule` says. Returns the samples; sets m.stopped.
+template <class Timer, class Enqueue>
+std::vector<double> sample(Timer& t, Enqueue&& one, std::size_t per_sample, double sample_ms, const stopping_rule& rule,
+                           measurement& m) {
+  using clock = std::chrono::steady_clock;
+  constexpr double chunk_ms = 1.0; // a stop is at most one chunk late; fewer chunks, fewer host waits
+  const std::size_t chunk = std::clamp<std::size_t>(static_cast<std::size_t>(chunk_ms / std::max(sample_ms, 1e-6)), 1, 64);
+  noise_tracker noise = rule.tracker();
   std::vector<double> samples;
-  samples.reserve(n_repeat);
-  for (std::size_t i = 0; i < n_repeat; ++i) samples.push_back(t.elapsed(2 * i, 2 * i + 1));
-  return summarize(std::move(samples), opts);
+  std::size_t queued = 0;
+  auto enqueue = [&] {
+    const std::size_t end = std::min(queued + chunk, rule.max_samples);
+    t.reserve(2 * end); // events are made as needed: a noise stop after 10 samples needs 20, not 20000
+    for (; queued < end; ++queued) one(queued);
+  };
+  auto read_to = [&](std::size_t end) {
+    t.wait(2 * end - 1, "timing the measured runs");
+    for (std::size_t i = samples.size(); i < end; ++i) {
+      samples.push_back(t.elapsed(2 * i, 2 * i + 1) / static_cast<double>(per_sample));
+      noise.add(samples.back());
+    }
+  };
+  const auto start = clock::now();
+  enqueue();
+  while (m.stopped == stop_reason::none) {
+    const std::size_t done = queued;
+    enqueue(); // keeps the device busy while the host reads the previous chunk
+    read_to(done);
+    m.stopped = rule.check(noise, std::chrono::duration<double, std::milli>(clock::now() - start).count());
+  }
+  // The chunk queued last ran anyway: its samples count too.
+  if (queued > samples.size()) read_to(queued);
+  m.rsd = noise.rsd();
+  m.samples = samples.size();
+  return samples;
 }
 
-/// do_bench_cudagraph: an estimate from 5 plain runs, one graph of n runs (n from the budget, at most
-/// `max_launches`), then `replays` timed replays, each sample a replay's time over n. No flush: it
-/// would be captured too.
+/// Captures `n` calls of `fn` into the timer's graph; false if the capture could not be made.
 template <class Timer>
-[[nodiscard]] std::vector<double> graph_timed_runs(Timer& t, const std::function<void()>& fn, const bench_options& opts,
-                                                   std::size_t max_launches, int replays) {
-  t.reserve(2);
-  t.record(0);
-  for (int i = 0; i < 5; ++i) fn();
-  t.record(1);
-  t.wait(1, "timing the estimate runs");
-  const double estimate = t.elapsed(0, 1) / 5.0;
-  const std::size_t n =
-      std::min(max_launches, estimate <= 0.0 ? std::size_t{1000}
-                                             : static_cast<std::size_t>(std::max(1.0, opts.rep_ms / estimate)));
+bool capture(Timer& t, const std::function<void()>& fn, std::size_t n) {
+  t.drop_graph();
   t.begin_capture();
   try {
     for (std::size_t i = 0; i < n; ++i) fn();
@@ -78,17 +108,84 @@ template <class Timer>
     t.end_capture(false);
     throw;
   }
-  t.end_capture(true);
-  t.replay(); // one untimed replay uploads the graph
+  return t.end_capture(true);
+}
+
+} // namespace detail
+
+/// Measures `fn` (which has run once already, its errors surfaced) as the file comment says.
+/// `opts.capturable == false` keeps batches out of graphs.
+template <class Timer>
+[[nodiscard]] measurement timed_measurement(Timer& t, const std::function<void()>& fn, const bench_options& opts,
+                                            const timing_settings& s) {
+  t.reserve(2);
+  t.record(0);
+  for (int i = 0; i < 5; ++i) fn();
+  t.record(1);
+  t.wait(1, "timing the estimate runs");
+  // Guard: Triton divides by the estimate; a zero (below the events' resolution) would be a division
+  // by zero. A nanosecond caps the repetition counts instead.
+  const double estimate = std::max(t.elapsed(0, 1) / 5.0, 1e-6);
+  measurement m;
+  // The warm-up shares the measured runs' cap, so that the guard above cannot ask for millions.
+  m.warmup_runs = std::min(s.max_repeats, static_cast<std::size_t>(std::max(1.0, opts.warmup_ms / estimate)));
+  for (std::size_t i = 0; i < m.warmup_runs; ++i) fn();
+
   std::vector<double> samples;
-  for (int r = 0; r < replays; ++r) {
-    t.record(0);
-    t.replay();
-    t.record(1);
-    t.wait(1, "timing a graph replay");
-    samples.push_back(t.elapsed(0, 1) / static_cast<double>(n));
+  if (!s.always_batch && !(estimate < s.batch_below_ms)) {
+    m.method = "per-launch";
+    const auto rule = stopping_rule::from(
+        opts, std::min(s.max_repeats, static_cast<std::size_t>(std::max(1.0, opts.rep_ms / estimate))));
+    samples = detail::sample(
+        t,
+        [&](std::size_t i) {
+          t.flush();
+          t.record(2 * i);
+          fn();
+          t.record(2 * i + 1);
+        },
+        1, estimate, rule, m);
+  } else {
+    // The estimate of a launch-bound kernel is its launch rate, not its time: a probe replay of the
+    // first graph measures the time, and a graph far shorter than the target is captured again.
+    std::size_t n = std::clamp<std::size_t>(static_cast<std::size_t>(std::ceil(s.batch_target_ms / estimate)), 1,
+                                            std::max<std::size_t>(s.max_batch, 1));
+    bool graph = opts.capturable.value_or(true) && detail::capture(t, fn, n);
+    double per_run = estimate;
+    if (graph) {
+      t.record(0);
+      t.replay(); // also uploads the graph, which the first replay would otherwise pay for
+      t.record(1);
+      t.wait(1, "timing the probe replay");
+      per_run = std::max(t.elapsed(0, 1) / static_cast<double>(n), 1e-6);
+      const auto wanted = std::min(std::max<std::size_t>(s.max_batch, 1),
+                                   static_cast<std::size_t>(std::ceil(s.batch_target_ms / per_run)));
+      if (wanted > 2 * n) {
+        n = wanted;
+        graph = detail::capture(t, fn, n);
+        if (graph) t.replay();
+      }
+    }
+    m.batch = n;
+    m.method = fmt::format("{} x{}", graph ? "graph-batch" : "back-to-back", n);
+    const double batch_ms = per_run * static_cast<double>(n);
+    const auto rule = stopping_rule::from(
+        opts, std::min(s.max_repeats, static_cast<std::size_t>(std::max(1.0, opts.rep_ms / batch_ms))));
+    samples = detail::sample(
+        t,
+        [&](std::size_t i) {
+          t.flush();
+          t.record(2 * i);
+          if (graph)
+            t.replay();
+          else
+            for (std::size_t k = 0; k < n; ++k) fn();
+          t.record(2 * i + 1);
+        },
+        n, batch_ms, rule, m);
   }
-  return summarize(std::move(samples), opts);
+  m.times = summarize(std::move(samples), opts);
+  return m;
 }
 
 } // namespace cotune::gpu

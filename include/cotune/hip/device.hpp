@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::hip::device`: what cotune knows about one HIP device, and the list of devices.
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -8,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <cotune/backend/launch_geometry.hpp>
 #include <cotune/hip/hip_api.hpp>
 
 namespace cotune::hip {
@@ -29,11 +31,21 @@ struct device {
   int max_registers_per_block = 65536;
   std::int64_t max_shared_per_block = 64 * 1024; ///< LDS per workgroup
   std::string pci_bus_id{};           ///< "0000:c1:00.0"
+  std::array<int, 3> max_block_dims{1024, 1024, 1024};          ///< threads per block along x, y, z
+  /// Blocks per grid along x, y, z; `devices()` reads them from hipGetDeviceProperties (maxGridSize).
+  std::array<int, 3> max_grid_dims{2147483647, 2147483647, 2147483647};
 
   /// The target hiprtc compiles for (`--offload-arch=`): the full gcnArchName with its features.
   [[nodiscard]] const std::string& arch() const noexcept { return arch_name; }
   /// The processor alone: "gfx90a" for "gfx90a:sramecc+:xnack-".
   [[nodiscard]] std::string processor() const { return arch_name.substr(0, arch_name.find(':')); }
+
+  /// The limits a launch on this device must respect (checked per dimension by check_block/check_grid).
+  [[nodiscard]] launch_limits limits() const noexcept {
+    return {{max_block_dims[0], max_block_dims[1], max_block_dims[2]},
+            max_threads_per_block,
+            {max_grid_dims[0], max_grid_dims[1], max_grid_dims[2]}};
+  }
 
   friend bool operator==(const device&, const device&) = default;
 };
@@ -61,6 +73,8 @@ struct device {
   d.warp_size = p.warp_size;
   d.max_threads_per_block = p.max_threads_per_block;
   d.max_registers_per_block = p.regs_per_block;
+  d.max_block_dims = {p.max_threads_dim[0], p.max_threads_dim[1], p.max_threads_dim[2]};
+  d.max_grid_dims = {p.max_grid_size[0], p.max_grid_size[1], p.max_grid_size[2]};
   d.max_shared_per_block = static_cast<std::int64_t>(p.shared_mem_per_block);
   d.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", p.pci_domain_id, p.pci_bus_id, p.pci_device_id);
   return d;

@@ -102,6 +102,9 @@ public:
     hip_function handle = nullptr;
     const device_context* context = nullptr;
     unsigned threads_per_block = 0;
+    block_dims block{};          ///< the config's block shape
+    int kernel_max_threads = 0;  ///< the kernel's own limit
+    launch_limits limits{};      ///< the device's, to name the dimension when a launch is refused
     int registers = 0;
     int static_shared_bytes = 0;
     int local_bytes = 0;
@@ -149,6 +152,10 @@ public:
     out.push_back(fmt::format("-DCOTUNE_NUM_STAGES={}", launch.num_stages));
     out.push_back(fmt::format("-DCOTUNE_WARP_SIZE={}", d.warp_size));
     out.push_back(fmt::format("-DCOTUNE_THREADS_PER_BLOCK={}", launch.threads(d.warp_size)));
+    const block_dims block = launch.block_shape(d.warp_size);
+    out.push_back(fmt::format("-DCOTUNE_BLOCK_X={}", block.x));
+    out.push_back(fmt::format("-DCOTUNE_BLOCK_Y={}", block.y));
+    out.push_back(fmt::format("-DCOTUNE_BLOCK_Z={}", block.z));
     if (knobs().runtime.debug.get()) out.push_back("-g");
     for (const auto& o : k.options) out.push_back(o);
     for (const auto& dir : k.include_dirs) out.push_back("-I" + dir);
@@ -266,6 +273,10 @@ public:
                              kernel_max_threads);
     if (f.static_shared_bytes > d.max_shared_per_block)
       throw out_of_resources("shared memory (LDS)", f.static_shared_bytes, d.max_shared_per_block);
+    f.block = c.launch().block_shape(d.warp_size);
+    f.limits = d.limits();
+    f.kernel_max_threads = kernel_max_threads;
+    check_block(f.block, f.limits, kernel_max_threads); // every dimension, named with its limit
     f.threads_per_block = static_cast<unsigned>(threads);
     f.max_dynamic_shared = d.max_shared_per_block - f.static_shared_bytes;
     return f;
@@ -289,13 +300,18 @@ public:
     if (static_cast<std::int64_t>(grid.shared_bytes) > f.max_dynamic_shared)
       throw out_of_resources("shared memory (LDS)", std::int64_t{f.static_shared_bytes} + grid.shared_bytes,
                              std::int64_t{f.static_shared_bytes} + f.max_dynamic_shared);
-    hip_error r = ctx.api().module_launch_kernel(f.handle, grid.x, grid.y, grid.z, f.threads_per_block, 1, 1,
+    const block_dims& b = grid.block ? *grid.block : f.block;
+    hip_error r = ctx.api().module_launch_kernel(f.handle, grid.x, grid.y, grid.z, static_cast<unsigned>(b.x),
+                                                 static_cast<unsigned>(b.y), static_cast<unsigned>(b.z),
                                                  grid.shared_bytes, ctx.stream(), params, nullptr);
-    if (r != hip_success)
-      ctx.check(r, fmt::format("launching kernel '{}' with config {{{}}} (grid {}x{}x{}, {} threads per block, {} bytes "
+    if (r != hip_success) [[unlikely]] {
+      check_grid(grid, f.limits); // names the dimension and the limit (the runtime says only "invalid value")
+      check_block(b, f.limits, f.kernel_max_threads);
+      ctx.check(r, fmt::format("launching kernel '{}' with config {{{}}} (grid {}x{}x{}, block {}x{}x{}, {} bytes "
                                "of dynamic shared memory)",
-                               f.module->kernel_name, f.module->config_text, grid.x, grid.y, grid.z,
-                               f.threads_per_block, grid.shared_bytes));
+                               f.module->kernel_name, f.module->config_text, grid.x, grid.y, grid.z, b.x, b.y, b.z,
+                               grid.shared_bytes));
+    }
   }
 
   /// Warnings about how compiles run (hiprtc's compile server could not start, or was lost).

@@ -1,6 +1,7 @@
 #pragma once
-/// \file `cotune::hip::hip_benchmarker`: do_bench's semantics with hipEvents, an L2 flush sized from
-/// the device, and graph replay (the loops are the GPU layer's, gpu/event_timing.hpp).
+/// \file `cotune::hip::hip_benchmarker`: do_bench's semantics with hipEvents and an L2 flush sized from
+/// the device; kernels under bench.batch_below_us are timed in hipGraphs of N launches (the loop is
+/// the GPU layer's, gpu/event_timing.hpp, as for CUDA).
 
 #include <chrono>
 #include <cstddef>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <cotune/bench/benchmarker.hpp>
+#include <cotune/bench/measurement.hpp>
 #include <cotune/bench/summary.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/gpu/event_timing.hpp>
@@ -28,9 +30,10 @@ namespace cotune::hip {
 struct hip_bench_options {
   std::optional<bool> graph{};
   std::optional<double> flush_factor{};
+  std::optional<double> batch_below_us{};
   std::size_t max_repeats = 10000;
   std::size_t max_graph_launches = 1000;
-  int graph_replays = 10;
+  double batch_target_ms = 1.0;
 };
 
 /// Times callables on one HIP device.
@@ -62,23 +65,36 @@ public:
     return (static_cast<std::size_t>(static_cast<double>(l2_bytes_) * factor) + 3) / 4 * 4;
   }
 
-  /// do_bench: `fn` once (errors surface here; a first run past COTUNE_BENCH_TIMEOUT_MS is a
-  /// timeout_error), then per-run hipEvent pairs with a flush before each, or graph replays.
+  /// do_bench: the summary of `measure`.
   [[nodiscard]] std::vector<double> bench(const std::function<void()>& fn, const bench_options& opts) {
+    return measure(fn, opts).times;
+  }
+
+  /// `fn` once (errors surface here; a first run past COTUNE_BENCH_TIMEOUT_MS is a timeout_error),
+  /// then per-launch hipEvent pairs with a flush before each, or graph batches for short kernels,
+  /// until the stopping rule says.
+  [[nodiscard]] measurement measure(const std::function<void()>& fn, const bench_options& opts) {
     check_quantiles(opts.quantiles);
+    const auto started = std::chrono::steady_clock::now();
     const device_context& ctx = *context_;
     ctx.make_current();
     const auto timeout = std::chrono::milliseconds(knobs().bench.timeout_ms.get());
     std::optional<std::chrono::steady_clock::time_point> deadline;
-    if (timeout.count() > 0) deadline = std::chrono::steady_clock::now() + timeout;
+    if (timeout.count() > 0) deadline = started + timeout;
     fn();
     ctx.make_current();
     ctx.synchronize("the first run of the benchmarked kernel", deadline);
-    timer t{*this};
-    if (options_.graph.value_or(hip_knobs().graph.get()))
-      return gpu::graph_timed_runs(t, fn, opts, options_.max_graph_launches, options_.graph_replays);
     ensure_flush_buffer();
-    return gpu::event_timed_runs(t, fn, opts, options_.max_repeats);
+    timer t{*this};
+    measurement m = gpu::timed_measurement(
+        t, fn, opts,
+        {.batch_below_ms = options_.batch_below_us.value_or(knobs().bench.batch_below_us.get()) / 1000.0,
+         .always_batch = options_.graph.value_or(hip_knobs().graph.get()),
+         .batch_target_ms = options_.batch_target_ms,
+         .max_batch = options_.max_graph_launches,
+         .max_repeats = options_.max_repeats});
+    m.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    return m;
   }
 
 private:
@@ -87,11 +103,10 @@ private:
     hip_benchmarker& b;
     hip_graph graph = nullptr;
     hip_graph_exec exec = nullptr;
-    ~timer() {
-      const auto& api = b.context_->api();
-      if (exec) (void)api.graph_exec_destroy(exec);
-      if (graph) (void)api.graph_destroy(graph);
-    }
+    explicit timer(hip_benchmarker& owner) : b(owner) {}
+    timer(const timer&) = delete;
+    timer& operator=(const timer&) = delete;
+    ~timer() { drop_graph(); }
     [[nodiscard]] const device_context& ctx() const { return *b.context_; }
     void reserve(std::size_t n) {
       while (b.events_.size() < n) {
@@ -112,14 +127,24 @@ private:
       ctx().check(ctx().api().stream_begin_capture(ctx().stream(), hip_stream_capture_mode_relaxed),
                   "hipStreamBeginCapture");
     }
-    void end_capture(bool ok) {
+    bool end_capture(bool ok) {
       const hip_error r = ctx().api().stream_end_capture(ctx().stream(), &graph);
-      if (!ok) return;
+      if (!ok || r != hip_success || !graph) return false; // an invalidated capture: batches go back to back
       ctx().make_current();
-      ctx().check(r, "capturing the benchmark graph (hipStreamEndCapture)");
-      ctx().check(ctx().api().graph_instantiate(&exec, graph, nullptr, nullptr, 0), "hipGraphInstantiate");
+      if (ctx().api().graph_instantiate(&exec, graph, nullptr, nullptr, 0) != hip_success) {
+        exec = nullptr;
+        return false;
+      }
+      return true;
     }
     void replay() { ctx().check(ctx().api().graph_launch(exec, ctx().stream()), "hipGraphLaunch"); }
+    void drop_graph() {
+      const auto& api = b.context_->api();
+      if (exec) (void)api.graph_exec_destroy(exec);
+      if (graph) (void)api.graph_destroy(graph);
+      exec = nullptr;
+      graph = nullptr;
+    }
   };
 
   void ensure_flush_buffer() {
@@ -152,6 +177,6 @@ private:
   std::uint32_t flush_round_ = 0;
 };
 
-static_assert(Benchmarker<hip_benchmarker>);
+static_assert(ReportsMeasurement<hip_benchmarker>);
 
 } // namespace cotune::hip

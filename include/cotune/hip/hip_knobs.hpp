@@ -28,8 +28,8 @@ struct hip_knob_group {
               "0 = no flush (kernels are then timed with a warm cache)",
        .validate = cotune::detail::at_least(0.0, "COTUNE_HIP_FLUSH_FACTOR")}};
   knob<bool> graph{{.name = "hip.graph", .env = "COTUNE_HIP_GRAPH", .fallback = false,
-                    .doc = "benchmark by replaying a HIP graph of many launches (as cuda.graph): removes launch "
-                           "overhead from microsecond kernels' timings; no L2 flush"}};
+                    .doc = "time every kernel in HIP graph batches of N launches (as cuda.graph), whatever its length; "
+                           "off = only kernels under bench.batch_below_us are batched"}};
   // On, as for CUDA: warm compile processes, so that a compile can be stopped midway and a crash of
   // the compiler fails one candidate. hiprtc's parallelism between threads was not measured.
   knob<bool> compile_processes{

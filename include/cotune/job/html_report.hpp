@@ -193,11 +193,14 @@ inline void key_section(std::string& out, const tuning_result& r) {
   }
   out += "</svg>\n";
   bool any_failed = false;
-  for (const auto& c : r.candidates) any_failed = any_failed || (c.status != candidate_status::ok && c.status != candidate_status::not_run);
+  for (const auto& c : r.candidates) any_failed = any_failed || (c.status != candidate_status::ok && c.status != candidate_status::not_run &&
+                                         c.status != candidate_status::not_evaluated);
   if (any_failed) {
     out += "<table class=\"failures\"><tr><th>config</th><th>status</th><th>reason</th></tr>\n";
     for (const auto& c : r.candidates) {
-      if (c.status == candidate_status::ok || c.status == candidate_status::not_run) continue;
+      if (c.status == candidate_status::ok || c.status == candidate_status::not_run ||
+          c.status == candidate_status::not_evaluated)
+        continue;
       const std::string first_line = c.reason.substr(0, c.reason.find('\n'));
       out += fmt::format("<tr class=\"failure\"><td>{}</td><td>{}</td><td><details><summary>{}</summary><pre>{}</pre>"
                          "</details></td></tr>\n",

@@ -134,6 +134,26 @@ struct bench_knob_group {
   knob<std::int64_t> timeout_ms{{.name = "bench.timeout_ms", .env = "COTUNE_BENCH_TIMEOUT_MS", .fallback = 10000,
                                  .doc = "a candidate whose first run takes longer is recorded as a timeout and not measured further; 0 = no limit",
                                  .validate = detail::at_least<std::int64_t>(0, "COTUNE_BENCH_TIMEOUT_MS")}};
+  // 0.5%: nvbench's default max-noise. Not yet measured here (issue 12's figures will be).
+  knob<double> noise_target{{.name = "bench.noise_target", .env = "COTUNE_BENCH_NOISE_TARGET", .fallback = 0.005,
+                             .doc = "a measurement stops once its samples' relative standard deviation is under this "
+                                    "(or has settled above it), or when bench.rep_ms is spent, whichever is first; "
+                                    "0 = always spend the budget",
+                             .validate = detail::at_least(0.0, "COTUNE_BENCH_NOISE_TARGET")}};
+  // 10: the rsd of 10 samples is itself known to about +-24% (1 / sqrt(2 (n - 1))), enough to tell
+  // a 0.3% kernel from a 3% one; each extra sample costs a 1 ms kernel 1 ms more per candidate.
+  knob<int> min_samples{{.name = "bench.min_samples", .env = "COTUNE_BENCH_MIN_SAMPLES", .fallback = 10,
+                         .doc = "the noise test of bench.noise_target applies from this many samples on",
+                         .validate = detail::at_least(2, "COTUNE_BENCH_MIN_SAMPLES")}};
+  // 50 us: an H200 launch costs ~2-5 us of host time, so below ~50 us per-launch event pairs carry
+  // launch overhead (a 1.07 us kernel read 5.60 us, issue 12); above it the bias is under ~5% and
+  // the per-launch L2 flush keeps every run cold.
+  knob<double> batch_below_us{{.name = "bench.batch_below_us", .env = "COTUNE_BENCH_BATCH_BELOW_US", .fallback = 50.0,
+                               .doc = "GPU kernels whose first estimate is under this many us are timed in batches (a "
+                                      "graph of N launches, one L2 flush before each batch) and the batch time divided "
+                                      "by N; longer ones are timed per launch with a flush before each; "
+                                      "0 = always per launch (Triton's do_bench)",
+                               .validate = detail::at_least(0.0, "COTUNE_BENCH_BATCH_BELOW_US")}};
 };
 
 /// How host (CPU) kernels are built.

@@ -19,6 +19,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
+#include <fmt/format.h>
 
 #include <cotune/backend/backend.hpp>
 #include <cotune/bench/benchmarker.hpp>
@@ -26,6 +27,7 @@
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/core/buffer.hpp>
 #include <cotune/core/config.hpp>
+#include <cotune/core/errors.hpp>
 #include <cotune/core/kernel_source.hpp>
 #include <cotune/detail/read_mostly_map.hpp>
 #include <cotune/detail/shared_result.hpp>
@@ -105,6 +107,31 @@ public:
     launch(*e, args...);
   }
 
+  /// The tuned call on the caller's stream: `tuner.on(stream)(args...)` launches the best config there,
+  /// in order with the caller's work and capturable into a graph. It holds the tuner and the stream
+  /// only: no allocation, no lock. A key not tuned yet is tuned first (after waiting for the caller's
+  /// stream, on cotune's own stream); while the stream is being captured that is an error instead
+  /// (tune the key before capturing).
+  class stream_call {
+  public:
+    using stream_type = typename B::stream_type;
+    stream_call(autotuner& t, stream_type s) noexcept : tuner_(&t), stream_(s) {}
+
+    void operator()(Args... args) const { tuner_->launch_on_stream(stream_, args...); }
+
+  private:
+    autotuner* tuner_;
+    stream_type stream_;
+  };
+
+  /// A call that launches on `stream` (see stream_call). Only for backends that launch on a caller's
+  /// stream (cotune::LaunchesOnStreams: CUDA).
+  template <class Backend = B>
+    requires LaunchableOnStreamWith<Backend, detail::bare<Args>...>
+  [[nodiscard]] stream_call on(typename Backend::stream_type stream) noexcept {
+    return stream_call(*this, stream);
+  }
+
   /// Tunes these arguments' key if needed (concurrent callers of one key share one tuning) and
   /// returns its result. The arguments are copied into the coroutine (buffers are views: the data
   /// they point to must outlive the call). (The awaitable form of `async_tune`.)
@@ -173,6 +200,30 @@ private:
     ctx_.arguments.config_pre_hook(*e.cfg, args...);
     const launch_grid g = ctx_.opts.grid ? ctx_.opts.grid(*e.cfg, args...) : launch_grid{};
     ctx_.backend.launch(e.fn, g, args...);
+  }
+
+  template <class Stream>
+  void launch_on_stream(Stream stream, Args&... args) {
+    const tuning_key key = ctx_.arguments.make_key(args...);
+    entry* e = table_.find(key);
+    if (!e) [[unlikely]] {
+      // Tuning allocates, synchronizes and launches on other streams: inside a capture that would
+      // invalidate the caller's graph (or be captured into it), so it is refused with the fix.
+      if (ctx_.backend.is_capturing(stream))
+        throw autotuner_error(fmt::format(
+            "autotuner for '{}': the key ({}) is not tuned yet and the stream is being captured into a graph; "
+            "tuning cannot run inside a capture. Tune the key before capturing: call tuner.tune_now(args...) or "
+            "make one ordinary call (tuner(args...) or tuner.on(stream)(args...)) outside the capture "
+            "(tuner.warmup(args...) only compiles)",
+            ctx_.kernel.name, ctx_.arguments.key_text(args...)));
+      ctx_.backend.synchronize_stream(stream); // the caller's work on its buffers comes first
+      e = boost::asio::co_spawn(ctx_.eng.coordinator(), ensure_tuned(key, args...), boost::asio::use_future).get();
+      ctx_.arguments.reset_buffers(args...);
+      ctx_.backend.synchronize(e->fn); // the zeroing, on cotune's stream, before the launch on the caller's
+    }
+    ctx_.arguments.config_pre_hook(*e->cfg, args...);
+    const launch_grid g = ctx_.opts.grid ? ctx_.opts.grid(*e->cfg, args...) : launch_grid{};
+    ctx_.backend.launch_on(stream, e->fn, g, args...);
   }
 
   /// Single flight: the first caller of a key runs its tuning job, the others await that job's shared

@@ -115,7 +115,8 @@ private:
   }
 
 public:
-  /// The candidate table: config, status, median/p20/p80 in ms, and the first line of each failure.
+  /// The candidate table: config, status, median/p20/p80 in ms, how each was measured and its noise
+  /// (where the benchmarker says), and the first line of each failure.
   /// Launch options are shown only when they differ between candidates.
   static void print_table(std::FILE* out, const tuning_result& r) {
     bool same_launch = true;
@@ -131,22 +132,39 @@ public:
     std::size_t width = 6;
     for (const auto& c : r.candidates) width = std::max(width, shown(c.cfg).size());
     width = std::min<std::size_t>(width, 100);
-    fmt::print(out, "  {:>3}  {:<{}}  {:>16}  {:>10}  {:>10}  {:>10}\n", "#", "config", width, "status", "median ms",
-               "p20 ms", "p80 ms");
+    // How each was measured, where the benchmarker says (a GPU batch of short launches, the noise).
+    bool methods = false;
+    for (const auto& c : r.candidates) methods = methods || !c.method.empty();
+    auto how = [&](const candidate_result& c) {
+      if (!methods) return std::string();
+      if (c.method.empty()) return fmt::format("  {:<20}  {:>6}", "", "");
+      return fmt::format("  {:<20}  {:>5.2f}%", c.method, 100.0 * c.rsd);
+    };
+    fmt::print(out, "  {:>3}  {:<{}}  {:>16}  {:>10}  {:>10}  {:>10}{}\n", "#", "config", width, "status", "median ms",
+               "p20 ms", "p80 ms", methods ? fmt::format("  {:<20}  {:>6}", "method", "noise") : std::string());
+    std::size_t unevaluated = 0;
     for (std::size_t i = 0; i < r.candidates.size(); ++i) {
       const auto& c = r.candidates[i];
+      if (c.status == candidate_status::not_evaluated) { // a search of thousands: the table shows what it measured
+        ++unevaluated;
+        continue;
+      }
       std::string status{to_string(c.status)};
       if (c.status == candidate_status::ok && c.screened_only) status = "ok (screened)";
+      if (c.status == candidate_status::ok && c.interleaved) status = "ok (final)";
       if (c.resumed) status += " (resumed)";
       if (i == r.winner) status = "* best";
       auto num = [](double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : std::string("-"); };
-      fmt::print(out, "  {:>3}  {:<{}}  {:>16}  {:>10}  {:>10}  {:>10}\n", i, shown(c.cfg).substr(0, width), width,
-                 status, num(c.time[0]), num(c.time[1]), num(c.time[2]));
+      fmt::print(out, "  {:>3}  {:<{}}  {:>16}  {:>10}  {:>10}  {:>10}{}\n", i, shown(c.cfg).substr(0, width), width,
+                 status, num(c.time[0]), num(c.time[1]), num(c.time[2]), how(c));
       if (c.status != candidate_status::ok && c.status != candidate_status::not_run) {
         auto first_line = c.reason.substr(0, c.reason.find('\n'));
         fmt::print(out, "       {}\n", first_line.substr(0, 160));
       }
     }
+    if (unevaluated)
+      fmt::print(out, "  ({} of {} candidates not evaluated: the search strategy stopped at its budget)\n", unevaluated,
+                 r.candidates.size());
   }
 
 private:

@@ -11,6 +11,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <ranges>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -57,6 +58,13 @@ void for_each_indexed(Tuple& t, F&& f) {
 /// argument, or a role an argument cannot take, is an autotuner_error naming both).
 template <class... Args>
 class kernel_arguments {
+  // A std::vector or std::array taken by value would be a copy made for each call: the kernel would
+  // fill the copy and the caller would never see its output.
+  static_assert(((!HostRange<std::remove_cvref_t<Args>> || std::is_reference_v<Args> ||
+                  std::ranges::borrowed_range<std::remove_cvref_t<Args>>) && ...),
+                "a container argument taken by value is a copy: declare it as std::span<T> or by reference "
+                "(std::vector<T>&, std::array<T, N>&) so that the kernel writes into the caller's memory");
+
 public:
   static constexpr std::size_t arity = sizeof...(Args);
   using options = tune_options<Args...>;
@@ -69,14 +77,14 @@ public:
     is_key_.assign(arity, false);
     is_reset_.assign(arity, false);
     is_restore_.assign(arity, false);
-    mark(opts.key, is_key_, "key", [](bool scalar, bool buffer) { return scalar || buffer; });
-    mark(opts.reset_to_zero, is_reset_, "reset_to_zero", [](bool, bool buffer) { return buffer; });
-    mark(opts.restore_value, is_restore_, "restore_value", [](bool, bool buffer) { return buffer; });
+    mark(opts.key, is_key_, "key", [](bool scalar, bool buffer, bool) { return scalar || buffer; });
+    mark(opts.reset_to_zero, is_reset_, "reset_to_zero", [](bool, bool, bool writable) { return writable; });
+    mark(opts.restore_value, is_restore_, "restore_value", [](bool, bool, bool writable) { return writable; });
     std::size_t words = opts.heuristics.size();
     std::tuple<detail::bare<Args>*...> probe{};
     detail::for_each_indexed(probe, [&](auto* p, std::size_t i) {
       using A = std::remove_pointer_t<decltype(p)>;
-      if constexpr (Buffer<A>) words += is_key_[i] ? 2 : 1;
+      if constexpr (AnyBuffer<A>) words += is_key_[i] ? 2 : 1;
       else words += is_key_[i] ? 1 : 0;
     });
     if (words > tuning_key::capacity)
@@ -97,9 +105,9 @@ public:
     std::tuple<const Args&...> t(args...);
     detail::for_each_indexed(t, [&](const auto& a, std::size_t i) {
       using A = detail::bare<decltype(a)>;
-      if constexpr (Buffer<A>) {
-        key.push(detail::element_type_word(a));
-        if (is_key_[i]) key.push(static_cast<std::uint64_t>(a.size()));
+      if constexpr (AnyBuffer<A>) {
+        key.push(detail::element_type_word(as_buffer(a)));
+        if (is_key_[i]) key.push(static_cast<std::uint64_t>(as_buffer(a).size()));
       } else if constexpr (detail::key_scalar<A>) {
         if (is_key_[i]) key.push(detail::key_word(a));
       }
@@ -116,9 +124,10 @@ public:
     detail::for_each_indexed(t, [&](const auto& a, std::size_t i) {
       using A = detail::bare<decltype(a)>;
       const auto& name = opts_->arg_names[i];
-      if constexpr (Buffer<A>) {
-        if (is_key_[i]) add(fmt::format("{}: {}[{}]", name, a.element_type_name(), a.size()));
-        else add(fmt::format("{}: {}", name, a.element_type_name()));
+      if constexpr (AnyBuffer<A>) {
+        const auto& b = as_buffer(a);
+        if (is_key_[i]) add(fmt::format("{}: {}[{}]", name, b.element_type_name(), b.size()));
+        else add(fmt::format("{}: {}", name, b.element_type_name()));
       } else if constexpr (detail::key_scalar<A>) {
         if (is_key_[i]) add(fmt::format("{}={}", name, value_of(a).text()));
       }
@@ -131,8 +140,8 @@ public:
   void reset_buffers(Args&... args) const {
     std::tuple<Args&...> t(args...);
     detail::for_each_indexed(t, [&](auto& a, std::size_t i) {
-      if constexpr (Buffer<detail::bare<decltype(a)>>)
-        if (is_reset_[i]) a.zero();
+      if constexpr (is_writable_buffer<detail::bare<decltype(a)>>)
+        if (is_reset_[i]) as_buffer(a).zero();
     });
   }
 
@@ -182,10 +191,16 @@ private:
         using A = std::remove_pointer_t<decltype(p)>;
         if (opts_->arg_names[i] != name) return;
         found = true;
-        if (!allowed(detail::key_scalar<A>, Buffer<A>))
+        if (!allowed(detail::key_scalar<A>, AnyBuffer<A>, is_writable_buffer<A>)) {
+          if (AnyBuffer<A>)
+            throw autotuner_error(fmt::format("autotuner for '{}': argument '{}' cannot be used in {}: its elements "
+                                              "are const (a read-only view cannot be zeroed or restored); declare it "
+                                              "as a view of mutable elements, or leave it out of {}",
+                                              kernel_name_, name, what, what));
           throw autotuner_error(fmt::format("autotuner for '{}': argument '{}' cannot be used in {} (it is neither "
                                             "a scalar nor a cotune::Buffer)",
                                             kernel_name_, name, what));
+        }
         flags[i] = true;
       });
       if (!found) {
@@ -201,10 +216,14 @@ private:
     reset_buffers(args...);
     std::tuple<Args&...> t(args...);
     detail::for_each_indexed(t, [&](auto& a, std::size_t i) {
-      if constexpr (Buffer<detail::bare<decltype(a)>>)
+      using A = detail::bare<decltype(a)>;
+      if constexpr (is_writable_buffer<A>)
         // Held through a shared_ptr: std::any needs a copyable value, and device snapshots are move-only.
-        if (is_restore_[i])
-          saved[i] = std::make_shared<const typename detail::bare<decltype(a)>::snapshot_type>(a.snapshot());
+        if (is_restore_[i]) {
+          decltype(auto) b = as_buffer(a);
+          using S = typename std::remove_cvref_t<decltype(b)>::snapshot_type;
+          saved[i] = std::make_shared<const S>(b.snapshot());
+        }
     });
   }
 
@@ -212,9 +231,11 @@ private:
     std::tuple<Args&...> t(args...);
     detail::for_each_indexed(t, [&](auto& a, std::size_t i) {
       using A = detail::bare<decltype(a)>;
-      if constexpr (Buffer<A>)
+      if constexpr (is_writable_buffer<A>)
         if (is_restore_[i] && saved[i].has_value()) {
-          a.restore(*std::any_cast<const std::shared_ptr<const typename A::snapshot_type>&>(saved[i]));
+          decltype(auto) b = as_buffer(a);
+          using S = typename std::remove_cvref_t<decltype(b)>::snapshot_type;
+          b.restore(*std::any_cast<const std::shared_ptr<const S>&>(saved[i]));
           saved[i].reset();
         }
     });

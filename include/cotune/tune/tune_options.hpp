@@ -20,7 +20,9 @@
 #include <cotune/core/config.hpp>
 #include <cotune/core/value.hpp>
 #include <cotune/tune/events.hpp>
+#include <cotune/search/search_strategy.hpp>
 #include <cotune/tune/measure_strategy.hpp>
+#include <cotune/tune/verification.hpp>
 
 namespace cotune {
 
@@ -64,6 +66,17 @@ struct tune_options {
   std::function<std::tuple<Args...>(std::size_t d, const Args&...)> args_for_device{};
   /// How candidates are measured; unset: screening as the bench.screen_* knobs say.
   std::shared_ptr<const measure_strategy> measure{};
+  /// Which candidates are evaluated (search/search.hpp); unset: the one COTUNE_SEARCH names
+  /// (exhaustive by default: every candidate).
+  std::shared_ptr<const search_strategy> search{};
+  /// The search's evaluation and wall-clock budgets and seed; a field left at 0 (and the whole,
+  /// when unset) comes from COTUNE_SEARCH_BUDGET, COTUNE_SEARCH_TIME_MS and COTUNE_SEARCH_SEED.
+  std::optional<search_settings> search_budget{};
+  /// Checks a candidate's outputs after one run, before it is timed: nothing if they are right,
+  /// else why not (e.g. `compare_outputs`' first differing element). A rejected candidate is
+  /// recorded as `wrong_result` and never wins. Buffers named in restore_value are already restored
+  /// when it runs (check in-place kernels' outputs with a post_hook instead). Unset: no check.
+  std::function<std::optional<std::string>(const config&, const Args&...)> verify{};
 };
 
 } // namespace cotune

@@ -29,6 +29,7 @@
 #include <cotune/core/version.hpp>
 #include <cotune/detail/hashing.hpp>
 #include <cotune/knobs/knobs.hpp>
+#include <cotune/search/search.hpp>
 #include <cotune/tune/backend_traits.hpp>
 #include <cotune/tune/binary_cache.hpp>
 #include <cotune/tune/engine.hpp>
@@ -59,6 +60,9 @@ inline void record_failure(candidate_result& r, std::exception_ptr e) {
     r.reason = x.what();
   } catch (const out_of_resources& x) {
     r.status = candidate_status::out_of_resources;
+    r.reason = x.what();
+  } catch (const wrong_result& x) {
+    r.status = candidate_status::wrong_result;
     r.reason = x.what();
   } catch (const timeout_error& x) {
     r.status = candidate_status::timeout;
@@ -180,14 +184,32 @@ public:
     h.field(knob_registry::instance().invalidating_text()).field(key_text);
     h.field(std::to_string(pruned.size()));
     for (const auto& c : pruned) h.field(c.text());
+    // A budgeted search's winner is the best of what it measured: another strategy, budget or seed
+    // must not reuse it. An exhaustive search keeps the keys it always had.
+    const auto s = search();
+    const auto st = search_budget();
+    if (!s->evaluates_all() || st.evaluations || st.wall_ms > 0)
+      h.field(fmt::format("search {} {} {} {}", s->name(), st.evaluations, st.wall_ms, st.seed));
     return detail::to_hex(h.digest());
   }
+
+  /// The search strategy: the options', else the one COTUNE_SEARCH names.
+  [[nodiscard]] std::shared_ptr<const search_strategy> search() const {
+    return opts.search ? opts.search : search_from_knobs();
+  }
+  /// The search's budgets and seed: the options', completed by the knobs.
+  [[nodiscard]] search_settings search_budget() const { return search_settings_from_knobs(opts.search_budget); }
   [[nodiscard]] std::string result_file() const { return kernel.name + ".autotune.json"; }
 
   /// The benchmark budgets: the options' if set, else the `bench.*` knobs; quantiles 0.5, 0.2, 0.8.
   [[nodiscard]] bench_options bench_settings() const {
     bench_options o = opts.bench.value_or(bench_options{knobs().bench.warmup_ms.get(), knobs().bench.rep_ms.get()});
     o.quantiles = {0.5, 0.2, 0.8};
+    // A GPU benchmarker may capture a run into a graph and replay it: only a run that queues device
+    // work alone may be replayed (host hooks would run once, at capture; restore_value's snapshot
+    // buffer is freed after each run).
+    if (opts.pre_hook || opts.post_hook || !opts.reset_to_zero.empty() || !opts.restore_value.empty())
+      o.capturable = false;
     return o;
   }
 

@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include <cotune/backend/backend.hpp>
+#include <cotune/bench/measurement.hpp>
 #include <cotune/cache/cache_manager.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
@@ -32,14 +33,18 @@
 #include <cotune/detail/isolated_run.hpp>
 #include <cotune/detail/run_on.hpp>
 #include <cotune/knobs/knob.hpp>
+#include <cotune/search/search.hpp>
 #include <cotune/tune/backend_traits.hpp>
 #include <cotune/tune/binary_cache.hpp>
 #include <cotune/tune/coordination.hpp>
 #include <cotune/tune/events.hpp>
+#include <cotune/tune/interleaved_finals.hpp>
 #include <cotune/tune/measure_strategy.hpp>
 #include <cotune/tune/tuning_context.hpp>
 #include <cotune/tune/tuning_journal.hpp>
+#include <cotune/tune/result_store.hpp>
 #include <cotune/tune/tuning_result.hpp>
+#include <cotune/tune/warm_up.hpp>
 #include <cotune/tune/winner_source.hpp>
 
 namespace cotune {
@@ -60,7 +65,7 @@ public:
   };
 
   /// The arguments are copied (buffers are views: their data must outlive the job).
-  tuning_job(context& ctx, Args... args) : ctx_(ctx), args_(std::move(args)...) {}
+  tuning_job(context& ctx, Args... args) : ctx_(ctx), args_(std::forward<Args>(args)...) {}
 
   boost::asio::awaitable<outcome> run() {
     start_ = clock::now();
@@ -226,9 +231,29 @@ private:
     }
     ctx_.emit(tuning_started{ctx_.kernel.name, key_text_, n, devs.size()});
 
+    // The search proposes batches; each is compiled on the pool and measured as below. Exhaustive
+    // search without a budget proposes every candidate in one batch: the tuning it always was.
+    const auto search = ctx_.search();
+    const search_settings budget = ctx_.search_budget();
+    const bool whole = search->evaluates_all() && !budget.evaluations && budget.wall_ms <= 0;
+    const search_space space = whole ? search_space({}) : search_space(pruned_);
+    const std::size_t depth = detail::overlaps_compile<B>() ? 2 : 1; // the host measures once a batch is compiled
+    // A batch: one per compile thread or two per device, whichever is more, so that both stay busy.
+    const std::size_t batch = whole ? n : std::max<std::size_t>(ctx_.eng.compile_threads(), 2 * devs.size());
+    std::unique_ptr<search_session> session;
+    if (!whole) {
+      session = search->start(space, budget, depth);
+      for (auto i : skipped) session->known({i, state->results[i].time[0], state->results[i].status == candidate_status::ok});
+    }
+    std::vector<bool> taken(n, false), done(n, false);
+    for (auto i : skipped) taken[i] = done[i] = true;
+    std::vector<std::vector<std::size_t>> flight;
+    std::size_t posted = skipped.size(), compiled = skipped.size(), finished = skipped.size();
+
     context* ctx = &ctx_;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (std::find(skipped.begin(), skipped.end(), i) != skipped.end()) continue;
+    auto post_compile = [&](std::size_t i) {
+      taken[i] = true;
+      ++posted;
       boost::asio::post(ctx_.eng.compile_executor(), [ctx, state, i, launch_dev] {
         auto& r = state->results[i];
         const auto t0 = clock::now();
@@ -241,14 +266,32 @@ private:
         r.compile_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
         state->events.push(typename shared_state::event{true, i, 0});
       });
-    }
+    };
+    auto refill = [&] {
+      while (!flight.empty() && std::all_of(flight.front().begin(), flight.front().end(), [&](auto i) { return done[i]; }))
+        flight.erase(flight.begin());
+      while (flight.size() < depth) {
+        std::vector<std::size_t> b;
+        if (session) b = session->propose(batch);
+        else
+          for (std::size_t i = 0; i < n && b.size() < batch; ++i)
+            if (!taken[i]) b.push_back(i);
+        if (b.empty()) break;
+        for (auto i : b) post_compile(i);
+        flight.push_back(std::move(b));
+      }
+    };
+    auto outcome = [&](std::size_t i) {
+      done[i] = true;
+      const auto& r = state->results[i];
+      if (session) session->tell({i, r.time[0], r.status == candidate_status::ok});
+    };
 
     const bench_options full = ctx_.bench_settings();
     const screening_measure knob_screening = screening_measure::from_knobs();
     const measure_strategy& strategy = ctx_.opts.measure ? *ctx_.opts.measure : knob_screening;
     const bench_options first_pass = strategy.first_pass(full, n);
     std::vector<std::size_t> ready, idle(devs.rbegin(), devs.rend());
-    std::size_t compiled = skipped.size(), finished = skipped.size();
     for (auto i : skipped) {
       const auto& r = state->results[i];
       if (r.status == candidate_status::ok) ctx_.emit(candidate_measured{ctx_.kernel.name, key_text_, i, n, &r});
@@ -267,7 +310,8 @@ private:
         });
       }
     };
-    while (finished < n) {
+    refill();
+    while (finished < posted) {
       auto popping = state->events.pop();
       auto ev = co_await std::move(popping);
       auto& r = state->results[ev.index];
@@ -275,6 +319,7 @@ private:
         ++compiled;
         if (!state->binaries[ev.index]) {
           ++finished;
+          outcome(ev.index);
           ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, ev.index, n, &r});
           journal(state->results); // a compile failure is an outcome too
         } else {
@@ -284,13 +329,23 @@ private:
         }
       } else {
         ++finished;
+        outcome(ev.index);
         idle.push_back(ev.device);
         if (r.status == candidate_status::ok) ctx_.emit(candidate_measured{ctx_.kernel.name, key_text_, ev.index, n, &r});
         else ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, ev.index, n, &r});
         journal(state->results);
       }
-      if (detail::overlaps_compile<B>() || compiled == n) dispatch(first_pass);
+      refill();
+      if (detail::overlaps_compile<B>() || compiled == posted) dispatch(first_pass);
     }
+    for (std::size_t i = 0; i < n; ++i)
+      if (!taken[i]) {
+        auto& r = state->results[i];
+        r.status = candidate_status::not_evaluated;
+        r.reason = fmt::format("the {} search evaluated {} of {} candidates (its budget: tune_options::search_budget "
+                               "or COTUNE_SEARCH_BUDGET / COTUNE_SEARCH_TIME_MS) and did not propose this one",
+                               search->name(), posted, n);
+      }
     report_uncached(state->binaries);
     if constexpr (ReportsWarnings<B>)
       for (auto& w : ctx_.backend.take_warnings()) ctx_.emit(tuning_warning{ctx_.kernel.name, std::move(w)});
@@ -319,13 +374,19 @@ private:
         runnable.push_back(i);
       }
       finalists = std::move(runnable);
-      ready = finalists;
-      dispatch(full);
-      for (std::size_t done = 0; done < finalists.size(); ++done) {
-        auto popping = state->events.pop();
-        auto ev = co_await std::move(popping);
-        idle.push_back(ev.device);
+      if (finalists.size() >= 2 && !isolate) { // fair finals: interleaved rounds on the launch device
+        auto finals = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[launch_dev]),
+                                     [&] { measure_finals(ctx_, *state, finalists, args_, launch_dev, full); });
+        co_await std::move(finals);
+      } else {
+        ready = finalists;
         dispatch(full);
+        for (std::size_t k = 0; k < finalists.size(); ++k) {
+          auto popping = state->events.pop();
+          auto ev = co_await std::move(popping);
+          idle.push_back(ev.device);
+          dispatch(full);
+        }
       }
     }
     co_return state;
@@ -349,15 +410,32 @@ private:
             auto once = [&] { ctx.arguments.run_once(ctx.backend, fn, r.cfg, g, saved, xs...); };
             // One candidate: nothing to choose, so nothing to measure (as in Triton): it runs once.
             auto timed = [&]() -> std::vector<double> {
-              if (n == 1) {
+              if (ctx.opts.verify) { // one run, then its outputs are checked before any timing
                 once();
+                if (auto wrong = ctx.opts.verify(r.cfg, xs...))
+                  throw wrong_result(fmt::format("{}kernel '{}' with config {{{}}}: {}", wrong_prefix, ctx.kernel.name,
+                                                 shown(r.cfg), *wrong));
+              }
+              if (n == 1) {
+                if (!ctx.opts.verify) once();
                 return {0.0, 0.0, 0.0};
               }
-              return bench.bench(once, bopts);
+              bench_options o = bopts;
+              if (r.cfg.pre_hook()) o.capturable = false; // a host hook: see tuning_context::bench_settings
+              // How it was measured travels with the times, so that it comes back from an isolated run.
+              if constexpr (ReportsMeasurement<Bench>) return as_values(bench.measure(once, o));
+              else {
+                auto t = bench.bench(once, o);
+                if (t.size() > 3) t.resize(3); // median, p20, p80: only these are read
+                return t;
+              }
             };
-            std::vector<double> t = isolate ? in_isolation(ctx, r.cfg, timed) : timed();
-            if (t.size() < 3) throw error("the benchmarker returned fewer than 3 quantiles");
-            r.time = {t[0], t[1], t[2]};
+            const measurement m = measurement_of_values(isolate ? in_isolation(ctx, r.cfg, timed) : timed());
+            if (m.times.size() < 3) throw error("the benchmarker returned fewer than 3 quantiles");
+            r.time = {m.times[0], m.times[1], m.times[2]};
+            r.method = m.method;
+            r.rsd = m.rsd;
+            r.samples = m.samples;
           },
           args);
       r.status = candidate_status::ok;
@@ -367,6 +445,9 @@ private:
     }
     state.events.push(typename shared_state::event{false, i, d});
   }
+
+  /// How a verification failure begins (so that one from an isolated process keeps its status).
+  static constexpr std::string_view wrong_prefix = "wrong result: ";
 
   /// A config as this backend sees it (no launch options where it has none).
   static std::string shown(const config& c) { return detail::uses_launch_options<B>() ? c.text() : c.params_text(); }
@@ -378,7 +459,9 @@ private:
     const auto run = detail::run_isolated(timed, limit);
     switch (run.end) {
     case detail::isolated_result::ending::returned: return run.values;
-    case detail::isolated_result::ending::threw: throw error(run.detail);
+    case detail::isolated_result::ending::threw:
+      if (run.detail.starts_with(wrong_prefix)) throw wrong_result(run.detail);
+      throw error(run.detail);
     case detail::isolated_result::ending::crashed:
       throw candidate_crashed(fmt::format("kernel '{}' with config {{{}}}: its isolated benchmark process was {}; this "
                                           "candidate is lost, the tuning goes on (COTUNE_ISOLATE)",
@@ -420,35 +503,19 @@ private:
   /// cannot be written is a warning, once, and journaling stops.
   void journal(const std::vector<candidate_result>& results) {
     if (!journal_cache_) return;
-    tuning_result partial;
-    partial.kernel = ctx_.kernel.name;
-    partial.key_text = key_text_;
-    partial.candidates = results;
-    try {
-      journal_cache_->put(partial.json(), tuning_journal::file(ctx_.kernel.name));
-    } catch (const std::exception& e) {
+    if (auto failed = write_journal(*journal_cache_, ctx_.kernel.name, key_text_, results)) {
       journal_cache_ = nullptr;
       ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the journal cannot be written ({}); a tuning killed "
                                                              "midway will measure every candidate again",
-                                                             e.what())});
+                                                             *failed)});
     }
   }
 
   /// Adds this run's crashed and hung candidates to the kernel's quarantine.
   void remember_crashes(const std::vector<candidate_result>& results) {
     if (!quarantine_cache_) return;
-    bool added = false;
-    for (const auto& r : results)
-      if ((r.status == candidate_status::crashed || r.status == candidate_status::hung) && !quarantine_.find(r.cfg)) {
-        quarantine_.entries[r.cfg.text()] = {r.status, r.reason};
-        added = true;
-      }
-    if (!added) return;
-    try {
-      quarantine_cache_->put(quarantine_.json(), quarantine::file(ctx_.kernel.name));
-    } catch (const std::exception& e) {
-      ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the quarantine cannot be written ({})", e.what())});
-    }
+    if (auto failed = quarantine_.add_crashes(*quarantine_cache_, ctx_.kernel.name, results))
+      ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the quarantine cannot be written ({})", *failed)});
   }
 
   /// One warning per tuning when the cache could not take some binaries (they ran from a private
@@ -469,43 +536,17 @@ private:
                                            uncached, built, why)});
   }
 
-  /// A stored result for exactly these candidates, or nothing. Remote reads run off the engine's threads.
+  /// A stored result for exactly these candidates, or nothing.
   boost::asio::awaitable<std::optional<tuning_result>> read_result(Cache& cache) const {
-    const std::string file = ctx_.result_file();
-    std::optional<std::string> text;
-    if constexpr (requires { cache.async_get(file); }) {
-      auto getting = cache.async_get(file);
-      text = co_await std::move(getting);
-    } else {
-      text = cache.get(file);
-    }
-    if (!text) co_return std::nullopt;
-    auto stored = tuning_result::from_json(*text);
-    if (!stored || !matches(*stored)) co_return std::nullopt;
-    co_return stored;
+    auto reading = read_stored_result(cache, ctx_.result_file(), pruned_);
+    co_return co_await std::move(reading);
   }
 
   /// Stores the result; a failure is a warning (the tuning itself succeeded).
   boost::asio::awaitable<void> store_result(Cache& cache, const tuning_result& result) const {
-    try {
-      const std::string json = result.json(), file = ctx_.result_file();
-      if constexpr (requires { cache.async_put(json, file); }) {
-        auto putting = cache.async_put(json, file);
-        co_await std::move(putting);
-      } else {
-        cache.put(json, file);
-      }
-    } catch (const std::exception& e) {
-      ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("could not store the tuning result: {}", e.what())});
-    }
-  }
-
-  /// The stored result is for exactly these candidates, in this order.
-  [[nodiscard]] bool matches(const tuning_result& stored) const {
-    if (stored.candidates.size() != pruned_.size()) return false;
-    for (std::size_t i = 0; i < pruned_.size(); ++i)
-      if (!(stored.candidates[i].cfg == pruned_[i])) return false;
-    return true;
+    auto storing = store_tuning_result(cache, ctx_.result_file(), result);
+    if (auto failed = co_await std::move(storing))
+      ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("could not store the tuning result: {}", *failed)});
   }
 
   /// A result-cache hit: only the winner is compiled (normally a binary-cache hit) and loaded.
@@ -546,35 +587,5 @@ private:
   Cache* journal_cache_ = nullptr;
   bool isolate_ = false;
 };
-
-/// Compiles every candidate these arguments would try (concurrently), measuring nothing.
-template <Backend B, class Bench, CacheManager Cache, class... Args>
-boost::asio::awaitable<std::vector<candidate_result>> warm_up(tuning_context<B, Bench, Cache, Args...>& ctx,
-                                                               Args... args) {
-  std::vector<config> pruned = ctx.prune(args...);
-  std::vector<candidate_result> results;
-  for (auto& c : pruned) results.push_back(candidate_result{c});
-  auto remaining = std::make_shared<std::atomic<std::size_t>>(pruned.size());
-  auto done = std::make_shared<detail::async_queue<bool>>();
-  for (std::size_t i = 0; i < results.size(); ++i)
-    boost::asio::post(ctx.eng.compile_executor(), [&ctx, &results, i, remaining, done] {
-      auto& r = results[i];
-      const auto t0 = std::chrono::steady_clock::now();
-      try {
-        r.binary_from_cache = ctx.compile(r.cfg, ctx.devices[ctx.opts.device], {}).from_cache;
-        r.status = candidate_status::ok;
-        r.time = {inf_ms, inf_ms, inf_ms};
-      } catch (...) {
-        detail::record_failure(r, std::current_exception());
-      }
-      r.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (--*remaining == 0) done->push(true);
-    });
-  if (!results.empty()) {
-    auto popping = done->pop();
-    co_await std::move(popping);
-  }
-  co_return results;
-}
 
 } // namespace cotune

@@ -7,6 +7,7 @@
 /// quarantine under a key of the toolchain and the kernel alone.
 
 #include <cstddef>
+#include <exception>
 #include <map>
 #include <optional>
 #include <string>
@@ -39,7 +40,9 @@ struct tuning_journal {
     if (!stored || stored->candidates.size() != pruned.size()) return out;
     for (std::size_t i = 0; i < pruned.size(); ++i) {
       auto& c = stored->candidates[i];
-      if (c.status == candidate_status::not_run || !(c.cfg == pruned[i])) continue;
+      // Not evaluated by an earlier search: this run's search decides again.
+      if (c.status == candidate_status::not_run || c.status == candidate_status::not_evaluated || !(c.cfg == pruned[i]))
+        continue;
       c.cfg = pruned[i]; // the user's config, with its hooks
       c.resumed = true;
       out[i] = std::move(c);
@@ -47,6 +50,23 @@ struct tuning_journal {
     return out;
   }
 };
+
+/// Stores the outcomes so far of one key's tuning as its journal in `cache`; returns why it could
+/// not, or nothing.
+template <class Cache>
+std::optional<std::string> write_journal(Cache& cache, const std::string& kernel, const std::string& key_text,
+                                         const std::vector<candidate_result>& results) {
+  tuning_result partial;
+  partial.kernel = kernel;
+  partial.key_text = key_text;
+  partial.candidates = results;
+  try {
+    cache.put(partial.json(), tuning_journal::file(kernel));
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return std::nullopt;
+}
 
 /// Candidates of one kernel that crashed or hung in isolation, by config text, with why.
 struct quarantine {
@@ -64,6 +84,26 @@ struct quarantine {
     h.field("cotune-quarantine").field(version).field(std::to_string(cache_format_version));
     h.field(fingerprint).field(kernel_digest);
     return detail::to_hex(h.digest());
+  }
+
+  /// Adds the crashed and hung candidates of `results` and stores the quarantine in `cache` if that
+  /// added any; returns why it could not be stored, or nothing.
+  template <class Cache>
+  std::optional<std::string> add_crashes(Cache& cache, const std::string& kernel,
+                                         const std::vector<candidate_result>& results) {
+    bool added = false;
+    for (const auto& r : results)
+      if ((r.status == candidate_status::crashed || r.status == candidate_status::hung) && !find(r.cfg)) {
+        entries[r.cfg.text()] = {r.status, r.reason};
+        added = true;
+      }
+    if (!added) return std::nullopt;
+    try {
+      cache.put(json(), file(kernel));
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return std::nullopt;
   }
 
   [[nodiscard]] const entry* find(const config& c) const {

@@ -35,7 +35,9 @@ enum class candidate_status {
   not_run,
   compiler_crashed, ///< the compiler died (a signal, an internal compiler error): not the kernel's fault
   crashed,          ///< the candidate killed its isolated benchmark process (a signal, an abort)
-  hung              ///< the candidate ran past the bench timeout in its isolated process and was killed
+  hung,             ///< the candidate ran past the bench timeout in its isolated process and was killed
+  not_evaluated,    ///< the search strategy did not propose it within its budget (search/search_strategy.hpp)
+  wrong_result      ///< tune_options::verify rejected its output (tune/verification.hpp); it never wins
 };
 
 [[nodiscard]] constexpr std::string_view to_string(candidate_status s) noexcept {
@@ -50,6 +52,8 @@ enum class candidate_status {
   case candidate_status::compiler_crashed: return "compiler crashed";
   case candidate_status::crashed: return "crashed";
   case candidate_status::hung: return "hung";
+  case candidate_status::not_evaluated: return "not evaluated";
+  case candidate_status::wrong_result: return "wrong result";
   }
   return "?";
 }
@@ -58,7 +62,7 @@ enum class candidate_status {
   for (auto st : {candidate_status::ok, candidate_status::compile_error, candidate_status::out_of_resources,
                   candidate_status::launch_error, candidate_status::timeout, candidate_status::error,
                   candidate_status::not_run, candidate_status::compiler_crashed, candidate_status::crashed,
-                  candidate_status::hung})
+                  candidate_status::hung, candidate_status::not_evaluated, candidate_status::wrong_result})
     if (to_string(st) == s) return st;
   return std::nullopt;
 }
@@ -79,6 +83,12 @@ struct candidate_result {
   int device = -1; ///< index of the device it was measured on
   bool screened_only = false; ///< timed only by the short screening pass (it lost clearly there)
   bool resumed = false;       ///< taken from the journal of an earlier, interrupted tuning (not measured now)
+  bool interleaved = false;   ///< a finalist measured in interleaved rounds with the others (fair finals)
+  /// How its first measurement was taken, where the benchmarker says (bench/measurement.hpp):
+  /// "per-launch", "graph-batch xN", "back-to-back xN", "host"; empty when unknown.
+  std::string method{};
+  double rsd = 0.0;        ///< the relative standard deviation of that measurement's samples
+  std::size_t samples = 0; ///< how many samples it took
 };
 
 /// Where and when a result was made.
@@ -103,7 +113,10 @@ struct provenance {
 /// Index of the best candidate: lowest (median, p20, p80); ties go to the earlier config. Candidates
 /// timed with the full budget are preferred to those timed only by screening (a short pass whose
 /// medians are noisier and need not be comparable), so a screened-only timing can win only when no
-/// candidate was measured in full. Nothing if every candidate failed.
+/// candidate was measured in full. Among finalists measured in interleaved rounds, a tie within the
+/// measured noise goes to the earlier config: an earlier interleaved finalist whose median is at
+/// most the best median plus half the best's p20-p80 spread wins instead, so that two equally fast
+/// configs give the same winner run after run. Nothing if every candidate failed.
 [[nodiscard]] inline std::optional<std::size_t> select_best(const std::vector<candidate_result>& cs) {
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < cs.size(); ++i) {
@@ -118,6 +131,13 @@ struct provenance {
     } else if (cs[i].time < b.time) {
       best = i;
     }
+  }
+  if (best && cs[*best].interleaved) {
+    const auto& b = cs[*best];
+    const double band = b.time[0] + (b.time[2] - b.time[1]) / 2;
+    for (std::size_t i = 0; i < *best; ++i)
+      if (cs[i].status == candidate_status::ok && cs[i].interleaved && !cs[i].screened_only && cs[i].time[0] <= band)
+        return i;
   }
   return best;
 }
@@ -149,6 +169,8 @@ struct tuning_result {
       w.key("timings_ms").begin_array().value(c.time[0]).value(c.time[1]).value(c.time[2]).end_array();
       w.field("compile_ms", c.compile_ms).field("device", c.device).field("screened", c.screened_only);
       if (c.resumed) w.field("resumed", true);
+      if (c.interleaved) w.field("interleaved", true);
+      if (!c.method.empty()) w.field("method", c.method).field("rsd", c.rsd).field("samples", c.samples);
       w.end_object();
     }
     w.end_array().key("provenance").begin_object().field("host", made.host).field("device", made.device);
@@ -207,6 +229,14 @@ struct tuning_result {
         if (e["screened"].get_bool().get(screened) == SUCCESS) c.screened_only = screened;
         bool resumed = false;
         if (e["resumed"].get_bool().get(resumed) == SUCCESS) c.resumed = resumed;
+        bool interleaved = false;
+        if (e["interleaved"].get_bool().get(interleaved) == SUCCESS) c.interleaved = interleaved;
+        std::string_view method;
+        if (e["method"].get_string().get(method) == SUCCESS) c.method = method;
+        double rsd = 0;
+        if (e["rsd"].get_double().get(rsd) == SUCCESS && std::isfinite(rsd) && rsd >= 0) c.rsd = rsd;
+        std::uint64_t samples = 0;
+        if (e["samples"].get_uint64().get(samples) == SUCCESS) c.samples = static_cast<std::size_t>(samples);
         r.candidates.push_back(std::move(c));
       }
     } catch (const std::exception&) {

@@ -1,0 +1,140 @@
+#pragma once
+/// \file `cotune::search_space`: the geometry a search strategy walks, recovered from a candidate list.
+/// Each parameter name is an axis whose positions are the parameter's distinct values in order
+/// (numbers by value, then booleans, then strings); each candidate is a point. The list need not be
+/// a full product: `where` constraints and pruning leave holes, and neighbours step over them.
+///
+///     cotune::search_space s(candidates);
+///     for (std::size_t j : s.neighbours(i)) ...   // candidates one step away on one axis
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <cotune/core/config.hpp>
+#include <cotune/core/value.hpp>
+
+namespace cotune {
+
+class search_space {
+public:
+  /// One parameter and its distinct values, in order.
+  struct axis {
+    std::string name;
+    std::vector<value> values;
+  };
+
+  explicit search_space(const std::vector<config>& candidates) : coords_(candidates.size()) {
+    std::map<std::string, std::vector<value>> seen;
+    for (const auto& c : candidates)
+      for (const auto& [name, v] : c.params()) seen[name].push_back(v);
+    for (auto& [name, vs] : seen) {
+      std::sort(vs.begin(), vs.end(), before);
+      vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
+      axes_.push_back({name, std::move(vs)});
+    }
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      auto& p = coords_[i];
+      p.assign(axes_.size(), -1); // -1: the candidate lacks this parameter
+      for (std::size_t d = 0; d < axes_.size(); ++d)
+        if (const value* v = candidates[i].find(axes_[d].name)) {
+          const auto& vs = axes_[d].values;
+          p[d] = static_cast<int>(std::lower_bound(vs.begin(), vs.end(), *v, before) - vs.begin());
+        }
+      index_.emplace(p, i); // a duplicate config keeps its first index
+    }
+  }
+
+  [[nodiscard]] std::size_t size() const noexcept { return coords_.size(); }
+  [[nodiscard]] std::size_t dimensions() const noexcept { return axes_.size(); }
+  [[nodiscard]] const std::vector<axis>& axes() const noexcept { return axes_; }
+  /// Candidate `i`'s position on each axis (-1 where it lacks the parameter).
+  [[nodiscard]] const std::vector<int>& coords(std::size_t i) const { return coords_.at(i); }
+
+  /// The candidate at exactly these positions, if the list holds one.
+  [[nodiscard]] std::optional<std::size_t> find(const std::vector<int>& p) const {
+    auto it = index_.find(p);
+    if (it == index_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  /// The candidates one step from `i` on one axis, the others unchanged: on each axis and in each
+  /// direction, the nearest position the list holds (so a hole left by a constraint is stepped over).
+  [[nodiscard]] std::vector<std::size_t> neighbours(std::size_t i) const {
+    std::vector<std::size_t> out;
+    std::vector<int> p = coords(i);
+    for (std::size_t d = 0; d < axes_.size(); ++d) {
+      const int at = p[d];
+      if (at < 0) continue;
+      for (int step : {-1, 1}) {
+        for (int q = at + step; q >= 0 && q < static_cast<int>(axes_[d].values.size()); q += step) {
+          p[d] = q;
+          if (auto j = find(p)) {
+            out.push_back(*j);
+            break;
+          }
+        }
+        p[d] = at;
+      }
+    }
+    return out;
+  }
+
+  /// Distance between two points: the sum over axes of the position difference as a fraction of the
+  /// axis's length (so that an axis of 2 values weighs as much as one of 20); a missing parameter
+  /// is one full axis away.
+  [[nodiscard]] double distance(const std::vector<int>& a, const std::vector<int>& b) const {
+    double s = 0;
+    for (std::size_t d = 0; d < axes_.size(); ++d) {
+      if (a[d] == b[d]) continue;
+      if (a[d] < 0 || b[d] < 0) {
+        s += 1;
+        continue;
+      }
+      const double len = static_cast<double>(std::max<std::size_t>(1, axes_[d].values.size() - 1));
+      s += std::abs(a[d] - b[d]) / len;
+    }
+    return s;
+  }
+
+  /// The candidate nearest to the point `p` among those `allowed` accepts (ties: the lower index).
+  template <class Allowed>
+  [[nodiscard]] std::optional<std::size_t> nearest(const std::vector<int>& p, Allowed allowed) const {
+    if (auto j = find(p); j && allowed(*j)) return j;
+    std::optional<std::size_t> best;
+    double best_d = 0;
+    for (std::size_t i = 0; i < coords_.size(); ++i) {
+      if (!allowed(i)) continue;
+      const double d = distance(p, coords_[i]);
+      if (!best || d < best_d) {
+        best = i;
+        best_d = d;
+      }
+    }
+    return best;
+  }
+
+private:
+  /// Numbers by value (integers and floating values together), then booleans, then strings.
+  static bool before(const value& a, const value& b) {
+    auto rank = [](const value& v) { return v.is_int() || v.is_double() ? 0 : v.is_bool() ? 1 : 2; };
+    if (rank(a) != rank(b)) return rank(a) < rank(b);
+    if (rank(a) == 0) {
+      if (a.as_double() != b.as_double()) return a.as_double() < b.as_double();
+      return a.is_int() && !b.is_int(); // 2 before 2.0: distinct values, one fixed order
+    }
+    if (rank(a) == 1) return !a.as_bool() && b.as_bool();
+    return a.as_string() < b.as_string();
+  }
+
+  std::vector<axis> axes_;
+  std::vector<std::vector<int>> coords_;
+  std::map<std::vector<int>, std::size_t> index_;
+};
+
+} // namespace cotune

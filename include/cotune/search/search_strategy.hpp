@@ -1,0 +1,248 @@
+#pragma once
+/// \file `cotune::search_strategy`: which candidates of a tuning get compiled and measured, and in
+/// what order. A strategy starts a `search_session` per tuning; the session proposes batches of
+/// candidate indices and is told each outcome (a time, or a failure such as a compile error or out
+/// of resources, which teaches it as well). The session's public functions check what strategies
+/// return (in range, never proposed twice, within the budget), so a strategy cannot break a tuning.
+///
+/// Reproducible: a session's proposals depend only on its seed and on the outcomes it was told,
+/// which reach it in proposal order, batch by batch, whatever order measurements finish in. Batch k
+/// sees the outcomes of batches 0 .. k-depth (depth: batches the caller keeps in flight, 1 or 2).
+///
+///     options.search = std::make_shared<cotune::random_search>();
+///     options.search_settings = cotune::search_settings{.evaluations = 64, .seed = 7};
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cotune/search/search_space.hpp>
+
+namespace cotune {
+
+namespace detail {
+/// A number in [0, n) from the engine's raw output: mt19937_64's sequence is fixed by the standard,
+/// but the distributions are not, so this keeps proposals equal across standard libraries.
+[[nodiscard]] inline std::size_t below(std::mt19937_64& rng, std::size_t n) noexcept {
+  return n == 0 ? 0 : static_cast<std::size_t>(rng() % n);
+}
+/// A number in [0, 1) from the engine's raw output (53 bits).
+[[nodiscard]] inline double unit(std::mt19937_64& rng) noexcept {
+  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
+}
+} // namespace detail
+
+/// How much a search may spend, and its seed.
+struct search_settings {
+  /// Most candidates evaluated (compiled, and measured if they compile); 0 = the strategy's default
+  /// (exhaustive: all; the others: a quarter of the candidates, at least 32).
+  std::size_t evaluations = 0;
+  /// Wall-clock budget in ms from the first proposal; no batch is proposed after it. 0 = none.
+  double wall_ms = 0;
+  /// Seed of the strategy's std::mt19937_64 (never std::random_device: tunings are reproducible).
+  std::uint64_t seed = 0;
+};
+
+/// One evaluated candidate: its median time, or a failure (it did not compile, needed more resources
+/// than the device has, or failed to run: such configs teach a strategy which values to avoid).
+struct search_outcome {
+  std::size_t index = 0;
+  double time_ms = std::numeric_limits<double>::infinity();
+  bool ran = true; ///< false: it failed (its time is then +inf)
+
+  [[nodiscard]] bool valid() const noexcept { return ran && std::isfinite(time_ms); }
+};
+
+/// One tuning's search: proposes batches and learns from outcomes. Non-virtual public functions
+/// over protected virtuals.
+class search_session {
+public:
+  search_session(const search_space& space, search_settings settings, std::size_t default_evaluations,
+                 std::size_t depth)
+      : space_(space), rng_(settings.seed), depth_(std::max<std::size_t>(1, depth)),
+        taken_(space.size(), false), outcome_(space.size()), start_(std::chrono::steady_clock::now()),
+        wall_ms_(settings.wall_ms) {
+    limit_ = std::min(space.size(), settings.evaluations ? settings.evaluations : default_evaluations);
+  }
+  virtual ~search_session() = default;
+  search_session(const search_session&) = delete;
+  search_session& operator=(const search_session&) = delete;
+
+  /// Before the first proposal: an outcome known already (a resumed journal, a quarantined config).
+  /// It counts against the budget and is never proposed.
+  void known(const search_outcome& o) {
+    if (o.index >= space_.size() || taken_[o.index]) return;
+    taken_[o.index] = true;
+    ++spent_;
+    prior_.push_back(o);
+  }
+
+  /// The next batch: at most `want` indices, none proposed or known before, within the budget.
+  /// Batch k sees the outcomes of batches up to k-depth, or of all batches once all are complete.
+  /// Empty with batches in flight: ask again when one completes; empty with none: the search is over.
+  [[nodiscard]] std::vector<std::size_t> propose(std::size_t want) {
+    deliver();
+    want = std::min(want, limit_ > spent_ ? limit_ - spent_ : 0);
+    if (want == 0 || out_of_time()) return {};
+    std::vector<std::size_t> out;
+    for (std::size_t i : do_propose(want)) {
+      if (out.size() == want) break;
+      if (i >= space_.size() || taken_[i]) continue;
+      taken_[i] = true;
+      out.push_back(i);
+    }
+    spent_ += out.size();
+    if (!out.empty()) batches_.push_back({out, 0});
+    return out;
+  }
+
+  /// The outcome of a proposed candidate (in any order; the strategy sees them in proposal order).
+  void tell(const search_outcome& o) {
+    if (o.index >= space_.size() || outcome_[o.index]) return;
+    outcome_[o.index] = o;
+    for (auto& b : batches_)
+      if (std::find(b.indices.begin(), b.indices.end(), o.index) != b.indices.end()) ++b.told;
+  }
+
+  /// Candidates proposed or known so far.
+  [[nodiscard]] std::size_t spent() const noexcept { return spent_; }
+  /// The most candidates this search evaluates.
+  [[nodiscard]] std::size_t limit() const noexcept { return limit_; }
+  /// Whether candidate `i` was proposed (or known).
+  [[nodiscard]] bool taken(std::size_t i) const { return taken_.at(i); }
+
+protected:
+  /// Up to `want` candidates to evaluate next (more, repeats or taken ones are dropped).
+  [[nodiscard]] virtual std::vector<std::size_t> do_propose(std::size_t want) = 0;
+  /// An outcome, in proposal order.
+  virtual void do_tell(const search_outcome&) {}
+
+  [[nodiscard]] const search_space& space() const noexcept { return space_; }
+  [[nodiscard]] std::mt19937_64& rng() noexcept { return rng_; }
+  /// The outcomes delivered so far, in proposal order.
+  [[nodiscard]] const std::vector<search_outcome>& history() const noexcept { return history_; }
+  /// The best valid delivered outcome's index (ties: the earlier told).
+  [[nodiscard]] std::optional<std::size_t> best() const noexcept { return best_; }
+  /// Proposals whose outcomes the strategy has not seen yet.
+  [[nodiscard]] std::size_t in_flight() const noexcept { return spent_ - history_.size() - prior_.size(); }
+  /// A uniformly chosen candidate not yet taken.
+  [[nodiscard]] std::optional<std::size_t> random_untaken() {
+    const std::size_t left = space_.size() - static_cast<std::size_t>(std::count(taken_.begin(), taken_.end(), true));
+    if (left == 0) return std::nullopt;
+    std::size_t k = detail::below(rng_, left);
+    for (std::size_t i = 0; i < taken_.size(); ++i)
+      if (!taken_[i] && k-- == 0) return i;
+    return std::nullopt;
+  }
+
+private:
+  struct batch {
+    std::vector<std::size_t> indices;
+    std::size_t told = 0;
+  };
+
+  /// Hands the strategy the outcomes of whole batches, oldest first, up to batch (next - depth).
+  void deliver() {
+    for (auto& o : prior_) accept(o);
+    prior_.clear();
+    // Every batch complete: the caller waits on the strategy, so it sees them all (else it could stall).
+    const bool all_told = std::all_of(batches_.begin(), batches_.end(), [](const batch& b) { return b.told == b.indices.size(); });
+    while (delivered_ < batches_.size() && (all_told || delivered_ + depth_ <= batches_.size())) {
+      const batch& b = batches_[delivered_];
+      if (b.told < b.indices.size()) break;
+      for (std::size_t i : b.indices) accept(*outcome_[i]);
+      ++delivered_;
+    }
+  }
+  void accept(const search_outcome& o) {
+    history_.push_back(o);
+    if (o.valid() && (!best_ || o.time_ms < best_ms_)) {
+      best_ = o.index;
+      best_ms_ = o.time_ms;
+    }
+    do_tell(o);
+  }
+  [[nodiscard]] bool out_of_time() const {
+    if (wall_ms_ <= 0) return false;
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count() >= wall_ms_;
+  }
+
+  const search_space& space_;
+  std::mt19937_64 rng_;
+  std::size_t depth_, limit_ = 0, spent_ = 0, delivered_ = 0;
+  std::vector<bool> taken_;
+  std::vector<std::optional<search_outcome>> outcome_;
+  std::vector<search_outcome> prior_, history_;
+  std::vector<batch> batches_;
+  std::optional<std::size_t> best_;
+  double best_ms_ = std::numeric_limits<double>::infinity();
+  std::chrono::steady_clock::time_point start_;
+  double wall_ms_;
+};
+
+/// The seam: makes one session per tuning. Strategies are immutable and shared between tunings.
+class search_strategy {
+public:
+  virtual ~search_strategy() = default;
+
+  /// A session over `space` (which must outlive it); `depth`: batches the caller keeps in flight.
+  [[nodiscard]] std::unique_ptr<search_session> start(const search_space& space, const search_settings& settings,
+                                                      std::size_t depth = 1) const {
+    return do_start(space, settings, depth);
+  }
+  /// The knob name of the strategy ("exhaustive", "random", ...), for results and cache keys.
+  [[nodiscard]] std::string name() const { return do_name(); }
+  /// Whether every candidate is evaluated in config order with no budget: today's tuning exactly.
+  [[nodiscard]] bool evaluates_all() const { return do_evaluates_all(); }
+
+protected:
+  [[nodiscard]] virtual std::unique_ptr<search_session> do_start(const search_space&, const search_settings&,
+                                                                 std::size_t depth) const = 0;
+  [[nodiscard]] virtual std::string do_name() const = 0;
+  [[nodiscard]] virtual bool do_evaluates_all() const { return false; }
+};
+
+/// The default evaluation budget of a sampling strategy: a quarter of the candidates, at least 32
+/// (or all of them, when fewer). A quarter: the target is the optimum within 2% in a quarter
+/// of the evaluations random sampling needs; 32 keeps small spaces close to exhaustive.
+[[nodiscard]] inline std::size_t default_search_evaluations(std::size_t candidates) noexcept {
+  return std::min(candidates, std::max<std::size_t>(32, candidates / 4));
+}
+
+/// Runs a whole search against `evaluate(index) -> search_outcome`, in batches of `batch` with
+/// `depth` batches in flight (evaluated in proposal order): what a tuning does, without a device.
+/// Returns every outcome in proposal order. For tests and benchmarks of strategies.
+template <class Evaluate>
+std::vector<search_outcome> run_search(const search_strategy& s, const search_space& space,
+                                       const search_settings& settings, Evaluate evaluate, std::size_t batch = 4,
+                                       std::size_t depth = 1) {
+  auto session = s.start(space, settings, depth);
+  std::vector<search_outcome> out;
+  std::vector<std::vector<std::size_t>> flight;
+  for (;;) {
+    while (flight.size() < depth) {
+      auto b = session->propose(batch);
+      if (b.empty()) break;
+      flight.push_back(std::move(b));
+    }
+    if (flight.empty()) break;
+    for (std::size_t i : flight.front()) {
+      search_outcome o = evaluate(i);
+      o.index = i;
+      session->tell(o);
+      out.push_back(o);
+    }
+    flight.erase(flight.begin());
+  }
+  return out;
+}
+
+} // namespace cotune

@@ -1,0 +1,117 @@
+#pragma once
+/// \file Fair finals: the finalists of a tuning measured in interleaved rounds on one device
+/// (A B C, A B C, ...), so that clock or thermal drift during the finals spreads over all of them
+/// instead of favouring whoever ran first. Each round gives each finalist a share of the full
+/// budget; its samples from every round are merged and summarised. A tie within the measured noise
+/// is then broken by config order (`select_best`).
+
+#include <cstddef>
+#include <exception>
+#include <any>
+#include <functional>
+#include <tuple>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <cotune/bench/benchmarker.hpp>
+#include <cotune/bench/summary.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/tune/tuning_context.hpp>
+#include <cotune/tune/tuning_result.hpp>
+
+namespace cotune {
+
+/// Rounds of the finals. 5: each finalist then sees every phase of a drift slower than the
+/// finals (seconds: clocks, temperature) in 5 places, while a round's share (a fifth of the full
+/// budget, 20 ms by default) still holds ~1000 runs of a 20 us kernel.
+inline constexpr std::size_t final_rounds = 5;
+
+/// One finalist's outcome: its timings (median, p20, p80 of all its samples), or why it failed.
+struct final_outcome {
+  std::optional<timings> time;
+  std::exception_ptr failure;
+};
+
+/// Times each of `runs` (each runs one finalist once) in `rounds` interleaved rounds on `bench`,
+/// each run getting `full.rep_ms / rounds` per round; the first round warms up with `full.warmup_ms`,
+/// later ones with a `rounds`-th of it (the other finalists ran in between). A run that throws is
+/// out of the later rounds. `full`'s other settings are kept.
+template <class Bench>
+[[nodiscard]] std::vector<final_outcome> measure_interleaved(Bench& bench, const std::vector<std::function<void()>>& runs,
+                                                             const bench_options& full,
+                                                             std::size_t rounds = final_rounds) {
+  rounds = rounds ? rounds : 1;
+  std::vector<final_outcome> out(runs.size());
+  std::vector<std::vector<double>> samples(runs.size());
+  for (std::size_t round = 0; round < rounds; ++round) {
+    bench_options o = full;
+    o.rep_ms = full.rep_ms / static_cast<double>(rounds);
+    if (round > 0) o.warmup_ms = full.warmup_ms / static_cast<double>(rounds);
+    o.quantiles.clear();
+    o.mode = return_mode::all;
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      if (out[k].failure) continue;
+      try {
+        auto s = bench.bench(runs[k], o);
+        samples[k].insert(samples[k].end(), s.begin(), s.end());
+      } catch (...) {
+        out[k].failure = std::current_exception();
+      }
+    }
+  }
+  const bench_options summary{.quantiles = {0.5, 0.2, 0.8}};
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    if (out[k].failure) continue;
+    if (samples[k].empty()) {
+      out[k].failure = std::make_exception_ptr(error("the benchmarker returned no samples in the finals"));
+      continue;
+    }
+    const auto q = summarize(std::move(samples[k]), summary);
+    out[k].time = timings{q[0], q[1], q[2]};
+  }
+  return out;
+}
+
+/// On the launch device's thread: a tuning's `finalists` (loaded there if the first pass measured them
+/// elsewhere) measured by `measure_interleaved` with the tuning's hooks around every run; a finalist
+/// that fails is recorded as failed. `state` is the tuning job's (results, binaries, loaded functions).
+template <class Ctx, class State, class... Args>
+void measure_finals(Ctx& ctx, State& state, const std::vector<std::size_t>& finalists, std::tuple<Args...>& args,
+                    std::size_t launch_dev, const bench_options& full) {
+  std::vector<std::function<void()>> runs;
+  std::vector<std::size_t> kept;
+  std::vector<std::vector<std::any>> saved(finalists.size(), std::vector<std::any>(sizeof...(Args)));
+  for (std::size_t k = 0; k < finalists.size(); ++k) {
+    const std::size_t i = finalists[k];
+    auto& r = state.results[i];
+    try {
+      if (!state.loaded[i])
+        state.loaded[i].emplace(ctx.binaries.load(*state.binaries[i], ctx.kernel, r.cfg, ctx.devices[launch_dev]));
+      const auto* fn = &*state.loaded[i];
+      const launch_grid g =
+          ctx.opts.grid ? std::apply([&](Args&... xs) { return ctx.opts.grid(r.cfg, xs...); }, args) : launch_grid{};
+      std::vector<std::any>* keep = &saved[k];
+      runs.push_back([&ctx, &args, &r, fn, g, keep] {
+        std::apply([&](Args&... xs) { ctx.arguments.run_once(ctx.backend, *fn, r.cfg, g, *keep, xs...); }, args);
+      });
+      kept.push_back(i);
+    } catch (...) {
+      detail::record_failure(r, std::current_exception());
+    }
+  }
+  const auto outcomes = measure_interleaved(ctx.benchmarker(launch_dev), runs, full);
+  for (std::size_t k = 0; k < kept.size(); ++k) {
+    auto& r = state.results[kept[k]];
+    r.device = static_cast<int>(launch_dev);
+    r.resumed = false;
+    if (outcomes[k].failure) {
+      detail::record_failure(r, outcomes[k].failure);
+      continue;
+    }
+    r.time = *outcomes[k].time;
+    r.interleaved = true;
+  }
+}
+
+} // namespace cotune
