@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
   const std::vector<space> spaces{gemm(), stencil(), reduction()};
   const std::vector<std::string> names{"random", "local", "evolution", "bayes"};
   std::string svg;
-  double y = 30;
+  double y = 48; // below the plot's title (y 16) and the first panel's own (y - 8)
   for (const auto& sp : spaces) {
     const search_space geometry(sp.configs);
     const std::size_t budget = sp.configs.size() / 2; // half the space: random's curve flattens well before
