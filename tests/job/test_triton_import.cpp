@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <cotune/cotune.hpp>
+#include <cotune/detail/files.hpp>
 #include <cotune/job/job_knobs.hpp>
 #include <cotune/job/triton_import.hpp>
 #include <cotune/job/tuning_database.hpp>
@@ -139,4 +140,22 @@ TEST_CASE("a host tuner adopts a winner imported from a Triton file, and tunes a
   CHECK(out == 600 * 599 / 2); // COST 3 ran
   app(&out, 201); // not in the import: tuned
   CHECK(app.measured_tunings() == 1);
+}
+
+TEST_CASE("a file Triton 3.6 wrote on an H200 is imported with Triton's own winner", "[job][triton_import]") {
+  // Written by benchmarks/compare/triton_cache_file.py (cache_results=True) on the H200, 2026-11-30.
+  const auto text = cotune::detail::read_file(std::string(COTUNE_SOURCE_DIR) +
+                                              "/tests/job/data/triton_3.6_cotune_import_add.autotune.json");
+  REQUIRE(text);
+  const auto e = cj::import_triton(*text,
+                                   {.kernel = "cotune_import_add",
+                                    .args = {{"x", true}, {"y", true}, {"out", true}, {"n"}},
+                                    .key = {"n"},
+                                    .device = "NVIDIA H200"},
+                                   "triton_3.6_cotune_import_add.autotune.json");
+  CHECK(e.key == "x: float16, y: float16, out: float32, n=1048576");
+  // Triton's best_config in that run: BLOCK 1024 with 2 warps (its smallest median, 7.33 us).
+  CHECK(e.winner == cotune::config{{{"BLOCK", 1024}}, cotune::launch_options{.num_warps = 2}});
+  REQUIRE(e.detail);
+  CHECK(e.detail->candidates.size() == 6);
 }

@@ -45,7 +45,7 @@ namespace cotune::gpu {
 /// How timed_measurement chooses and sizes its method (the benchmarker's options over the knobs).
 struct timing_settings {
   /// Kernels whose estimate is under this are timed in batches; 0 = never.
-  double batch_below_ms = 0.05;
+  double batch_below_ms = 0.2;
   /// Batch every kernel, whatever its estimate (the cuda.graph / hip.graph knobs).
   bool always_batch = false;
   /// A batch lasts about this long. A graph replay's fixed cost (launch and event, a few us) is then

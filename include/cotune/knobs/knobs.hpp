@@ -145,10 +145,11 @@ struct bench_knob_group {
   knob<int> min_samples{{.name = "bench.min_samples", .env = "COTUNE_BENCH_MIN_SAMPLES", .fallback = 10,
                          .doc = "the noise test of bench.noise_target applies from this many samples on",
                          .validate = detail::at_least(2, "COTUNE_BENCH_MIN_SAMPLES")}};
-  // 50 us: an H200 launch costs ~2-5 us of host time, so below ~50 us per-launch event pairs carry
-  // launch overhead (a 1.07 us kernel read 5.60 us, issue 12); above it the bias is under ~5% and
-  // the per-launch L2 flush keeps every run cold.
-  knob<double> batch_below_us{{.name = "bench.batch_below_us", .env = "COTUNE_BENCH_BATCH_BELOW_US", .fallback = 50.0,
+  // 200 us: an event pair around one launch adds ~6-7 us on an H200 against back-to-back launches (a
+  // 1.3 us kernel read 5.8 us, a 100 us one +6.9%, a 1 ms one +0.7%; benchmarks/RESULTS.md, issue 12),
+  // so per-launch timing stays within ~3.5% only from ~200 us on. With 200, every size measured there
+  // was within 1.5% of a graph of 1000 launches.
+  knob<double> batch_below_us{{.name = "bench.batch_below_us", .env = "COTUNE_BENCH_BATCH_BELOW_US", .fallback = 200.0,
                                .doc = "GPU kernels whose first estimate is under this many us are timed in batches (a "
                                       "graph of N launches, one L2 flush before each batch) and the batch time divided "
                                       "by N; longer ones are timed per launch with a flush before each; "
