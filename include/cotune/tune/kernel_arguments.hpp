@@ -197,8 +197,19 @@ private:
                                               "are const (a read-only view cannot be zeroed or restored); declare it "
                                               "as a view of mutable elements, or leave it out of {}",
                                               kernel_name_, name, what, what));
-          throw autotuner_error(fmt::format("autotuner for '{}': argument '{}' cannot be used in {} (it is neither "
-                                            "a scalar nor a cotune::Buffer)",
+          if (detail::key_scalar<A>)
+            throw autotuner_error(fmt::format("autotuner for '{}': argument '{}' cannot be used in {}: it is a scalar, "
+                                              "passed by value, so there is nothing to {}; {} takes buffers only",
+                                              kernel_name_, name, what,
+                                              std::string_view(what) == "reset_to_zero" ? "zero" : "restore", what));
+          if (std::is_pointer_v<A>)
+            throw autotuner_error(fmt::format("autotuner for '{}': argument '{}' cannot be used in {}: it is a raw "
+                                              "pointer, whose extent cotune cannot know; pass a buffer instead "
+                                              "(cotune::host_span<T>(ptr, n) or std::span<T> for host memory, "
+                                              "cuda::device_view(ptr, n, device) for device memory)",
+                                              kernel_name_, name, what));
+          throw autotuner_error(fmt::format("autotuner for '{}': argument '{}' cannot be used in {}: it is neither "
+                                            "a scalar nor a buffer (cotune::Buffer)",
                                             kernel_name_, name, what));
         }
         flags[i] = true;
