@@ -192,3 +192,24 @@ TEST_CASE("a session drops repeats, unknown indices and extras, whatever a strat
   CHECK(s->propose(10).empty());
   CHECK(s->spent() == 6);
 }
+
+TEST_CASE("launch options are axes of the search space: configs differing only in warps are neighbours",
+          "[search][space]") {
+  std::vector<cotune::config> cs;
+  for (int block : {64, 128})
+    for (int warps : {2, 4, 8})
+      cs.push_back(cotune::config{{{"BLOCK", block}}, cotune::launch_options{.num_warps = warps, .num_stages = 3}});
+  const cotune::search_space space(cs);
+  // BLOCK and launch.num_warps; num_stages and num_ctas are the same everywhere, so no axes.
+  REQUIRE(space.dimensions() == 2);
+  CHECK(space.axes()[0].name == "BLOCK");
+  CHECK(space.axes()[1].name == "launch.num_warps");
+  // Six distinct points, none collapsed onto another.
+  std::set<std::vector<int>> points;
+  for (std::size_t i = 0; i < cs.size(); ++i) points.insert(space.coords(i));
+  CHECK(points.size() == 6);
+  // {BLOCK 64, 4 warps}: one step on warps (2, 8) and one on BLOCK (128, same warps).
+  auto n = space.neighbours(1);
+  std::sort(n.begin(), n.end());
+  CHECK(n == std::vector<std::size_t>{0, 2, 4});
+}

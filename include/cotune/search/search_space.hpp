@@ -1,7 +1,10 @@
 #pragma once
 /// \file `cotune::search_space`: the geometry a search strategy walks, recovered from a candidate list.
 /// Each parameter name is an axis whose positions are the parameter's distinct values in order
-/// (numbers by value, then booleans, then strings); each candidate is a point. The list need not be
+/// (numbers by value, then booleans, then strings), and so is each launch option the candidates set
+/// (`launch.num_warps`, `launch.num_stages`, `launch.num_ctas`, `launch.maxnreg`,
+/// `launch.threads_per_block`, `launch.block_x/y/z`: configs that differ only in warps or stages are
+/// different points); each candidate is a point. The list need not be
 /// a full product: `where` constraints and pruning leave holes, and neighbours step over them.
 ///
 ///     cotune::search_space s(candidates);
@@ -10,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -30,24 +34,51 @@ public:
   };
 
   explicit search_space(const std::vector<config>& candidates) : coords_(candidates.size()) {
+    std::vector<std::map<std::string, value>> features;
+    features.reserve(candidates.size());
+    for (const auto& c : candidates) features.push_back(features_of(c));
     std::map<std::string, std::vector<value>> seen;
-    for (const auto& c : candidates)
-      for (const auto& [name, v] : c.params()) seen[name].push_back(v);
+    for (const auto& f : features)
+      for (const auto& [name, v] : f) seen[name].push_back(v);
     for (auto& [name, vs] : seen) {
       std::sort(vs.begin(), vs.end(), before);
       vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
+      // A launch option every candidate shares is no direction to search in (a host backend's configs
+      // all keep the defaults); a parameter is an axis even then, as it always was.
+      if (name.starts_with("launch.") && vs.size() < 2 &&
+          std::all_of(features.begin(), features.end(), [&](const auto& f) { return f.contains(name); }))
+        continue;
       axes_.push_back({name, std::move(vs)});
     }
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       auto& p = coords_[i];
       p.assign(axes_.size(), -1); // -1: the candidate lacks this parameter
       for (std::size_t d = 0; d < axes_.size(); ++d)
-        if (const value* v = candidates[i].find(axes_[d].name)) {
+        if (auto it = features[i].find(axes_[d].name); it != features[i].end()) {
           const auto& vs = axes_[d].values;
-          p[d] = static_cast<int>(std::lower_bound(vs.begin(), vs.end(), *v, before) - vs.begin());
+          p[d] = static_cast<int>(std::lower_bound(vs.begin(), vs.end(), it->second, before) - vs.begin());
         }
       index_.emplace(p, i); // a duplicate config keeps its first index
     }
+  }
+
+  /// A config's coordinates by name: its parameters, and its launch options as `launch.*` (a name no
+  /// parameter can take, parameters being C identifiers). Options a config leaves unset are absent.
+  [[nodiscard]] static std::map<std::string, value> features_of(const config& c) {
+    std::map<std::string, value> out;
+    for (const auto& [name, v] : c.params()) out.emplace(name, v);
+    const launch_options& l = c.launch();
+    out.emplace("launch.num_warps", value(l.num_warps));
+    out.emplace("launch.num_stages", value(l.num_stages));
+    out.emplace("launch.num_ctas", value(l.num_ctas));
+    if (l.maxnreg) out.emplace("launch.maxnreg", value(*l.maxnreg));
+    if (l.threads_per_block) out.emplace("launch.threads_per_block", value(*l.threads_per_block));
+    if (l.block) {
+      out.emplace("launch.block_x", value(static_cast<std::int64_t>(l.block->x)));
+      out.emplace("launch.block_y", value(static_cast<std::int64_t>(l.block->y)));
+      out.emplace("launch.block_z", value(static_cast<std::int64_t>(l.block->z)));
+    }
+    return out;
   }
 
   [[nodiscard]] std::size_t size() const noexcept { return coords_.size(); }
