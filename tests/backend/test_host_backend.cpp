@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -344,4 +345,60 @@ TEST_CASE("the host device has a name and a fingerprint naming the compiler", "[
   const auto cc = cotune::resolve_host_compiler();
   CHECK_THAT(b.fingerprint(d), Catch::StartsWith("host;" + cc.path.string() + ";"));
   CHECK(cc.path.is_absolute());
+}
+
+// ---- module globals (tune_options::on_load) -----------------------------------------------------------
+
+static_assert(cotune::FindsModuleGlobals<host_backend>);
+
+namespace {
+
+/// out[i] = table[i] * SCALE; `table` is a global the caller writes; `limits` is read-only data.
+kernel_source table_kernel() {
+  return kernel_source{.name = "table_scale",
+                       .code = R"(
+int table[4];
+extern const int limits[2] = {1, 2};
+extern "C" void table_scale(int* out) {
+  for (int i = 0; i < 4; ++i) out[i] = table[i] * SCALE + limits[0] - 1;
+}
+)",
+                       .entry = "table_scale"};
+}
+
+} // namespace
+
+TEST_CASE("the host backend finds a loaded kernel's global variable, sized, and writes it",
+          "[backend][host_backend][module]") {
+  private_cache cache;
+  quick_flags flags;
+  host_backend b;
+  const auto k = table_kernel();
+  const config c{{"SCALE", 10}};
+  const auto fn = b.load(b.compile(k, c), k, c);
+  const auto table = b.find_global(fn, "table");
+  REQUIRE(table.has_value());
+  CHECK(table->bytes == 4 * sizeof(int));
+
+  const cotune::module_view m(c, k.name, b.device_name({}), 0, [&](std::string_view n) { return b.find_global(fn, n); });
+  const auto span = m.global<int>("table");
+  REQUIRE(span.size() == 4);
+  span.copy_from(std::vector<int>{1, 2, 3, 4});
+  CHECK(span.to_vector() == std::vector<int>{1, 2, 3, 4});
+  span.subspan(3, 1).copy_from(std::vector<int>{7});
+  std::vector<int> out(4, -1);
+  cotune::host_span<int> out_span(out);
+  b.launch(fn, cotune::launch_grid{}, out_span);
+  CHECK(out == std::vector<int>{10, 20, 30, 70}); // the kernel read what was written
+
+  CHECK_FALSE(b.find_global(fn, "no_such_global").has_value());
+  CHECK_THROWS_WITH(m.global<int>("no_such_global"),
+                    Catch::Contains("no global variable 'no_such_global'") && Catch::Contains("'table_scale'") &&
+                        Catch::Contains("SCALE: 10") && Catch::Contains("global namespace scope"));
+  CHECK_THROWS_WITH(b.find_global(fn, "table_scale"), Catch::Contains("'table_scale' is not a variable"));
+  CHECK_THROWS_WITH(b.find_global(fn, "limits"), Catch::Contains("read-only memory"));
+  CHECK_THROWS_WITH((m.global<std::array<int, 3>>("table").size()),
+                    Catch::Contains("16 bytes, not a whole number of 12-byte"));
+  CHECK_THROWS_WITH(span.copy_from(std::vector<int>{1, 2}), Catch::Contains("holds 4 elements, but 2 were given"));
+  CHECK_THROWS_WITH(span.subspan(2, 3), Catch::Contains("out of range for 4 elements"));
 }

@@ -4,6 +4,7 @@
 // The hidden case "warm start child" is the second process of the warm-start test.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,7 @@
 #define COTUNE_EXAMPLE_NO_MAIN
 #include "../../examples/03_tune_cuda_vector.cpp"
 #include "../../examples/04_tune_cuda_gemm.cpp"
+#include "../../examples/05_tune_cuda_conv2d.cpp"
 
 #include "../support/temp_dir.hpp"
 
@@ -181,6 +183,7 @@ TEST_CASE("every candidate of the examples' kernels compiles for sm_90 without a
   std::vector<std::pair<kernel_source, config>> jobs;
   for (const auto& c : example04::gemm_configs()) jobs.emplace_back(example04::gemm_kernel(), c);
   for (const auto& c : example03::vector_add_configs()) jobs.emplace_back(example03::vector_add_kernel(), c);
+  for (const auto& c : example05::conv_configs()) jobs.emplace_back(example05::conv_kernel(), c);
   std::vector<std::string> failures(jobs.size());
   std::vector<std::thread> threads;
   const std::size_t workers = std::max(2u, std::thread::hardware_concurrency());
@@ -652,4 +655,99 @@ TEST_CASE("a first call for an untuned key inside a capture is an error that say
   CHECK(tuner.measured_tunings() == 1);
   CHECK(all_equal(out.to_vector(), 1.0f));
   (void)api.stream_destroy(stream);
+}
+
+// ---- module set-up: on_load and __constant__ memory ---------------------------------------------------
+
+static_assert(cotune::FindsModuleGlobals<cuda::cuda_backend>);
+
+TEST_CASE("the convolution example's candidates are 2-D blocks over an expression grid, 48 of them",
+          "[cuda][autotune][module]") {
+  const auto configs = example05::conv_configs();
+  REQUIRE(configs.size() == 48);
+  const std::vector<float> filter = example05::make_filter();
+  REQUIRE(filter.size() == std::size_t(example05::filter_width * example05::filter_width));
+  const auto opts = example05::conv_options(filter);
+  REQUIRE(opts.on_load);
+  for (const auto& c : configs) {
+    const auto block = c.launch().block_shape(32);
+    CHECK(block.x == cuda::param_int(c, "BLOCK_X"));
+    CHECK(block.y == cuda::param_int(c, "BLOCK_Y"));
+    const auto g = opts.grid(c, {}, {}, 4096, 100);
+    CHECK(g.x == unsigned(cuda::cdiv(4096, cuda::param_int(c, "BLOCK_X") * cuda::param_int(c, "TILE_X"))));
+    CHECK(g.y == unsigned(cuda::cdiv(100, cuda::param_int(c, "BLOCK_Y") * cuda::param_int(c, "TILE_Y"))));
+  }
+  // The reference convolves with zeros outside: a centred impulse gives the filter back.
+  const int w = 9, h = 9;
+  std::vector<float> impulse(std::size_t(w * h), 0.0f);
+  impulse[std::size_t(4 * w + 4)] = 1.0f;
+  const auto ref = example05::conv_reference(impulse, filter, w, h);
+  CHECK(ref[std::size_t(4 * w + 4)] == filter[std::size_t(3 * example05::filter_width + 3)]);
+  CHECK(ref[0] == 0.0f);
+}
+
+TEST_CASE("on_load writes a __constant__ filter into every candidate, and into the winner after a warm start",
+          "[cuda][autotune][gpu][module]") {
+  const auto devices = cuda::devices();
+  if (devices.empty()) {
+    WARN(skip_reason());
+    return;
+  }
+  cotune_test::private_cache cache;
+  const auto& d = devices.front();
+  const int w = 509, h = 301; // no block or tile divides them: the edges and halos are checked
+  const auto filter = example05::make_filter();
+  const auto image = example05::make_image(w, h, 11);
+  const auto ref = example05::conv_reference(image, filter, w, h);
+  cuda::device_buffer<float> in(d, image), out(d, image.size());
+  const std::vector<float> poison(image.size(), -1.0f);
+  std::atomic<int> loads{0};
+  auto options = [&] {
+    auto o = example05::conv_options(filter);
+    auto write_filter = o.on_load;
+    o.on_load = [&loads, write_filter](const cotune::module_view& m, const example05::image_in& a,
+                                       const example05::image_out& b, const int& x, const int& y) {
+      ++loads;
+      write_filter(m, a, b, x, y);
+    };
+    o.bench = quick_bench();
+    // Each candidate's output is checked before it is timed: one whose filter was not written is rejected.
+    o.verify = [&](const config&, const example05::image_in&, const example05::image_out& o2, const int&,
+                   const int&) -> std::optional<std::string> {
+      const double e = example05::max_abs_error(o2.to_vector(), ref);
+      if (e <= example05::tolerance) return std::nullopt;
+      return "max abs error " + std::to_string(e);
+    };
+    return o;
+  };
+  const auto kernel = example05::conv_kernel("conv2d_on_load_test");
+  // 12 candidates (both shared-memory variants among them) keep the test short.
+  std::vector<config> configs;
+  for (const auto& c : example05::conv_configs())
+    if (cuda::param_int(c, "BLOCK_Y") == 8) configs.push_back(c);
+  REQUIRE(configs.size() == 16);
+  configs.resize(12);
+
+  example05::conv_tuner cold{kernel, configs, options()};
+  out.copy_from(poison);
+  cold(in, out, w, h);
+  const auto& result = cold.tune_now(in, out, w, h);
+  for (const auto& c : result.candidates) {
+    INFO(c.cfg.text() << ": " << c.reason);
+    CHECK(c.status == cotune::candidate_status::ok);
+  }
+  CHECK(loads >= int(configs.size()));
+  CHECK(example05::max_abs_error(out.to_vector(), ref) <= example05::tolerance);
+
+  // A second tuner over the same cache: the result is a cache hit, only the winner is loaded, and
+  // on_load runs on it (its module's __constant__ memory starts zeroed: without the hook it computes 0).
+  loads = 0;
+  example05::conv_tuner warm{kernel, configs, options()};
+  out.copy_from(poison);
+  warm(in, out, w, h);
+  CHECK(warm.cached_tunings() == 1);
+  CHECK(warm.measured_tunings() == 0);
+  CHECK(loads == 1);
+  CHECK(example05::max_abs_error(out.to_vector(), ref) <= example05::tolerance);
+  CHECK(*warm.best_config(in, out, w, h) == result.best());
 }

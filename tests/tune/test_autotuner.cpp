@@ -780,3 +780,135 @@ TEST_CASE("a read-only buffer named in reset_to_zero or restore_value is refused
                     Catch::Contains("cannot be used in restore_value: its elements are const"));
   CHECK_NOTHROW((ro_tuner{k, {config{}}, {.arg_names = {"x", "y"}, .reset_to_zero = {"y"}, .restore_value = {"y"}}}));
 }
+
+// ---- module set-up: on_load --------------------------------------------------------------------------
+
+namespace {
+
+/// out[i] = scale * (i + 1), repeated COST times; `scale` is a global that only on_load sets (0 without it).
+const kernel_source scaled_kernel{.name = "scaled",
+                                  .code = "int scale;\n"
+                                          "extern \"C\" void scaled(int* out, int n) {\n"
+                                          "  for (int r = 0; r < COST; ++r)\n"
+                                          "    for (int i = 0; i < n; ++i) out[i] = scale * (i + 1);\n"
+                                          "}",
+                                  .entry = "scaled"};
+
+using scaled_tuner = autotuner<void(host_span<int>, int)>;
+
+struct load_log {
+  std::atomic<int> calls{0};
+  std::atomic<int> wrong_args{0};
+};
+
+scaled_tuner::options scaled_options(load_log& log, const char* global = "scale") {
+  return {.arg_names = {"out", "n"},
+          .key = {"n"},
+          .on_load =
+              [&log, global](const module_view& m, const host_span<int>& out, const int& n) {
+                ++log.calls;
+                if (out.size() != std::size_t(n) || !m.cfg().contains("COST") || m.device_index() != 0) ++log.wrong_args;
+                m.global<int>(global).copy_from(std::array<int, 1>{7});
+              },
+          .cache_results = true,
+          .bench = quick_bench(),
+          // A candidate whose module was not set up computes zeros: it would be rejected.
+          .verify = [](const config&, const host_span<int>& out, const int& n) -> std::optional<std::string> {
+            for (int i = 0; i < n; ++i)
+              if (out.data()[i] != 7 * (i + 1))
+                return fmt::format("out[{}] = {}, expected {}", i, out.data()[i], 7 * (i + 1));
+            return std::nullopt;
+          }};
+}
+
+bool scaled_right(const std::vector<int>& out) {
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i] != 7 * int(i + 1)) return false;
+  return true;
+}
+
+/// The host backend without module globals, as any backend that cannot find them.
+struct no_globals_backend {
+  using device = host_backend::device;
+  using binary = host_backend::binary;
+  using function = host_backend::function;
+  host_backend inner;
+  [[nodiscard]] std::vector<device> devices() const { return inner.devices(); }
+  [[nodiscard]] std::string fingerprint(const device& d) const { return inner.fingerprint(d); }
+  [[nodiscard]] std::string device_name(const device& d) const { return inner.device_name(d); }
+  [[nodiscard]] binary_recipe binary_key(const kernel_source& k, const config& c, const device& d) const {
+    return inner.binary_key(k, c, d);
+  }
+  [[nodiscard]] binary compile(const kernel_source& k, const config& c, const device& d) const {
+    return inner.compile(k, c, d);
+  }
+  [[nodiscard]] binary_image to_image(const binary& b) const { return inner.to_image(b); }
+  [[nodiscard]] std::optional<binary> from_image(binary_image i) const { return inner.from_image(std::move(i)); }
+  [[nodiscard]] function load(const binary& b, const kernel_source& k, const config& c, const device& d) const {
+    return inner.load(b, k, c, d);
+  }
+  template <class... A>
+  void launch(const function& f, const launch_grid& g, A&... a) const {
+    inner.launch(f, g, a...);
+  }
+};
+static_assert(Backend<no_globals_backend> && !FindsModuleGlobals<no_globals_backend>);
+static_assert(FindsModuleGlobals<host_backend>);
+
+} // namespace
+
+TEST_CASE("on_load sets a module global before each candidate runs, and for the winner after a warm start",
+          "[tune][autotuner][module]") {
+  private_cache cache;
+  const int n = 64;
+  std::vector<int> out(n, -1);
+  {
+    load_log log;
+    scaled_tuner tuner{scaled_kernel, cost_configs({8, 1, 4}), scaled_options(log)};
+    tuner(out, n);
+    const auto& result = tuner.tune_now(out, n);
+    for (const auto& c : result.candidates) {
+      INFO(c.cfg.text() << ": " << c.reason);
+      CHECK(c.status == candidate_status::ok); // verify saw every candidate's set-up global
+    }
+    CHECK(log.calls >= 3); // once per loaded candidate (the finals may load none again)
+    CHECK(log.wrong_args == 0);
+    CHECK(scaled_right(out));
+    const int after_tuning = log.calls;
+    std::fill(out.begin(), out.end(), -1);
+    tuner(out, n); // the tuned call: no load, no hook
+    CHECK(log.calls == after_tuning);
+    CHECK(scaled_right(out));
+  } // the first tuner's libraries are closed: a second load starts from a zeroed global
+
+  load_log log;
+  scaled_tuner warm{scaled_kernel, cost_configs({8, 1, 4}), scaled_options(log)};
+  std::fill(out.begin(), out.end(), -1);
+  warm(out, n);
+  CHECK(warm.cached_tunings() == 1);
+  CHECK(warm.measured_tunings() == 0);
+  CHECK(log.calls == 1); // the winner alone is loaded, and set up
+  CHECK(scaled_right(out));
+}
+
+TEST_CASE("an on_load that names a missing global fails each candidate with the fix", "[tune][autotuner][module]") {
+  private_cache cache;
+  load_log log;
+  std::vector<int> out(8);
+  scaled_tuner tuner{scaled_kernel, cost_configs({2, 1}), scaled_options(log, "no_such_global")};
+  CHECK_THROWS_WITH(tuner(out, 8), Catch::Contains("every candidate failed") &&
+                                       Catch::Contains("no global variable 'no_such_global'") &&
+                                       Catch::Contains("on_load for kernel 'scaled'"));
+}
+
+TEST_CASE("on_load over a backend that cannot find module globals is refused at construction",
+          "[tune][autotuner][module]") {
+  using plain_tuner = autotuner<void(host_span<int>, int), no_globals_backend>;
+  load_log log;
+  CHECK_THROWS_WITH((plain_tuner{scaled_kernel, cost_configs({1}), scaled_options(log)}),
+                    Catch::Contains("on_load is set, but this backend cannot find a loaded module's globals") &&
+                        Catch::Contains("FindsModuleGlobals"));
+  auto without = scaled_options(log);
+  without.on_load = nullptr;
+  CHECK_NOTHROW((plain_tuner{scaled_kernel, cost_configs({1}), std::move(without)}));
+}

@@ -7,12 +7,14 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <cotune/core/config.hpp>
 #include <cotune/backend/launch_geometry.hpp>
+#include <cotune/backend/module_view.hpp>
 #include <cotune/core/kernel_source.hpp>
 
 namespace cotune {
@@ -176,6 +178,15 @@ template <class B, class... Args>
 concept LaunchableOnStreamWith =
     LaunchesOnStreams<B> && requires(const B& b, const typename B::function& f, typename B::stream_type s,
                                      const launch_grid& g, Args&... args) { b.launch_on(s, f, g, args...); };
+
+/// Finds a global variable (a `__constant__` array, a lookup table) in a loaded function's module, so
+/// that `tune_options::on_load` can write it before the module first runs: `b.find_global(f, name)`
+/// gives its address, size and copy functions (module_view.hpp), or nothing when there is no such
+/// global. A tuner whose options set on_load over a backend without it is refused at construction.
+template <class B>
+concept FindsModuleGlobals = requires(const B& b, const typename B::function& f, std::string_view name) {
+  { b.find_global(f, name) } -> std::same_as<std::optional<module_global>>;
+};
 
 /// Names the benchmarker its kernels are timed with (`using default_benchmarker_type = ...`).
 template <class B>

@@ -21,12 +21,15 @@
 #include <vector>
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <cotune/backend/backend.hpp>
+#include <cotune/backend/module_view.hpp>
 #include <cotune/bench/host_benchmarker.hpp>
 #include <cotune/core/buffer.hpp>
 #include <cotune/core/config.hpp>
@@ -119,6 +122,35 @@ namespace detail {
     return fmt::format("{},{},{}", u.machine, u.sysname, model);
   }();
   return platform;
+}
+
+/// Whether [address, address + bytes) lies in a loaded object's writable segment, outside its RELRO part
+/// (made read-only after relocation): an `extern const` table lies in read-only memory, where a write
+/// would crash the process instead of failing with a message.
+[[nodiscard]] inline bool writable_memory(std::uintptr_t address, std::size_t bytes) {
+  struct query {
+    std::uintptr_t begin, end;
+    bool writable;
+  } q{address, address + bytes, false};
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) -> int {
+        auto& q = *static_cast<query*>(data);
+        auto contains = [&](const ElfW(Phdr)& ph) {
+          const std::uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+          return q.begin >= lo && q.end <= lo + ph.p_memsz;
+        };
+        bool found = false, relro = false;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const auto& ph = info->dlpi_phdr[i];
+          if (ph.p_type == PT_LOAD && contains(ph)) found = (ph.p_flags & PF_W) != 0 || found;
+          if (ph.p_type == PT_GNU_RELRO && contains(ph)) relro = true;
+        }
+        if (!found) return 0;
+        q.writable = !relro;
+        return 1;
+      },
+      &q);
+  return q.writable;
 }
 
 } // namespace detail
@@ -326,6 +358,40 @@ public:
     return function{std::move(lib), sym};
   }
 
+  /// The global variable `name` of `f`'s shared object (defined at global namespace scope, not static,
+  /// so that its symbol is unmangled and exported), found with dlsym and sized from its ELF symbol, or
+  /// nothing when there is none. Throws cotune::error when `name` is a function or read-only data.
+  /// (Loads of one binary share its library, and so its globals.)
+  [[nodiscard]] std::optional<module_global> find_global(const function& f, std::string_view name) const {
+    const std::string symbol(name);
+    void* address = ::dlsym(f.library.get(), symbol.c_str());
+    if (!address) return std::nullopt;
+    Dl_info info{};
+    void* entry = nullptr;
+    if (!::dladdr1(address, &info, &entry, RTLD_DL_SYMENT) || !entry)
+      throw error(fmt::format("host backend: cannot tell the size of global '{}' (dladdr1 found no symbol entry)",
+                              symbol));
+    const auto* sym = static_cast<const ElfW(Sym)*>(entry);
+    if (ELF64_ST_TYPE(sym->st_info) != STT_OBJECT)
+      throw error(fmt::format("host backend: '{}' is not a variable (ELF symbol type {}); on_load writes global "
+                              "variables only",
+                              symbol, ELF64_ST_TYPE(sym->st_info)));
+    const auto at = reinterpret_cast<std::uintptr_t>(address);
+    if (!detail::writable_memory(at, sym->st_size))
+      throw error(fmt::format("host backend: global '{}' lies in read-only memory (declared const?); declare it "
+                              "without const to write it in on_load",
+                              symbol));
+    // The copies keep the library loaded while the global can still be written.
+    auto keep = f.library;
+    return module_global{at, static_cast<std::size_t>(sym->st_size),
+                         [keep](std::uintptr_t to, const void* from, std::size_t n) {
+                           std::memcpy(reinterpret_cast<void*>(to), from, n);
+                         },
+                         [keep](void* to, std::uintptr_t from, std::size_t n) {
+                           std::memcpy(to, reinterpret_cast<const void*>(from), n);
+                         }};
+  }
+
   /// Calls the entry point `extern "C" void entry(A...)`, where each A is what `kernel_arg` gives
   /// for the argument (a host_span<T> passes T*). The declared signature must match the kernel's.
   template <class... Args>
@@ -338,7 +404,8 @@ public:
 // The optional capabilities the host backend means to offer (a misspelt member fails here).
 static_assert(HasDeviceKey<host_backend> && DeclaresCompileOverlap<host_backend> && StoppableCompiler<host_backend> &&
               DeclaresBenchmarker<host_backend> && DeclaresFileLoading<host_backend> &&
-              DeclaresForkIsolation<host_backend> && DeclaresLaunchOptions<host_backend>);
+              DeclaresForkIsolation<host_backend> && DeclaresLaunchOptions<host_backend> &&
+              FindsModuleGlobals<host_backend>);
 
 static_assert(Backend<host_backend>);
 

@@ -39,6 +39,7 @@
 #include <cotune/core/version.hpp>
 #include <cotune/cuda/cuda_knobs.hpp>
 #include <cotune/cuda/device.hpp>
+#include <cotune/cuda/device_buffer.hpp>
 #include <cotune/cuda/driver_api.hpp>
 #include <cotune/cuda/nvrtc_api.hpp>
 #include <cotune/knobs/knobs.hpp>
@@ -374,6 +375,25 @@ public:
     return f;
   }
 
+  /// The global variable `name` (a `__constant__` or `__device__` array at global namespace scope) of
+  /// `f`'s module, through cuModuleGetGlobal, or nothing when the module has none. Its copies go to the
+  /// device's stream and wait for it (`tune_options::on_load` runs before the module's first launch).
+  [[nodiscard]] std::optional<module_global> find_global(const function& f, std::string_view name) const {
+    const device_context* ctx = f.context;
+    ctx->make_current();
+    CUdeviceptr ptr = 0;
+    std::size_t bytes = 0;
+    const std::string symbol(name);
+    const CUresult r = ctx->api().module_get_global(&ptr, &bytes, f.module->module, symbol.c_str());
+    if (r == CUDA_ERROR_NOT_FOUND) return std::nullopt;
+    ctx->check(r, fmt::format("kernel '{}' with config {{{}}}: cuModuleGetGlobal('{}')", f.module->kernel_name,
+                              f.module->config_text, symbol));
+    return module_global{
+        static_cast<std::uintptr_t>(ptr), bytes,
+        [ctx](std::uintptr_t to, const void* from, std::size_t n) { detail::copy_to_device(*ctx, to, from, n); },
+        [ctx](void* to, std::uintptr_t from, std::size_t n) { detail::copy_to_host(*ctx, to, from, n); }};
+  }
+
   /// A caller's stream (`autotuner::on(stream)`); it must belong to the device's primary context.
   using stream_type = CUstream;
 
@@ -506,7 +526,8 @@ private:
 
 // The optional capabilities the CUDA backend means to offer (a misspelt member fails here).
 static_assert(HasDeviceKey<cuda_backend> && StoppableCompiler<cuda_backend> && ComparesDevices<cuda_backend> &&
-              DeclaresBenchmarker<cuda_backend> && ReportsWarnings<cuda_backend> && LaunchesOnStreams<cuda_backend>);
+              DeclaresBenchmarker<cuda_backend> && ReportsWarnings<cuda_backend> && LaunchesOnStreams<cuda_backend> &&
+              FindsModuleGlobals<cuda_backend>);
 
 static_assert(Backend<cuda_backend>);
 

@@ -50,6 +50,7 @@
   X(module_load_data, cuModuleLoadData)                                                                     \
   X(module_unload, cuModuleUnload)                                                                          \
   X(module_get_function, cuModuleGetFunction)                                                               \
+  X(module_get_global, cuModuleGetGlobal)                                                                   \
   X(func_get_attribute, cuFuncGetAttribute)                                                                 \
   X(func_set_attribute, cuFuncSetAttribute)                                                                 \
   X(launch_kernel, cuLaunchKernel)                                                                          \

@@ -45,8 +45,9 @@ public:
       vs.erase(std::unique(vs.begin(), vs.end()), vs.end());
       // A launch option every candidate shares is no direction to search in (a host backend's configs
       // all keep the defaults); a parameter is an axis even then, as it always was.
-      if (name.starts_with("launch.") && vs.size() < 2 &&
-          std::all_of(features.begin(), features.end(), [&](const auto& f) { return f.contains(name); }))
+      const std::string& axis_name = name; // clang 14 cannot capture a structured binding
+      if (axis_name.starts_with("launch.") && vs.size() < 2 &&
+          std::all_of(features.begin(), features.end(), [&](const auto& f) { return f.contains(axis_name); }))
         continue;
       axes_.push_back({name, std::move(vs)});
     }

@@ -63,6 +63,9 @@ constexpr bool capabilities_fit() {
                 "the backend's uses_launch_options must be `static constexpr bool`");
   static_assert(DeclaresFileLoading<B> || !requires { B::loads_from_file; },
                 "the backend's loads_from_file must be `static constexpr bool`");
+  static_assert(FindsModuleGlobals<B> || !requires { &B::find_global; },
+                "the backend's find_global must be `std::optional<cotune::module_global> find_global(const function&, "
+                "std::string_view name) const` (tune_options::on_load reads a loaded module's globals through it)");
   return true;
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <cotune/backend/backend.hpp>
+#include <cotune/backend/module_view.hpp>
 #include <cotune/bench/benchmarker.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/value.hpp>
@@ -51,6 +52,14 @@ struct tune_options {
   std::function<void(std::exception_ptr, Args&...)> post_hook{};
   /// Values computed from the arguments, added to every config as parameters (and to the tuning key).
   std::vector<std::pair<std::string, std::function<value(const Args&...)>>> heuristics{};
+  /// Sets up each loaded binary before it first runs: called once per load of a candidate on a device
+  /// (on every device it is measured on, and for the winner after a result-cache hit), with the module
+  /// and the arguments valid on that device. Writes `__constant__` data through
+  /// `m.global<T>("name").copy_from(...)`. It runs at load time only, never on the tuned call's path;
+  /// data that differs between calls of one key belongs in kernel arguments. An exception fails that
+  /// candidate (or, for the winner, the call). Only backends that find module globals
+  /// (cotune::FindsModuleGlobals: CUDA, host) take it; any other refuses it at construction.
+  std::function<void(const module_view&, const Args&...)> on_load{};
   /// Launch geometry of a config for given arguments (GPU backends).
   std::function<launch_grid(const config&, const Args&...)> grid{};
   /// Store results in the tuning-result cache; unset: the `autotuning.cache` knob decides.

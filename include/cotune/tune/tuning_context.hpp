@@ -13,6 +13,7 @@
 #include <mutex>
 #include <stop_token>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -35,6 +36,7 @@
 #include <cotune/tune/engine.hpp>
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/kernel_arguments.hpp>
+#include <cotune/tune/module_setup.hpp>
 #include <cotune/tune/tune_options.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
@@ -101,6 +103,7 @@ public:
       throw autotuner_error(fmt::format("autotuner for '{}': device {} requested, but the backend has {}", kernel.name,
                                         opts.device, devices.size()));
     for (std::size_t d = 0; d < devices.size(); ++d) device_ids.push_back(device_key(d));
+    detail::check_on_load<B>(opts.on_load, kernel.name);
   }
   tuning_context(const tuning_context&) = delete; // `arguments` points into `opts`
   tuning_context& operator=(const tuning_context&) = delete;
@@ -121,6 +124,33 @@ public:
   [[nodiscard]] cached_binary<binary_type> compile(const config& c, const device_type& d, std::stop_token stop) const {
     ++compiles;
     return binaries.get_or_compile(kernel, c, d, stop);
+  }
+
+  /// Loads candidate `c`'s binary on device `d` and runs on_load on the new module (with `args`, valid
+  /// on `d`) before anything launches it. On the device's thread. Every load of a tuning comes here.
+  [[nodiscard]] function_type load(const cached_binary<binary_type>& bin, const config& c, std::size_t d,
+                                   const std::tuple<Args...>& args) const {
+    function_type fn = binaries.load(bin, kernel, c, devices[d]);
+    if (opts.on_load) detail::run_on_load(backend, fn, opts.on_load, kernel, c, devices[d], d, args);
+    return fn;
+  }
+
+  /// On device `d`'s thread, before interleaved finals there: loads each finalist not loaded there yet
+  /// (measured on another device in the first pass), so that on_load runs on it first; one that fails
+  /// to load or set up is recorded as failed and left out. `state` is the tuning job's. Returns the rest.
+  template <class State>
+  [[nodiscard]] std::vector<std::size_t> load_finalists(State& state, const std::vector<std::size_t>& finalists,
+                                                        std::size_t d, const std::tuple<Args...>& args) const {
+    std::vector<std::size_t> kept;
+    for (auto i : finalists) {
+      try {
+        if (!state.loaded[i]) state.loaded[i].emplace(load(*state.binaries[i], state.results[i].cfg, d, args));
+        kept.push_back(i);
+      } catch (...) {
+        detail::record_failure(state.results[i], std::current_exception());
+      }
+    }
+    return kept;
   }
 
   /// The benchmarker of device `d`, made on first use.

@@ -375,8 +375,10 @@ private:
       }
       finalists = std::move(runnable);
       if (finalists.size() >= 2 && !isolate) { // fair finals: interleaved rounds on the launch device
-        auto finals = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[launch_dev]),
-                                     [&] { measure_finals(ctx_, *state, finalists, args_, launch_dev, full); });
+        auto finals = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[launch_dev]), [&] {
+          const auto loaded = ctx_.load_finalists(*state, finalists, launch_dev, args_); // on_load runs first
+          measure_finals(ctx_, *state, loaded, args_, launch_dev, full);
+        });
         co_await std::move(finals);
       } else {
         ready = finalists;
@@ -401,7 +403,7 @@ private:
     r.device = static_cast<int>(d);
     r.resumed = false; // measured now
     try {
-      auto fn = ctx.binaries.load(*state.binaries[i], ctx.kernel, r.cfg, ctx.devices[d]);
+      auto fn = ctx.load(*state.binaries[i], r.cfg, d, args); // runs on_load
       Bench& bench = ctx.benchmarker(d); // made here: the isolated copy inherits it
       std::apply(
           [&](Args&... xs) {
@@ -569,7 +571,7 @@ private:
       auto compiling = detail::run_on(ctx_.eng.compile_executor(), [&] { return ctx_.compile(best, dev, {}); });
       auto bin = co_await std::move(compiling);
       auto loading = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[ctx_.opts.device]),
-                                    [&] { return ctx_.binaries.load(bin, ctx_.kernel, best, dev); });
+                                    [&] { return ctx_.load(bin, best, ctx_.opts.device, args_); });
       fn.emplace(co_await std::move(loading));
     }
     ctx_.emit(tuning_selected{shared.get()});
