@@ -44,6 +44,8 @@
 
 #include <cotune/search/search.hpp>
 
+#include "search_plot.hpp"
+
 #define COTUNE_EXAMPLE_NO_MAIN
 #include "../examples/04_tune_cuda_gemm.cpp"
 
@@ -447,31 +449,6 @@ double frac_at_wall(const run_stats& r, double s) {
   return r.frac_seed.empty() ? 0.0 : sum / static_cast<double>(r.frac_seed.size());
 }
 
-std::string svg_panel(const std::string& title, const std::vector<std::pair<std::string, std::vector<double>>>& lines,
-                      double x0, double y0, double w, double h) {
-  static const char* colours[] = {"#444444", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"};
-  std::string out = fmt::format(R"(<g><text x="{}" y="{}" font-size="13">{}</text>)", x0, y0 - 8, title);
-  out += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#999"/>)", x0, y0, w, h);
-  const double lo = 0.5; // real spaces start lower than the cost models: fractions 0.5 to 1
-  for (double f : {0.5, 0.8, 0.9, 0.98, 1.0})
-    out += fmt::format(R"(<text x="{}" y="{}" font-size="10" text-anchor="end">{:.2f}</text>)", x0 - 4,
-                       y0 + h - (f - lo) / (1 - lo) * h + 3, f);
-  for (std::size_t l = 0; l < lines.size(); ++l) {
-    const auto& ys = lines[l].second;
-    std::string pts;
-    for (std::size_t k = 0; k < ys.size(); ++k) {
-      const double y = std::clamp((ys[k] - lo) / (1 - lo), 0.0, 1.0);
-      pts += fmt::format("{:.1f},{:.1f} ", x0 + w * static_cast<double>(k + 1) / static_cast<double>(ys.size()), y0 + h - y * h);
-    }
-    out += fmt::format(R"(<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>)", colours[l % 6], pts);
-    out += fmt::format(R"(<text x="{}" y="{}" font-size="11" fill="{}">{}</text>)", x0 + w - 90, y0 + h - 14 * (l + 1),
-                       colours[l % 6], lines[l].first);
-  }
-  out += fmt::format(R"(<text x="{}" y="{}" font-size="10" text-anchor="middle">evaluations (up to {})</text></g>)",
-                     x0 + w / 2, y0 + h + 14, lines.empty() ? 0 : lines[0].second.size());
-  return out;
-}
-
 void print_ground_truth(const space& s) {
   const std::size_t n = s.configs.size();
   std::map<std::string, std::size_t> by_status;
@@ -599,7 +576,8 @@ int main(int argc, char** argv) {
       fmt::print("FIGURE {}\n", fig.str());
       lines.emplace_back(name, r.frac);
     }
-    svg += svg_panel(fmt::format("{} ({} configs, {})", sp.name, sp.configs.size(), sp.problem), lines, 60, y, 560, 200);
+    svg += cotune_bench::svg_panel(fmt::format("{} ({} configs, {})", sp.name, sp.configs.size(), sp.problem), lines, 60, y, 560, 200,
+                                       {0.5, 0.8, 0.9, 0.98, 1.0}); // real spaces start lower than the cost models
     y += 250;
   }
   fmt::print("\ncolumns: 2% .. 50%: mean fraction of the optimum (optimum / best found) after that share of the\n"

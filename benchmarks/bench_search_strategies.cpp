@@ -27,6 +27,8 @@
 
 #include <cotune/search/search.hpp>
 
+#include "search_plot.hpp"
+
 using namespace cotune;
 
 namespace {
@@ -128,31 +130,6 @@ std::vector<double> curve(const search_strategy& st, const space& sp, const sear
   return mean;
 }
 
-std::string svg_panel(const std::string& title, const std::vector<std::pair<std::string, std::vector<double>>>& lines,
-                      double x0, double y0, double w, double h) {
-  static const char* colours[] = {"#444444", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e"};
-  std::string out = fmt::format(R"(<g><text x="{}" y="{}" font-size="13">{}</text>)", x0, y0 - 8, title);
-  out += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#999"/>)", x0, y0, w, h);
-  const double lo = 0.8; // the y axis shows fractions of the optimum from 0.8 to 1
-  for (double f : {0.8, 0.9, 0.98, 1.0})
-    out += fmt::format(R"(<text x="{}" y="{}" font-size="10" text-anchor="end">{:.2f}</text>)", x0 - 4,
-                       y0 + h - (f - lo) / (1 - lo) * h + 3, f);
-  for (std::size_t l = 0; l < lines.size(); ++l) {
-    const auto& ys = lines[l].second;
-    std::string pts;
-    for (std::size_t k = 0; k < ys.size(); ++k) {
-      const double y = std::clamp((ys[k] - lo) / (1 - lo), 0.0, 1.0);
-      pts += fmt::format("{:.1f},{:.1f} ", x0 + w * static_cast<double>(k + 1) / static_cast<double>(ys.size()), y0 + h - y * h);
-    }
-    out += fmt::format(R"(<polyline fill="none" stroke="{}" stroke-width="1.5" points="{}"/>)", colours[l % 6], pts);
-    out += fmt::format(R"(<text x="{}" y="{}" font-size="11" fill="{}">{}</text>)", x0 + w - 90, y0 + h - 14 * (l + 1),
-                       colours[l % 6], lines[l].first);
-  }
-  out += fmt::format(R"(<text x="{}" y="{}" font-size="10" text-anchor="middle">evaluations (up to {})</text></g>)",
-                     x0 + w / 2, y0 + h + 14, lines.empty() ? 0 : lines[0].second.size());
-  return out;
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -185,7 +162,8 @@ int main(int argc, char** argv) {
                  at(0.10), at(0.25), at(0.50), mean_evals, 100 * mean_evals / random_evals);
       lines.emplace_back(name, std::move(c));
     }
-    svg += svg_panel(fmt::format("{} ({} configs)", sp.name, sp.configs.size()), lines, 60, y, 560, 200);
+    svg += cotune_bench::svg_panel(fmt::format("{} ({} configs)", sp.name, sp.configs.size()), lines, 60, y, 560, 200,
+                                       {0.8, 0.9, 0.98, 1.0}); // fractions from 0.8 to 1
     y += 250;
   }
   fmt::print("\ncolumns: mean fraction of the optimum reached after that share of the space was evaluated;\n"

@@ -57,9 +57,9 @@ TEST_CASE("a Triton autotune file becomes a database entry with its winner and e
 }
 
 TEST_CASE("Infinity inside a string is left alone, outside one it is a failed time", "[job][triton_import]") {
-  CHECK(cj::detail::standard_json(R"({"a": "Infinity and NaN", "b": [Infinity, -Infinity, NaN, 1.5]})") ==
+  CHECK(cotune::detail::normalize_nonfinite(R"({"a": "Infinity and NaN", "b": [Infinity, -Infinity, NaN, 1.5]})") ==
         R"({"a": "Infinity and NaN", "b": [null, null, null, 1.5]})");
-  CHECK(cj::detail::standard_json(R"({"a": "say \"NaN\""})") == R"({"a": "say \"NaN\""})");
+  CHECK(cotune::detail::normalize_nonfinite(R"({"a": "say \"NaN\""})") == R"({"a": "say \"NaN\""})");
 }
 
 TEST_CASE("a Triton file that does not fit the signature is refused with what to fix", "[job][triton_import]") {

@@ -36,6 +36,7 @@
 
 #include <cotune/core/config.hpp>
 #include <cotune/core/value.hpp>
+#include <cotune/detail/json.hpp>
 #include <cotune/job/tuning_database.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
@@ -55,34 +56,6 @@ struct triton_signature {
 };
 
 namespace detail {
-
-/// Triton's file with its non-standard `Infinity`, `-Infinity` and `NaN` (Python's json.dumps writes
-/// them for failed configs) turned into `null` outside strings, so a standard parser reads it.
-[[nodiscard]] inline std::string standard_json(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      out += c;
-      if (c == '\\' && i + 1 < text.size()) out += text[++i];
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    bool replaced = false;
-    for (std::string_view word : {std::string_view("-Infinity"), std::string_view("Infinity"), std::string_view("NaN")})
-      if (text.substr(i, word.size()) == word) {
-        out += "null";
-        i += word.size() - 1;
-        replaced = true;
-        break;
-      }
-    if (!replaced) out += c;
-  }
-  return out;
-}
 
 /// cotune's element type name of a torch dtype ("torch.float16" -> "float16"); nothing if unknown.
 [[nodiscard]] inline std::optional<std::string> element_type_of_dtype(std::string_view dtype) {
@@ -131,7 +104,7 @@ namespace detail {
       throw fail(fmt::format("key argument '{}' is not a non-tensor argument of the signature", k));
 
   simdjson::dom::parser parser;
-  const std::string json = detail::standard_json(text);
+  const std::string json = cotune::detail::normalize_nonfinite(text); // Triton writes Infinity
   simdjson::dom::element root;
   if (parser.parse(json).get(root) != simdjson::SUCCESS) throw fail("not JSON: is this a Triton .autotune.json file?");
   simdjson::dom::array key, rows;
@@ -205,15 +178,10 @@ namespace detail {
     candidate_result cr{c};
     std::vector<double> t;
     for (auto x : times) {
-      double d = 0;
-      if (x.is_null()) d = inf_ms; // Infinity or NaN in Triton's file: the config failed there
-      else if (x.get_double().get(d) != simdjson::SUCCESS) {
-        std::int64_t i = 0;
-        if (x.get_int64().get(i) != simdjson::SUCCESS)
-          throw fail(fmt::format("configs_timings[{}]: a time is not a number", at));
-        d = static_cast<double>(i);
-      }
-      t.push_back(std::isnan(d) ? inf_ms : d);
+      double d = 0; // Infinity or NaN in Triton's file (now null) reads as +inf: the config failed there
+      if (!cotune::detail::json_read_timing(x, d))
+        throw fail(fmt::format("configs_timings[{}]: a time is not a number", at));
+      t.push_back(d);
     }
     if (t.empty()) throw fail(fmt::format("configs_timings[{}] has no times", at));
     while (t.size() < 3) t.push_back(t.front()); // a single time: Triton's return_mode without quantiles
