@@ -100,7 +100,11 @@ void measure_finals(Ctx& ctx, State& state, const std::vector<std::size_t>& fina
       detail::record_failure(r, std::current_exception());
     }
   }
-  const auto outcomes = measure_interleaved(ctx.benchmarker(launch_dev), runs, full);
+  // Every finalist measured the same way: none replayed from a graph if any one's runs do host work.
+  bench_options o = full;
+  for (auto i : kept)
+    if (ctx.arguments.runs_host_work(state.results[i].cfg)) o.capturable = false;
+  const auto outcomes = measure_interleaved(ctx.benchmarker(launch_dev), runs, o);
   for (std::size_t k = 0; k < kept.size(); ++k) {
     auto& r = state.results[kept[k]];
     r.device = static_cast<int>(launch_dev);

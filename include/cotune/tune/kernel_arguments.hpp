@@ -3,6 +3,7 @@
 /// (part of the tuning key, zeroed, restored), the tuning key and its text, and the hooks around one
 /// benchmark run. The autotuner's hot path is `make_key`; the rest runs while tuning.
 
+#include <algorithm>
 #include <any>
 #include <array>
 #include <bit>
@@ -150,6 +151,18 @@ public:
     if (!c.pre_hook() || !c.pre_hook()->fn) return;
     std::array<void*, arity> ptrs{const_cast<void*>(static_cast<const void*>(std::addressof(args)))...};
     c.pre_hook()->fn(hook_args{c, ptrs, types_, opts_->arg_names});
+  }
+
+  /// Whether `run_once` with config `c` does host work besides the launch (the config's pre-hook,
+  /// reset_to_zero, restore_value, the user's hooks). Such a run must not be captured into a graph
+  /// and replayed: the hooks would run once, at capture, and restore_value's snapshot is freed after
+  /// each run.
+  [[nodiscard]] bool runs_host_work(const config& c) const noexcept {
+    const auto any = [](const std::vector<bool>& flags) {
+      return std::find(flags.begin(), flags.end(), true) != flags.end();
+    };
+    return (c.pre_hook() && c.pre_hook()->fn) || any(is_reset_) || any(is_restore_) || opts_->pre_hook ||
+           opts_->post_hook;
   }
 
   /// One benchmark run: config pre-hook, built-in and user pre-hooks, the launch, then the post

@@ -235,11 +235,6 @@ public:
   [[nodiscard]] bench_options bench_settings() const {
     bench_options o = opts.bench.value_or(bench_options{knobs().bench.warmup_ms.get(), knobs().bench.rep_ms.get()});
     o.quantiles = {0.5, 0.2, 0.8};
-    // A GPU benchmarker may capture a run into a graph and replay it: only a run that queues device
-    // work alone may be replayed (host hooks would run once, at capture; restore_value's snapshot
-    // buffer is freed after each run).
-    if (opts.pre_hook || opts.post_hook || !opts.reset_to_zero.empty() || !opts.restore_value.empty())
-      o.capturable = false;
     return o;
   }
 

@@ -423,7 +423,7 @@ private:
                 return {0.0, 0.0, 0.0};
               }
               bench_options o = bopts;
-              if (r.cfg.pre_hook()) o.capturable = false; // a host hook: see tuning_context::bench_settings
+              if (ctx.arguments.runs_host_work(r.cfg)) o.capturable = false; // no graph replay of host hooks
               // How it was measured travels with the times, so that it comes back from an isolated run.
               if constexpr (ReportsMeasurement<Bench>) return as_values(bench.measure(once, o));
               else {
