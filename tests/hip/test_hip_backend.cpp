@@ -190,3 +190,52 @@ TEST_CASE("a HIP kernel is loaded, its resources checked, and launched on an AMD
   CHECK(t.front() > 0.0);
   (void)ctx.api().free(x);
 }
+
+TEST_CASE("a HIP module's __constant__ global is found and written, and a kernel launches on the caller's stream",
+          "[hip][hip_backend][gpu]") {
+  const auto devices = hip::devices();
+  if (devices.empty()) {
+    WARN("skipped: no HIP device here (" << hip::availability().message << ")");
+    return;
+  }
+  const auto& d = devices.front();
+  const hip::hip_backend backend;
+  const kernel_source scaled{.name = "scaled",
+                             .code = R"(
+__constant__ float factor[2];
+extern "C" __global__ void scaled(float* x, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= factor[0] + factor[1];
+}
+)",
+                             .entry = "scaled"};
+  const auto c = scale_config(256, 256 / d.warp_size);
+  const auto f = backend.load(backend.compile(scaled, c, d), scaled, c, d);
+  CHECK_FALSE(backend.find_global(f, "no_such_global").has_value());
+  auto g = backend.find_global(f, "factor");
+  REQUIRE(g.has_value());
+  REQUIRE(g->bytes == 2 * sizeof(float));
+  const float written[2] = {1.5f, 1.5f};
+  g->write(g->address, written, sizeof written);
+  float read[2] = {0, 0};
+  g->read(read, g->address, sizeof read);
+  CHECK(read[1] == 1.5f);
+
+  const auto& ctx = hip::runtime().context(d.ordinal);
+  ctx.make_current();
+  hip::hip_stream mine = nullptr;
+  REQUIRE(ctx.api().stream_create_with_flags(&mine, hip::hip_stream_non_blocking) == hip::hip_success);
+  CHECK_FALSE(backend.is_capturing(mine));
+  void* x = nullptr;
+  REQUIRE(ctx.api().malloc(&x, 1024 * sizeof(float)) == hip::hip_success);
+  std::vector<float> host(1024, 2.0f);
+  ctx.check(ctx.api().memcpy_htod_async(x, host.data(), host.size() * sizeof(float), mine), "copy");
+  int n = 1024;
+  backend.launch_on(mine, f, cotune::launch_grid{.x = 4}, x, n);
+  ctx.check(ctx.api().memcpy_dtoh_async(host.data(), x, host.size() * sizeof(float), mine), "copy back");
+  backend.synchronize_stream(mine);
+  CHECK(host[0] == 6.0f);
+  CHECK(host[1023] == 6.0f);
+  (void)ctx.api().free(x);
+  (void)ctx.api().stream_destroy(mine);
+}

@@ -44,7 +44,10 @@ using device_ptr = void*;       ///< hipDeviceptr_t
 inline constexpr hip_error hip_success = 0;
 inline constexpr hip_error hip_error_out_of_memory = 2;
 inline constexpr hip_error hip_error_no_device = 100;
+inline constexpr hip_error hip_error_not_found = 500;
 inline constexpr hip_error hip_error_not_ready = 600;
+inline constexpr hip_error hip_error_stream_capture_implicit = 906;
+inline constexpr int hip_stream_capture_status_none = 0; ///< hipStreamCaptureStatusNone
 inline constexpr unsigned hip_stream_non_blocking = 0x01;
 inline constexpr int hip_stream_capture_mode_relaxed = 2;
 // hipFunction_attribute
@@ -102,6 +105,7 @@ struct device_properties {
   X(module_load_data, hipModuleLoadData, hip_error(hip_module*, const void*))                              \
   X(module_unload, hipModuleUnload, hip_error(hip_module))                                                 \
   X(module_get_function, hipModuleGetFunction, hip_error(hip_function*, hip_module, const char*))          \
+  X(module_get_global, hipModuleGetGlobal, hip_error(device_ptr*, std::size_t*, hip_module, const char*))  \
   X(func_get_attribute, hipFuncGetAttribute, hip_error(int*, int, hip_function))                           \
   X(module_launch_kernel, hipModuleLaunchKernel,                                                           \
     hip_error(hip_function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, hip_stream, \
@@ -114,7 +118,9 @@ struct device_properties {
   X(memcpy_dtod_async, hipMemcpyDtoDAsync, hip_error(device_ptr, device_ptr, std::size_t, hip_stream))     \
   X(stream_create_with_flags, hipStreamCreateWithFlags, hip_error(hip_stream*, unsigned))                  \
   X(stream_synchronize, hipStreamSynchronize, hip_error(hip_stream))                                       \
+  X(stream_destroy, hipStreamDestroy, hip_error(hip_stream))                                               \
   X(stream_query, hipStreamQuery, hip_error(hip_stream))                                                   \
+  X(stream_is_capturing, hipStreamIsCapturing, hip_error(hip_stream, int*))                                \
   X(stream_begin_capture, hipStreamBeginCapture, hip_error(hip_stream, int))                               \
   X(stream_end_capture, hipStreamEndCapture, hip_error(hip_stream, hip_graph*))                            \
   X(graph_instantiate, hipGraphInstantiate,                                                                \

@@ -25,6 +25,7 @@
 #include <simdjson.h>
 
 #include <cotune/backend/backend.hpp>
+#include <cotune/backend/module_view.hpp>
 #include <cotune/core/buffer.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
@@ -282,19 +283,66 @@ public:
     return f;
   }
 
+  /// The global variable `name` (a `__constant__` or `__device__` array at global namespace scope) of
+  /// `f`'s module, through hipModuleGetGlobal, or nothing when the module has none. Its copies go to the
+  /// device's stream and wait for it (`tune_options::on_load` runs before the module's first launch).
+  [[nodiscard]] std::optional<module_global> find_global(const function& f, std::string_view name) const {
+    const device_context* ctx = f.context;
+    ctx->make_current();
+    device_ptr ptr = nullptr;
+    std::size_t bytes = 0;
+    const std::string symbol(name);
+    const hip_error r = ctx->api().module_get_global(&ptr, &bytes, f.module->module, symbol.c_str());
+    if (r == hip_error_not_found) return std::nullopt;
+    ctx->check(r, fmt::format("kernel '{}' with config {{{}}}: hipModuleGetGlobal('{}')", f.module->kernel_name,
+                              f.module->config_text, symbol));
+    auto write = [ctx](std::uintptr_t to, const void* from, std::size_t n) {
+      ctx->make_current();
+      ctx->check(ctx->api().memcpy_htod_async(reinterpret_cast<device_ptr>(to), const_cast<void*>(from), n,
+                                              ctx->stream()),
+                 "hipMemcpyHtoDAsync into a module global");
+      ctx->synchronize("writing a module global");
+    };
+    auto read = [ctx](void* to, std::uintptr_t from, std::size_t n) {
+      ctx->make_current();
+      ctx->check(ctx->api().memcpy_dtoh_async(to, reinterpret_cast<device_ptr>(from), n, ctx->stream()),
+                 "hipMemcpyDtoHAsync from a module global");
+      ctx->synchronize("reading a module global");
+    };
+    return module_global{reinterpret_cast<std::uintptr_t>(ptr), bytes, std::move(write), std::move(read)};
+  }
+
+  /// A caller's stream (`autotuner::on(stream)`, a hipStream_t); it must belong to the device.
+  using stream_type = hip_stream;
+
   /// Launches `f` on `grid` on the device's stream; each argument passed as `cotune::kernel_arg(arg)`.
   template <class... Args>
   void launch(const function& f, const launch_grid& grid, Args&... args) const {
+    launch_on(f.context->stream(), f, grid, args...);
+  }
+
+  /// `launch` on the caller's `stream`: in order with the caller's work there, and capturable into a
+  /// HIP graph (the launch makes no other runtime call than hipModuleLaunchKernel).
+  template <class... Args>
+  void launch_on(hip_stream stream, const function& f, const launch_grid& grid, Args&... args) const {
+    static_assert((!HostRange<std::remove_cvref_t<Args>> && ...),
+                  "a host container (std::vector, std::array, std::span) cannot be a HIP kernel's argument: its "
+                  "memory is on the host; copy it to device memory and pass a device span");
     std::tuple<std::decay_t<decltype(cotune::kernel_arg(args))>...> values(cotune::kernel_arg(args)...);
     std::apply(
         [&](auto&... v) {
           void* params[] = {static_cast<void*>(&v)..., nullptr};
-          launch_raw(f, grid, params);
+          launch_raw_on(stream, f, grid, params);
         },
         values);
   }
 
   void launch_raw(const function& f, const launch_grid& grid, void** params) const {
+    launch_raw_on(f.context->stream(), f, grid, params);
+  }
+
+  /// `launch_raw` on the caller's `stream`.
+  void launch_raw_on(hip_stream stream, const function& f, const launch_grid& grid, void** params) const {
     const device_context& ctx = *f.context;
     ctx.make_current();
     if (static_cast<std::int64_t>(grid.shared_bytes) > f.max_dynamic_shared)
@@ -303,7 +351,7 @@ public:
     const block_dims& b = grid.block ? *grid.block : f.block;
     hip_error r = ctx.api().module_launch_kernel(f.handle, grid.x, grid.y, grid.z, static_cast<unsigned>(b.x),
                                                  static_cast<unsigned>(b.y), static_cast<unsigned>(b.z),
-                                                 grid.shared_bytes, ctx.stream(), params, nullptr);
+                                                 grid.shared_bytes, stream, params, nullptr);
     if (r != hip_success) [[unlikely]] {
       check_grid(grid, f.limits); // names the dimension and the limit (the runtime says only "invalid value")
       check_block(b, f.limits, f.kernel_max_threads);
@@ -312,6 +360,33 @@ public:
                                f.module->kernel_name, f.module->config_text, grid.x, grid.y, grid.z, b.x, b.y, b.z,
                                grid.shared_bytes));
     }
+  }
+
+  /// True while `stream` is being captured into a graph (an implicit capture of the null stream counts);
+  /// tuning must not run then. Throws launch_error when the runtime cannot tell.
+  [[nodiscard]] bool is_capturing(hip_stream stream) const {
+    const auto* lib = try_runtime();
+    if (!lib) return false;
+    int status = hip_stream_capture_status_none;
+    const hip_error r = lib->api().stream_is_capturing(stream, &status);
+    if (r == hip_error_stream_capture_implicit) return true;
+    if (r != hip_success)
+      throw launch_error(fmt::format("hip backend: hipStreamIsCapturing failed: {}", lib->error_text(r)));
+    return status != hip_stream_capture_status_none;
+  }
+
+  /// Waits for the work queued on the caller's `stream` (before a tuning reads or writes its buffers).
+  void synchronize_stream(hip_stream stream) const {
+    const auto* lib = try_runtime();
+    if (!lib) return;
+    if (hip_error r = lib->api().stream_synchronize(stream); r != hip_success)
+      throw launch_error(fmt::format("hip backend: waiting for the caller's stream failed: {}", lib->error_text(r)));
+  }
+
+  /// Waits for everything cotune queued on `f`'s device.
+  void synchronize(const function& f) const {
+    f.context->make_current();
+    f.context->synchronize("synchronizing");
   }
 
   /// Warnings about how compiles run (hiprtc's compile server could not start, or was lost).
@@ -333,5 +408,6 @@ public:
 static_assert(HasDeviceKey<hip_backend> && StoppableCompiler<hip_backend> && ComparesDevices<hip_backend> &&
               DeclaresBenchmarker<hip_backend> && ReportsWarnings<hip_backend>);
 static_assert(Backend<hip_backend>);
+static_assert(LaunchesOnStreams<hip_backend> && FindsModuleGlobals<hip_backend>);
 
 } // namespace cotune::hip

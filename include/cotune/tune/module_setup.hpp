@@ -32,7 +32,7 @@ void check_on_load(const on_load_hook<Args...>& hook, const std::string& kernel)
     if (hook)
       throw autotuner_error(fmt::format(
           "autotuner for '{}': tune_options::on_load is set, but this backend cannot find a loaded module's globals "
-          "(it does not satisfy cotune::FindsModuleGlobals: the CUDA and host backends do), so the hook could never "
+          "(it does not satisfy cotune::FindsModuleGlobals: the CUDA, HIP and host backends do), so the hook could never "
           "run; pass the data as a kernel argument instead, or use a backend that supports on_load",
           kernel));
 }

@@ -58,7 +58,7 @@ struct tune_options {
   /// `m.global<T>("name").copy_from(...)`. It runs at load time only, never on the tuned call's path;
   /// data that differs between calls of one key belongs in kernel arguments. An exception fails that
   /// candidate (or, for the winner, the call). Only backends that find module globals
-  /// (cotune::FindsModuleGlobals: CUDA, host) take it; any other refuses it at construction.
+  /// (cotune::FindsModuleGlobals: CUDA, HIP, host) take it; any other refuses it at construction.
   std::function<void(const module_view&, const Args&...)> on_load{};
   /// Launch geometry of a config for given arguments (GPU backends).
   std::function<launch_grid(const config&, const Args&...)> grid{};
