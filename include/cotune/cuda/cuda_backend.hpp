@@ -41,7 +41,9 @@
 #include <cotune/cuda/device.hpp>
 #include <cotune/cuda/device_buffer.hpp>
 #include <cotune/cuda/driver_api.hpp>
+#include <cotune/cuda/isolation.hpp>
 #include <cotune/cuda/nvrtc_api.hpp>
+#include <cotune/detail/isolated_run.hpp>
 #include <cotune/knobs/knobs.hpp>
 
 namespace cotune::cuda {
@@ -129,6 +131,9 @@ public:
   /// What an autotuner over this backend measures with unless told otherwise (include
   /// cotune/cuda/cuda_benchmarker.hpp, or cotune/cuda/cuda.hpp, to use it).
   using default_benchmarker_type = cuda_benchmarker;
+  /// Candidates can be measured in an isolation worker process per device (COTUNE_ISOLATE;
+  /// cuda/isolation.hpp): `run_in_worker`.
+  static constexpr bool worker_isolation = true;
   /// Candidates may be split between devices only when they are the same model.
   [[nodiscard]] static bool interchangeable(const device& a, const device& b) { return cuda::interchangeable(a, b); }
 
@@ -444,6 +449,50 @@ public:
       launch_failed(ctx, r, f, grid, b);
   }
 
+  /// Runs `bin` (loaded and checked here as `f`) in `f`'s device's isolation worker: once, or measured
+  /// with `o` (`task.timed`), zeroing and restoring the flagged arguments there. Device memory goes as
+  /// CUDA IPC handles, the rest by value. `refused` (and a warning, once) when an argument's memory
+  /// cannot be shared or no worker can start: the caller measures in-process then. Waits for the
+  /// device's cotune stream first, so that the worker sees the arguments as the caller left them.
+  template <class... Args>
+  [[nodiscard]] cotune::detail::isolated_result run_in_worker(const binary& bin, const function& f,
+                                                              const launch_grid& grid,
+                                                              const cotune::detail::worker_task& task,
+                                                              const bench_options& o, Args&... args) const {
+    static_assert((!HostRange<std::remove_cvref_t<Args>> && ...),
+                  "a host container cannot be a CUDA kernel's argument (see launch_on)");
+    if (static_cast<std::int64_t>(grid.shared_bytes) > f.max_dynamic_shared)
+      throw out_of_resources("shared memory", std::int64_t{f.static_shared_bytes} + grid.shared_bytes,
+                             std::int64_t{f.static_shared_bytes} + f.max_dynamic_shared);
+    const device_context& ctx = *f.context;
+    detail::worker_job job;
+    job.timed = task.timed;
+    job.image = bin.image;
+    job.symbol = bin.lowered_name;
+    job.grid = {grid.x, grid.y, grid.z};
+    const block_dims& b = grid.block ? *grid.block : f.block;
+    job.block = {static_cast<std::uint32_t>(b.x), static_cast<std::uint32_t>(b.y), static_cast<std::uint32_t>(b.z)};
+    job.shared_bytes = grid.shared_bytes;
+    job.timeout_ms = task.timeout_ms;
+    job.bench = o;
+    job.flush_factor = cuda_knobs().flush_factor.get();
+    job.graph = cuda_knobs().graph.get();
+    job.batch_below_us = knobs().bench.batch_below_us.get();
+    std::string why = detail::describe_arguments(ctx, task, job.params, args...);
+    auto& pool = detail::isolation_pool::instance();
+    if (!why.empty()) {
+      cotune::detail::isolated_result out;
+      out.end = cotune::detail::isolated_result::ending::refused;
+      out.detail = fmt::format("COTUNE_ISOLATE: kernel '{}' is measured in-process, not in an isolation worker: {}",
+                               f.module->kernel_name, why);
+      pool.warn_once(out.detail);
+      return out;
+    }
+    ctx.make_current();
+    ctx.synchronize("waiting for the device before measuring in the isolation worker");
+    return pool.run(ctx.ordinal(), job);
+  }
+
   /// True while `stream` is being captured into a graph (an implicit capture of the legacy stream
   /// counts); tuning must not run then. Throws launch_error when the driver cannot tell.
   [[nodiscard]] bool is_capturing(CUstream stream) const {
@@ -471,11 +520,14 @@ public:
     f.context->synchronize("synchronizing");
   }
 
-  /// Warnings about how compiles run (NVRTC's compile server could not start, or was lost) since the
+  /// Warnings about how compiles run (NVRTC's compile server could not start, or was lost) and how
+  /// candidates are isolated (an isolation worker could not start, an argument it cannot reach) since the
   /// last call; none without NVRTC.
   [[nodiscard]] std::vector<std::string> take_warnings() const {
     const auto* nv = try_nvrtc();
-    return nv ? nv->take_warnings() : std::vector<std::string>{};
+    auto out = nv ? nv->take_warnings() : std::vector<std::string>{};
+    for (auto& w : detail::isolation_pool::instance().take_warnings()) out.push_back(std::move(w));
+    return out;
   }
 
   /// The stream cotune launches on for `d` (for the caller's own copies and launches in order with ours).

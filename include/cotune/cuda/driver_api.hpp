@@ -56,6 +56,10 @@
   X(launch_kernel, cuLaunchKernel)                                                                          \
   X(mem_alloc, cuMemAlloc)                                                                                  \
   X(mem_free, cuMemFree)                                                                                    \
+  X(mem_get_address_range, cuMemGetAddressRange)                                                            \
+  X(ipc_get_mem_handle, cuIpcGetMemHandle)                                                                  \
+  X(ipc_open_mem_handle, cuIpcOpenMemHandle)                                                                \
+  X(ipc_close_mem_handle, cuIpcCloseMemHandle)                                                              \
   X(memset_d8_async, cuMemsetD8Async)                                                                       \
   X(memset_d32_async, cuMemsetD32Async)                                                                     \
   X(memcpy_htod_async, cuMemcpyHtoDAsync)                                                                   \

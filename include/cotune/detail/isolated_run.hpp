@@ -30,11 +30,23 @@ namespace cotune::detail {
 
 /// How an isolated run ended.
 struct isolated_result {
-  enum class ending { returned, threw, crashed, hung };
+  /// `refused`: it did not run, because no isolated process could take it (a CUDA isolation worker
+  /// that cannot start, arguments it cannot reach); `detail` says why and the caller runs in-process.
+  enum class ending { returned, threw, crashed, hung, refused };
   ending end = ending::crashed;
   std::vector<double> values; ///< what the function returned (ending::returned)
   std::string detail;         ///< the exception's message, the signal or exit status, the deadline
+  char kind = 'e';            ///< what it threw: 'e' an error, 'l' a launch error (CUDA workers say)
   double fork_ms = 0;         ///< what the fork itself cost the caller
+};
+
+/// What a backend that measures in a worker process of its own (a CUDA isolation worker) is asked
+/// for one candidate: one run (`timed` false: before verification, or the only candidate) or a
+/// measurement, with the reset_to_zero and restore_value arguments flagged (one flag per argument).
+struct worker_task {
+  bool timed = true;
+  std::vector<bool> zero{}, restore{};
+  std::int64_t timeout_ms = 0; ///< the first run's deadline (COTUNE_BENCH_TIMEOUT_MS); 0 = none
 };
 
 /// Runs `f` (returning std::vector<double>) in a child process; waits at most `limit`, then kills it.

@@ -2,6 +2,7 @@
 /// \file How the tuner uses a backend's optional capabilities: which benchmarker it is measured with,
 /// whether measuring may overlap compiles, and a refusal of a capability that is spelt but does not fit.
 
+#include <concepts>
 #include <memory>
 #include <type_traits>
 
@@ -23,6 +24,15 @@ struct default_benchmarker<B> {
 };
 template <class B>
 using default_benchmarker_t = typename default_benchmarker<B>::type;
+
+/// Candidates can be measured in a worker process of the backend's own (`static constexpr bool
+/// worker_isolation`, with `run_in_worker`, as cuda_backend has): for backends whose device state a
+/// forked copy cannot use (COTUNE_ISOLATE; tune/isolated_measure.hpp).
+template <class B>
+concept DeclaresWorkerIsolation = requires {
+  requires std::same_as<decltype(B::worker_isolation), const bool>;
+  typename std::bool_constant<B::worker_isolation>;
+};
 
 namespace detail {
 
@@ -59,6 +69,8 @@ constexpr bool capabilities_fit() {
                 "the backend's take_warnings must be `std::vector<std::string> take_warnings() const`");
   static_assert(DeclaresForkIsolation<B> || !requires { B::fork_isolation; },
                 "the backend's fork_isolation must be `static constexpr bool`");
+  static_assert(DeclaresWorkerIsolation<B> || !requires { B::worker_isolation; },
+                "the backend's worker_isolation must be `static constexpr bool`");
   static_assert(DeclaresLaunchOptions<B> || !requires { B::uses_launch_options; },
                 "the backend's uses_launch_options must be `static constexpr bool`");
   static_assert(DeclaresFileLoading<B> || !requires { B::loads_from_file; },
@@ -81,6 +93,19 @@ template <class B>
 constexpr bool fork_isolation() {
   if constexpr (DeclaresForkIsolation<B>) return B::fork_isolation;
   else return false;
+}
+
+/// Whether candidates of this backend can be measured in a worker process of its own (COTUNE_ISOLATE).
+template <class B>
+constexpr bool worker_isolation() {
+  if constexpr (DeclaresWorkerIsolation<B>) return B::worker_isolation;
+  else return false;
+}
+
+/// Whether COTUNE_ISOLATE can isolate this backend's candidates at all (in a fork or a worker).
+template <class B>
+constexpr bool can_isolate() {
+  return fork_isolation<B>() || worker_isolation<B>();
 }
 
 } // namespace detail

@@ -39,6 +39,7 @@
 #include <cotune/tune/coordination.hpp>
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/interleaved_finals.hpp>
+#include <cotune/tune/isolated_measure.hpp>
 #include <cotune/tune/measure_strategy.hpp>
 #include <cotune/tune/tuning_context.hpp>
 #include <cotune/tune/tuning_journal.hpp>
@@ -73,7 +74,7 @@ public:
     key_text_ = std::apply([&](const Args&... a) { return ctx_.arguments.key_text(a...); }, args_);
     pruned_ = std::apply([&](const Args&... a) { return ctx_.prune(a...); }, args_);
     resumed_.assign(pruned_.size(), std::nullopt);
-    if (knobs().autotuning.isolate.get() == "on" && detail::fork_isolation<B>()) isolate_ = true;
+    decide_isolation(false); // `on` applies without a cache; recall() decides again with one
 
     std::optional<Cache> cache;
     std::shared_ptr<void> lease; // held while this process tunes a key others may be waiting for
@@ -395,8 +396,8 @@ private:
   }
 
   /// On device `d`'s thread: loads candidate `i` there and times it (one candidate: runs it once).
-  /// `isolate`: in a forked copy of the process (detail/isolated_run.hpp), where a crash or a hang costs
-  /// this candidate alone; the copy's writes to the arguments do not come back.
+  /// `isolate`: in a forked copy of the process or the backend's worker (tune/isolated_measure.hpp),
+  /// where a crash or a hang costs this candidate alone; a forked copy's writes do not come back.
   static void measure_one(context& ctx, shared_state& state, std::size_t i, std::size_t d, std::tuple<Args...>& args,
                           std::size_t launch_dev, const bench_options& bopts, std::size_t n, bool isolate) {
     auto& r = state.results[i];
@@ -415,7 +416,7 @@ private:
               if (ctx.opts.verify) { // one run, then its outputs are checked before any timing
                 once();
                 if (auto wrong = ctx.opts.verify(r.cfg, xs...))
-                  throw wrong_result(fmt::format("{}kernel '{}' with config {{{}}}: {}", wrong_prefix, ctx.kernel.name,
+                  throw wrong_result(fmt::format("{}kernel '{}' with config {{{}}}: {}", detail::wrong_prefix, ctx.kernel.name,
                                                  shown(r.cfg), *wrong));
               }
               if (n == 1) {
@@ -432,7 +433,16 @@ private:
                 return t;
               }
             };
-            const measurement m = measurement_of_values(isolate ? in_isolation(ctx, r.cfg, timed) : timed());
+            std::optional<measurement> in_worker; // nothing: not isolated in a worker, or refused there
+            if constexpr (detail::worker_isolation<B>())
+              if (isolate)
+                in_worker = detail::measure_in_worker(ctx, state.binaries[i]->binary, fn, r.cfg, g, bopts, n,
+                                                      shown(r.cfg), xs...);
+            const measurement m =
+                in_worker ? *std::move(in_worker)
+                          : measurement_of_values(isolate && detail::fork_isolation<B>()
+                                                      ? detail::fork_measure(ctx.kernel.name, shown(r.cfg), timed)
+                                                      : timed());
             if (m.times.size() < 3) throw error("the benchmarker returned fewer than 3 quantiles");
             r.time = {m.times[0], m.times[1], m.times[2]};
             r.method = m.method;
@@ -448,32 +458,8 @@ private:
     state.events.push(typename shared_state::event{false, i, d});
   }
 
-  /// How a verification failure begins (so that one from an isolated process keeps its status).
-  static constexpr std::string_view wrong_prefix = "wrong result: ";
-
   /// A config as this backend sees it (no launch options where it has none).
   static std::string shown(const config& c) { return detail::uses_launch_options<B>() ? c.text() : c.params_text(); }
-
-  /// Runs `timed` in a forked copy of the process, at most the bench timeout (plus polling, under 1 s).
-  template <class F>
-  static std::vector<double> in_isolation(const context& ctx, const config& c, F& timed) {
-    const auto limit = std::chrono::milliseconds(std::max<std::int64_t>(1, knobs().bench.timeout_ms.get()));
-    const auto run = detail::run_isolated(timed, limit);
-    switch (run.end) {
-    case detail::isolated_result::ending::returned: return run.values;
-    case detail::isolated_result::ending::threw:
-      if (run.detail.starts_with(wrong_prefix)) throw wrong_result(run.detail);
-      throw error(run.detail);
-    case detail::isolated_result::ending::crashed:
-      throw candidate_crashed(fmt::format("kernel '{}' with config {{{}}}: its isolated benchmark process was {}; this "
-                                          "candidate is lost, the tuning goes on (COTUNE_ISOLATE)",
-                                          ctx.kernel.name, shown(c), run.detail));
-    case detail::isolated_result::ending::hung:
-      throw candidate_hung(fmt::format("kernel '{}' with config {{{}}}: its isolated benchmark process was {}",
-                                       ctx.kernel.name, shown(c), run.detail));
-    }
-    throw error("unreachable");
-  }
 
   /// Reads what an interrupted run left (this key's journal, this kernel's quarantine) and decides
   /// whether candidates are measured in isolation. Journaling goes on into `cache`.
@@ -491,14 +477,18 @@ private:
                                                              e.what())});
     }
     const bool interrupted = std::any_of(resumed_.begin(), resumed_.end(), [](const auto& r) { return r.has_value(); });
+    decide_isolation(interrupted || !quarantine_.entries.empty());
+  }
+
+  /// COTUNE_ISOLATE: `on`, or `auto` when `crashed_before` (an interrupted run, a quarantine), where
+  /// the backend can and the options allow (else a warning says why not).
+  void decide_isolation(bool crashed_before) {
     const std::string mode = knobs().autotuning.isolate.get();
-    isolate_ = mode == "on" || (mode == "auto" && (interrupted || !quarantine_.entries.empty()));
-    if (isolate_ && !detail::fork_isolation<B>()) {
-      isolate_ = false;
-      if (mode == "on")
-        ctx_.emit(tuning_warning{ctx_.kernel.name, "COTUNE_ISOLATE=on, but this backend's candidates cannot be "
-                                                   "measured in a forked process yet; measuring in-process"});
-    }
+    std::string why_not;
+    isolate_ = detail::isolation_applies<B>(mode == "on" || (mode == "auto" && crashed_before), mode, ctx_.opts,
+                                            pruned_, why_not);
+    if (!why_not.empty() && !warned_isolation_) ctx_.emit(tuning_warning{ctx_.kernel.name, std::move(why_not)});
+    warned_isolation_ = warned_isolation_ || !why_not.empty();
   }
 
   /// Records the outcomes so far, so that a tuning killed midway resumes from here. A journal that
@@ -587,7 +577,7 @@ private:
   quarantine quarantine_;
   std::optional<Cache> quarantine_cache_;
   Cache* journal_cache_ = nullptr;
-  bool isolate_ = false;
+  bool isolate_ = false, warned_isolation_ = false;
 };
 
 } // namespace cotune

@@ -1,0 +1,230 @@
+#pragma once
+/// \file What the parent and a CUDA isolation worker (cuda/isolation.hpp) say to each other: a job
+/// (the kernel's cubin and symbol, its launch geometry, its arguments as bytes or as CUDA IPC
+/// handles, the benchmark options) and the worker's replies. Plain bytes in the machine's own layout:
+/// both ends are the same executable on the same machine. Nothing here touches CUDA, so the encoding
+/// is tested on machines without a GPU.
+///
+/// Frames on the stream socket: a tag byte, a u64 payload size, the payload (detail::write_record).
+/// Parent to worker: 'J' job. Worker to parent: 'H' ready (or 'h' + why it cannot serve), then per
+/// job 'F' (the first run finished; only for a timed job) and 'R' (the values) or 'E' (a kind byte and
+/// the message). A worker that answers 'E' with kind `context_lost` exits after the reply.
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <cotune/bench/benchmarker.hpp>
+
+namespace cotune::cuda::detail {
+
+inline constexpr char tag_job = 'J', tag_ready = 'H', tag_not_ready = 'h', tag_first_run = 'F', tag_values = 'R',
+                      tag_failed = 'E';
+
+/// Why a job failed in the worker ('E' frames).
+enum class worker_failure : char {
+  error = 'e',        ///< any other error (cotune::error)
+  launch = 'l',       ///< a launch failed without harming the context (launch_error)
+  timeout = 't',      ///< the first run did not end by the bench timeout: the worker is killed (hung)
+  context_lost = 'c', ///< a sticky CUDA error (illegal address, trap, assert): the worker exits (crashed)
+};
+
+/// One kernel argument: its bytes, or device memory of the parent mapped through a CUDA IPC handle
+/// (the worker passes base + offset to the kernel, and zeroes or restores `extent` bytes there).
+struct worker_param {
+  bool device = false;
+  std::string bytes{};               ///< the value the kernel receives (when !device)
+  std::array<char, 64> handle{};     ///< CUipcMemHandle of the allocation (when device)
+  std::uint64_t offset = 0;          ///< of the argument's address in that allocation
+  std::uint64_t extent = 0;          ///< bytes a buffer argument spans (0 for a raw pointer)
+  bool zero = false, restore = false; ///< reset_to_zero, restore_value
+};
+
+/// One measurement (or, when !timed, one run) of a loaded kernel.
+struct worker_job {
+  bool timed = false;
+  std::string image{};  ///< cubin or PTX, as cuModuleLoadData takes it
+  std::string symbol{}; ///< the entry's lowered name
+  std::array<std::uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  std::uint32_t shared_bytes = 0;
+  std::int64_t timeout_ms = 0; ///< the first run's deadline (COTUNE_BENCH_TIMEOUT_MS), 0 = none
+  bench_options bench{};
+  /// The parent's CUDA timing knobs (cuda.flush_factor, cuda.graph, bench.batch_below_us), which it
+  /// may have set in code, where the worker's environment would not show them.
+  double flush_factor = 2.0, batch_below_us = 0.0;
+  bool graph = false;
+  std::vector<worker_param> params{};
+};
+
+/// Appends plain values and strings; `reader` takes them back in order.
+class wire_writer {
+public:
+  template <class T>
+    requires std::is_trivially_copyable_v<T>
+  wire_writer& put(const T& v) {
+    out_.append(reinterpret_cast<const char*>(&v), sizeof v);
+    return *this;
+  }
+  wire_writer& put_text(std::string_view s) {
+    put(static_cast<std::uint64_t>(s.size()));
+    out_.append(s);
+    return *this;
+  }
+  [[nodiscard]] std::string take() { return std::move(out_); }
+
+private:
+  std::string out_;
+};
+
+/// Reads what a wire_writer wrote; a short or malformed message throws std::runtime_error.
+class wire_reader {
+public:
+  explicit wire_reader(std::string_view in) : in_(in) {}
+  template <class T>
+    requires std::is_trivially_copyable_v<T>
+  T get() {
+    T v;
+    need(sizeof v);
+    std::memcpy(&v, in_.data(), sizeof v);
+    in_.remove_prefix(sizeof v);
+    return v;
+  }
+  std::string get_text() {
+    const auto n = get<std::uint64_t>();
+    need(n);
+    std::string s(in_.substr(0, n));
+    in_.remove_prefix(n);
+    return s;
+  }
+  [[nodiscard]] bool done() const noexcept { return in_.empty(); }
+
+private:
+  void need(std::uint64_t n) const {
+    if (n > in_.size()) throw std::runtime_error("isolation worker protocol: a truncated message");
+  }
+  std::string_view in_;
+};
+
+template <class T>
+void put_optional(wire_writer& w, const std::optional<T>& v) {
+  w.put(static_cast<std::uint8_t>(v.has_value()));
+  if (v) w.put(*v);
+}
+template <class T>
+std::optional<T> get_optional(wire_reader& r) {
+  if (!r.get<std::uint8_t>()) return std::nullopt;
+  return r.get<T>();
+}
+
+[[nodiscard]] inline std::string encode(const worker_job& j) {
+  wire_writer w;
+  w.put(static_cast<std::uint8_t>(j.timed)).put_text(j.image).put_text(j.symbol).put(j.grid).put(j.block);
+  w.put(j.shared_bytes).put(j.timeout_ms).put(j.flush_factor).put(j.batch_below_us).put(static_cast<std::uint8_t>(j.graph));
+  w.put(j.bench.warmup_ms).put(j.bench.rep_ms).put(static_cast<std::uint64_t>(j.bench.quantiles.size()));
+  for (double q : j.bench.quantiles) w.put(q);
+  w.put(static_cast<std::int32_t>(j.bench.mode));
+  put_optional(w, j.bench.noise_target);
+  put_optional(w, j.bench.min_samples);
+  put_optional(w, j.bench.capturable);
+  w.put(static_cast<std::uint64_t>(j.params.size()));
+  for (const auto& p : j.params) {
+    w.put(static_cast<std::uint8_t>(p.device));
+    if (!p.device) {
+      w.put_text(p.bytes);
+      continue;
+    }
+    w.put(p.handle).put(p.offset).put(p.extent);
+    w.put(static_cast<std::uint8_t>(p.zero)).put(static_cast<std::uint8_t>(p.restore));
+  }
+  return w.take();
+}
+
+/// The job `encode` wrote; throws std::runtime_error for a malformed one.
+[[nodiscard]] inline worker_job decode_job(std::string_view bytes) {
+  wire_reader r(bytes);
+  worker_job j;
+  j.timed = r.get<std::uint8_t>() != 0;
+  j.image = r.get_text();
+  j.symbol = r.get_text();
+  j.grid = r.get<std::array<std::uint32_t, 3>>();
+  j.block = r.get<std::array<std::uint32_t, 3>>();
+  j.shared_bytes = r.get<std::uint32_t>();
+  j.timeout_ms = r.get<std::int64_t>();
+  j.flush_factor = r.get<double>();
+  j.batch_below_us = r.get<double>();
+  j.graph = r.get<std::uint8_t>() != 0;
+  j.bench.warmup_ms = r.get<double>();
+  j.bench.rep_ms = r.get<double>();
+  const auto nq = r.get<std::uint64_t>();
+  if (nq > 64) throw std::runtime_error("isolation worker protocol: too many quantiles");
+  for (std::uint64_t i = 0; i < nq; ++i) j.bench.quantiles.push_back(r.get<double>());
+  const auto mode = r.get<std::int32_t>();
+  j.bench.mode = static_cast<return_mode>(mode);
+  j.bench.noise_target = get_optional<double>(r);
+  j.bench.min_samples = get_optional<std::size_t>(r);
+  j.bench.capturable = get_optional<bool>(r);
+  const auto np = r.get<std::uint64_t>();
+  if (np > 4096) throw std::runtime_error("isolation worker protocol: too many kernel arguments");
+  for (std::uint64_t i = 0; i < np; ++i) {
+    worker_param p;
+    p.device = r.get<std::uint8_t>() != 0;
+    if (!p.device) {
+      p.bytes = r.get_text();
+    } else {
+      p.handle = r.get<std::array<char, 64>>();
+      p.offset = r.get<std::uint64_t>();
+      p.extent = r.get<std::uint64_t>();
+      p.zero = r.get<std::uint8_t>() != 0;
+      p.restore = r.get<std::uint8_t>() != 0;
+    }
+    j.params.push_back(std::move(p));
+  }
+  if (!r.done()) throw std::runtime_error("isolation worker protocol: trailing bytes after a job");
+  return j;
+}
+
+[[nodiscard]] inline std::string encode_values(const std::vector<double>& v) {
+  wire_writer w;
+  w.put(static_cast<std::uint64_t>(v.size()));
+  for (double x : v) w.put(x);
+  return w.take();
+}
+[[nodiscard]] inline std::vector<double> decode_values(std::string_view bytes) {
+  wire_reader r(bytes);
+  const auto n = r.get<std::uint64_t>();
+  if (n > 1024) throw std::runtime_error("isolation worker protocol: too many values");
+  std::vector<double> v;
+  for (std::uint64_t i = 0; i < n; ++i) v.push_back(r.get<double>());
+  if (!r.done()) throw std::runtime_error("isolation worker protocol: trailing bytes after values");
+  return v;
+}
+
+/// The worker's environment variable: "<socket fd>:<device ordinal>". Its presence makes the
+/// executable a worker before main() (cuda/isolation_worker.hpp).
+inline constexpr const char* worker_env = "COTUNE_CUDA_ISOLATION_WORKER";
+
+/// Parses the variable's value; nothing if malformed.
+[[nodiscard]] inline std::optional<std::pair<int, int>> parse_worker_env(std::string_view v) {
+  const auto colon = v.find(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 >= v.size()) return std::nullopt;
+  auto number = [](std::string_view s) -> std::optional<int> {
+    if (s.size() > 9) return std::nullopt;
+    int n = 0;
+    for (char c : s) {
+      if (c < '0' || c > '9') return std::nullopt;
+      n = n * 10 + (c - '0');
+    }
+    return n;
+  };
+  auto fd = number(v.substr(0, colon)), ordinal = number(v.substr(colon + 1));
+  if (!fd || !ordinal) return std::nullopt;
+  return std::pair<int, int>{*fd, *ordinal};
+}
+
+} // namespace cotune::cuda::detail
