@@ -1,35 +1,19 @@
 #pragma once
 /// \file `cotune::file_cache`: the on-disk cache manager (spec §6.2, hardened), and `entry_pin`.
 
-#include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include <sys/file.h>
-#include <sys/stat.h>
-
 #include <fmt/format.h>
-#include <simdjson.h>
 
 #include <cotune/cache/cache_manager.hpp>
-#include <cotune/cache/cache_trust.hpp>
-#include <cotune/cache/local_key.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/json_writer.hpp>
-#include <cotune/cache/cache_sweep.hpp>
-#include <cotune/detail/dir_fd.hpp>
-#include <cotune/cache/entry_frame.hpp>
-#include <cotune/detail/files.hpp>
-#include <cotune/detail/hashing.hpp>
-#include <cotune/detail/json.hpp>
-#include <cotune/knobs/knobs.hpp>
+#include <cotune/detail/config.hpp>
+#include <cotune/detail/unique_fd.hpp>
 
 namespace cotune {
 
@@ -42,18 +26,7 @@ enum class cache_mode {
 
 /// Throws cache_error unless `name` is a plain file name: non-empty, at most 255 bytes, no '/', no
 /// NUL, not "." or "..", no "..", and not starting with ".tmp." (reserved for writes in progress).
-inline void validate_cache_file_name(std::string_view name) {
-  const bool bad = name.empty() || name.size() > 255 || name.find('/') != std::string_view::npos ||
-                   name.find('\0') != std::string_view::npos || name.find("..") != std::string_view::npos ||
-                   name == "." || name.starts_with(".tmp.");
-  if (bad) {
-    std::string shown;
-    for (char c : name) shown += c == '\0' ? std::string("\\0") : std::string(1, c);
-    throw cache_error(fmt::format("cache file name '{}' is refused: a name must be a plain file name (no '/', "
-                                  "'..' or NUL, not empty, not starting with '.tmp.', at most 255 bytes)",
-                                  shown));
-  }
-}
+COTUNE_DECL void validate_cache_file_name(std::string_view name);
 
 /// A verified entry held for as long as this handle lives: a shared flock on the entry's file, so
 /// that eviction (by any process, `cotune cache gc` included) never removes it. Take one for an
@@ -103,187 +76,51 @@ public:
       : file_cache(root_for(mode), hex_key, mode) {}
 
   /// Files under `hex_key` in the cache rooted at `root` (for tools that examine a given directory).
-  file_cache(const std::filesystem::path& root, std::string_view hex_key, cache_mode mode = cache_mode::normal)
-      : mode_(mode), key_(hex_key), root_(root) {
-    if (!detail::is_hex(hex_key))
-      throw cache_error(fmt::format("cache key '{}' is not a lower-case hex digest", hex_key));
-    if (root.empty())
-      throw cache_error("the cache directory is empty; set COTUNE_CACHE_DIR (or cotune::knobs().cache.dir)");
-    std::string bytes;
-    for (std::size_t i = 0; i + 1 < hex_key.size(); i += 2)
-      bytes.push_back(static_cast<char>(std::stoi(std::string(hex_key.substr(i, 2)), nullptr, 16)));
-    dir_name_ = detail::base32(bytes);
-    dir_ = root / dir_name_;
-  }
+  COTUNE_DECL file_cache(const std::filesystem::path& root, std::string_view hex_key,
+                         cache_mode mode = cache_mode::normal);
 
   [[nodiscard]] const std::filesystem::path& dir() const noexcept { return dir_; }
   [[nodiscard]] cache_mode mode() const noexcept { return mode_; }
 
   /// Path of a verified entry, or nothing (absent, damaged or foreign).
-  [[nodiscard]] std::optional<std::filesystem::path> get_file(std::string_view name) const {
-    validate_cache_file_name(name);
-    if (!find(name, /*lock=*/false)) return std::nullopt;
-    return dir_ / std::string(name);
-  }
+  [[nodiscard]] COTUNE_DECL std::optional<std::filesystem::path> get_file(std::string_view name) const;
 
   /// Content of a verified entry, or nothing.
-  [[nodiscard]] std::optional<std::string> get(std::string_view name) const {
-    validate_cache_file_name(name);
-    auto f = find(name, /*lock=*/false);
-    if (!f) return std::nullopt;
-    return std::move(f->content);
-  }
+  [[nodiscard]] COTUNE_DECL std::optional<std::string> get(std::string_view name) const;
 
   /// A verified entry, held against eviction while the handle lives (see entry_pin), or nothing.
-  [[nodiscard]] std::optional<entry_pin> pin(std::string_view name) const {
-    validate_cache_file_name(name);
-    auto f = find(name, /*lock=*/true);
-    if (!f) return std::nullopt;
-    return entry_pin(std::move(f->file.fd), dir_ / std::string(name));
-  }
+  [[nodiscard]] COTUNE_DECL std::optional<entry_pin> pin(std::string_view name) const;
 
   /// Stores `data` as `name` (replacing any entry) and returns its path.
-  std::filesystem::path put(std::string_view data, std::string_view name) {
-    validate_cache_file_name(name);
-    if (mode_ == cache_mode::override_)
-      throw cache_error(fmt::format("the override cache '{}' is read-only; cannot put '{}'", dir_.string(), name));
-    try {
-      return store(data, name);
-    } catch (const std::system_error& e) {
-      throw cache_error(e); // ENOSPC, EROFS, EACCES, EDQUOT...: the path and the fix
-    }
-  }
+  COTUNE_DECL std::filesystem::path put(std::string_view data, std::string_view name);
 
   /// The children of group `name` that are present and valid, or nothing if there is no such group.
-  [[nodiscard]] std::optional<cache_group> get_group(std::string_view name) const {
-    auto text = get(group_file_name(name));
-    if (!text) return std::nullopt;
-    simdjson::dom::parser parser;
-    simdjson::dom::object root;
-    simdjson::dom::array children;
-    if (parser.parse(*text).get(root) != simdjson::SUCCESS || root["children"].get_array().get(children) != simdjson::SUCCESS)
-      return std::nullopt; // a corrupt group is a miss (Triton 3.5 raises)
-    cache_group group;
-    for (auto child : children) {
-      std::string_view child_name;
-      if (child.get_string().get(child_name) != simdjson::SUCCESS) return std::nullopt;
-      try {
-        if (auto path = get_file(child_name)) group.emplace(std::string(child_name), *path);
-      } catch (const cache_error&) {
-        return std::nullopt; // a group naming an invalid file is foreign
-      }
-    }
-    return group;
-  }
+  [[nodiscard]] COTUNE_DECL std::optional<cache_group> get_group(std::string_view name) const;
 
   /// Records a group of children (stored by name, relative to this key's directory).
-  std::filesystem::path put_group(std::string_view name, const cache_group& children) {
-    json_writer w;
-    w.begin_object().key("children").begin_array();
-    for (const auto& [child, path] : children) {
-      validate_cache_file_name(child);
-      w.value(child);
-    }
-    return put(std::move(w.end_array().end_object()).take(), group_file_name(name));
-  }
+  COTUNE_DECL std::filesystem::path put_group(std::string_view name, const cache_group& children);
 
 private:
   /// `put` past its checks; file-system failures come out as std::system_error.
-  std::filesystem::path store(std::string_view data, std::string_view name) {
-    auto root = detail::open_trusted_root(root_);
-    if (!root) {
-      detail::make_private_dirs(root_);
-      root = detail::open_trusted_root(root_);
-      if (!root)
-        throw cache_error(fmt::format("cannot open the cache directory '{}': {}; set COTUNE_CACHE_DIR to a writable "
-                                      "place",
-                                      root_.string(), std::strerror(errno)));
-    }
-    const auto dir = detail::make_dir_at(root.get(), dir_name_, dir_);
-    detail::require_trusted_key_dir(dir.get(), dir_);
-    reclaim_temporaries(dir.get());
-    const std::string file(name);
-    // Flushing is a knob (cache.fsync): without it a crash can cost an entry, never serve a torn one,
-    // because readers check the frame and writers rename whole files into place.
-    const auto flush = knobs().cache.fsync.get() ? detail::flush_to_disk::yes : detail::flush_to_disk::no;
-    if (mode_ == cache_mode::normal)
-      detail::atomic_write_at(dir.get(), file, dir_, flush, data, detail::make_frame(key_, name, data, local_cache_key()));
-    else detail::atomic_write_at(dir.get(), file, dir_, flush, data);
-    if (mode_ == cache_mode::normal) maybe_evict(root.get(), data.size() + detail::frame_size);
-    return dir_ / file;
-  }
+  COTUNE_DECL std::filesystem::path store(std::string_view data, std::string_view name);
 
-  static std::filesystem::path root_for(cache_mode mode) {
-    return mode == cache_mode::dump        ? knobs().cache.dump_dir.get()
-           : mode == cache_mode::override_ ? knobs().cache.override_dir.get()
-                                           : knobs().cache.dir.get();
-  }
+  static COTUNE_DECL std::filesystem::path root_for(cache_mode mode);
 
-  struct found {
-    detail::opened_file file;
-    std::string content;
-  };
+  struct found; // file_cache.ipp
 
   /// The entry `name`, opened below the checked root and key directory without following links,
   /// read and (for normal entries) verified; with `lock`, held under a shared flock.
-  [[nodiscard]] std::optional<found> find(std::string_view name, bool lock) const {
-    const auto root = detail::open_trusted_root(root_);
-    if (!root) return std::nullopt; // missing (or something else in the way): a miss, as before any put
-    const auto dir = detail::open_dir_at(root.get(), dir_name_);
-    if (!dir) return std::nullopt;
-    detail::require_trusted_key_dir(dir.get(), dir_);
-    const std::string file(name);
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      auto f = detail::open_file_at(dir.get(), file);
-      if (!f || !detail::trusted_file(f->st)) return std::nullopt;
-      // An eviction holds the exclusive lock only while it unlinks; after it, the name may be gone or
-      // hold a new entry: look again.
-      if (lock && (::flock(f->fd.get(), LOCK_SH) != 0 || !detail::still_linked(dir.get(), file, f->st))) continue;
-      auto content = detail::read_all(f->fd.get(), static_cast<std::size_t>(f->st.st_size));
-      if (!content) return std::nullopt;
-      if (mode_ == cache_mode::normal) {
-        auto checked = detail::unframe(key_, name, *content, local_cache_key());
-        if (!checked) return std::nullopt;
-        content->resize(checked.payload.size()); // the payload is the content's prefix
-        if (std::time(nullptr) - f->st.st_mtime >= touch_after.count()) {
-          const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
-          (void)::futimens(f->fd.get(), times); // a read-only cache keeps its order; that is all
-        }
-      }
-      return found{std::move(*f), std::move(*content)};
-    }
-    return std::nullopt;
-  }
+  [[nodiscard]] COTUNE_DECL std::optional<found> find(std::string_view name, bool lock) const;
 
   /// Removes this key directory's temporary files whose writers are gone (cache.tmp_max_age_s).
-  static void reclaim_temporaries(int dir) {
-    const std::chrono::seconds age(knobs().cache.tmp_max_age_s.get());
-    for (const auto& name : detail::names_in(dir)) {
-      std::uintmax_t bytes = 0;
-      if (detail::is_temporary_name(name)) (void)detail::reclaim_temporary(dir, name, age, bytes);
-    }
-  }
+  static COTUNE_DECL void reclaim_temporaries(int dir);
 
   /// With cache.max_bytes set, sweeps the whole cache on this process's first write and after every
   /// further tenth of the limit written by it: the cache may exceed the limit by a tenth per writing
   /// process between sweeps, and a sweep (a walk of the cache) stays rare. `cotune cache gc` is exact.
-  void maybe_evict(int root, std::size_t bytes) const {
-    const auto limit = knobs().cache.max_bytes.get();
-    if (limit <= 0) return;
-    static std::atomic<bool> swept{false};
-    static std::atomic<std::uint64_t> written{0};
-    const auto total = written.fetch_add(bytes) + bytes;
-    if (swept.exchange(true) && total < static_cast<std::uint64_t>(limit) / 10) return;
-    written = 0;
-    (void)detail::sweep_cache(root, root_,
-                              {static_cast<std::uintmax_t>(limit),
-                               std::chrono::seconds(knobs().cache.tmp_max_age_s.get()), false});
-  }
+  COTUNE_DECL void maybe_evict(int root, std::size_t bytes) const;
 
-  static std::string group_file_name(std::string_view name) {
-    validate_cache_file_name(name);
-    return "__grp__" + std::string(name) + ".json";
-  }
+  static COTUNE_DECL std::string group_file_name(std::string_view name);
 
   cache_mode mode_;
   std::string key_;
@@ -296,3 +133,7 @@ static_assert(CacheManager<file_cache>);
 static_assert(PinnableCache<file_cache>);
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/cache/file_cache.ipp>
+#endif

@@ -1,5 +1,6 @@
 #pragma once
-/// \file SHA-256 (Crypto++), HMAC-SHA256, hex and RFC 4648 base32.
+/// \file SHA-256 (Crypto++), HMAC-SHA256, hex and RFC 4648 base32. Crypto++ is included only by
+/// hashing.ipp: with COTUNE_SEPARATE_COMPILATION its headers stay out of every user file.
 
 #include <array>
 #include <cstdint>
@@ -8,8 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include <cryptopp/hmac.h>
-#include <cryptopp/sha.h>
+#include <cotune/detail/config.hpp>
 
 namespace cotune::detail {
 
@@ -18,24 +18,24 @@ using sha256_digest = std::array<std::uint8_t, 32>;
 /// Incremental SHA-256; feed with `update`, read with `digest`.
 class sha256_hasher {
 public:
-  sha256_hasher& update(std::string_view bytes) {
-    hash_.Update(reinterpret_cast<const CryptoPP::byte*>(bytes.data()), bytes.size());
-    return *this;
-  }
+  COTUNE_DECL sha256_hasher() noexcept;
+  COTUNE_DECL sha256_hasher(const sha256_hasher& other) noexcept;
+  COTUNE_DECL sha256_hasher& operator=(const sha256_hasher& other) noexcept;
+  COTUNE_DECL ~sha256_hasher();
+
+  COTUNE_DECL sha256_hasher& update(std::string_view bytes);
   /// Adds a length-prefixed field, so that ("ab","c") and ("a","bc") hash differently.
   sha256_hasher& field(std::string_view bytes) {
     update(std::to_string(bytes.size()));
     update(":");
     return update(bytes);
   }
-  [[nodiscard]] sha256_digest digest() {
-    sha256_digest out{};
-    hash_.Final(out.data());
-    return out;
-  }
+  [[nodiscard]] COTUNE_DECL sha256_digest digest();
 
 private:
-  CryptoPP::SHA256 hash_;
+  // A CryptoPP::SHA256 lives here (216 bytes, alignment 8 with Crypto++ 8.7; hashing.ipp checks the
+  // fit), so that this header needs no Crypto++ header and a hasher needs no allocation.
+  alignas(16) unsigned char state_[256];
 };
 
 [[nodiscard]] inline sha256_digest sha256(std::string_view bytes) { return sha256_hasher{}.update(bytes).digest(); }
@@ -101,13 +101,7 @@ template <class Range>
 }
 
 /// HMAC-SHA256 of `message` under `secret`.
-[[nodiscard]] inline sha256_digest hmac_sha256(std::string_view secret, std::string_view message) {
-  CryptoPP::HMAC<CryptoPP::SHA256> mac(reinterpret_cast<const CryptoPP::byte*>(secret.data()), secret.size());
-  mac.Update(reinterpret_cast<const CryptoPP::byte*>(message.data()), message.size());
-  sha256_digest out{};
-  mac.Final(out.data());
-  return out;
-}
+[[nodiscard]] COTUNE_DECL sha256_digest hmac_sha256(std::string_view secret, std::string_view message);
 
 /// HMAC-SHA256 of `message` under `secret`, as lower-case hex.
 [[nodiscard]] inline std::string hmac_sha256_hex(std::string_view secret, std::string_view message) {
@@ -123,3 +117,7 @@ template <class Range>
 }
 
 } // namespace cotune::detail
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/detail/hashing.ipp>
+#endif

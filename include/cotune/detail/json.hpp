@@ -1,42 +1,25 @@
 #pragma once
-/// \file A small JSON writer and the reading helpers cotune uses over simdjson.
+/// \file A small JSON writer and the reading helpers cotune uses over simdjson (included by json.ipp;
+/// with COTUNE_SEPARATE_COMPILATION this header only declares `simdjson::dom::element`).
 
-#include <charconv>
 #include <cmath>
-#include <cstdint>
 #include <string>
 #include <string_view>
-#include <system_error>
 
+#include <cotune/detail/config.hpp>
+
+#if COTUNE_HEADER_ONLY
 #include <simdjson.h>
+#else
+namespace simdjson::dom {
+class element;
+} // namespace simdjson::dom
+#endif
 
 namespace cotune::detail {
 
 /// Appends `s` as a JSON string literal (quoted, escaped; non-ASCII bytes are passed through as UTF-8).
-inline void json_quote(std::string& out, std::string_view s) {
-  static constexpr char hex[] = "0123456789abcdef";
-  out.push_back('"');
-  for (char c : s) {
-    switch (c) {
-    case '"': out += "\\\""; break;
-    case '\\': out += "\\\\"; break;
-    case '\n': out += "\\n"; break;
-    case '\r': out += "\\r"; break;
-    case '\t': out += "\\t"; break;
-    case '\b': out += "\\b"; break;
-    case '\f': out += "\\f"; break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20) {
-        out += "\\u00";
-        out.push_back(hex[(c >> 4) & 0xF]);
-        out.push_back(hex[c & 0xF]);
-      } else {
-        out.push_back(c);
-      }
-    }
-  }
-  out.push_back('"');
-}
+COTUNE_DECL void json_quote(std::string& out, std::string_view s);
 
 [[nodiscard]] inline std::string json_quoted(std::string_view s) {
   std::string out;
@@ -45,66 +28,20 @@ inline void json_quote(std::string& out, std::string_view s) {
 }
 
 /// Shortest text that reads back as the same double, always marked as floating ("2.0", "1e+300").
-[[nodiscard]] inline std::string double_text(double d) {
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
-  std::string out(buf, end);
-  if (std::isfinite(d) && out.find_first_of(".e") == std::string::npos) out += ".0";
-  return out;
-}
+[[nodiscard]] COTUNE_DECL std::string double_text(double d);
 
 /// A JSON number for finite doubles, `null` otherwise (standard JSON has no Infinity or NaN).
 [[nodiscard]] inline std::string json_number(double d) { return std::isfinite(d) ? double_text(d) : "null"; }
 
 /// Rewrites the bare tokens Infinity, -Infinity and NaN (which Python's json module writes and
 /// simdjson rejects) as `null` outside of strings, so files written by other tools still parse.
-[[nodiscard]] inline std::string normalize_nonfinite(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  bool in_string = false;
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    char c = in[i];
-    if (in_string) {
-      out.push_back(c);
-      if (c == '\\' && i + 1 < in.size()) out.push_back(in[++i]);
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-      out.push_back(c);
-      continue;
-    }
-    auto rest = in.substr(i);
-    for (std::string_view token : {"-Infinity", "Infinity", "NaN"}) {
-      if (rest.starts_with(token)) {
-        out += "null";
-        i += token.size() - 1;
-        goto next;
-      }
-    }
-    out.push_back(c);
-  next:;
-  }
-  return out;
-}
+[[nodiscard]] COTUNE_DECL std::string normalize_nonfinite(std::string_view in);
 
 /// Reads a number (integer or floating) or null (as +inf) from a simdjson element.
-[[nodiscard]] inline bool json_read_timing(simdjson::dom::element e, double& out) {
-  if (e.is_null()) {
-    out = INFINITY;
-    return true;
-  }
-  if (e.is_double()) return e.get_double().get(out) == simdjson::SUCCESS;
-  if (e.is_int64()) {
-    out = static_cast<double>(std::int64_t(e.get_int64()));
-    return true;
-  }
-  if (e.is_uint64()) {
-    out = static_cast<double>(std::uint64_t(e.get_uint64()));
-    return true;
-  }
-  return false;
-}
+[[nodiscard]] COTUNE_DECL bool json_read_timing(simdjson::dom::element e, double& out);
 
 } // namespace cotune::detail
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/detail/json.ipp>
+#endif

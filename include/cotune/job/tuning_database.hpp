@@ -21,14 +21,13 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
-#include <simdjson.h>
 
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/json_writer.hpp>
 #include <cotune/core/version.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/hashing.hpp>
 #include <cotune/detail/json.hpp>
@@ -57,24 +56,8 @@ struct database_entry {
   std::optional<tuning_result> detail{}; ///< every candidate, when exported with them
 
   /// The entry of a tuning result (a job's key text loses its `instance: ` prefix).
-  [[nodiscard]] static database_entry from(const tuning_result& r, std::string fingerprint = {},
-                                           bool with_candidates = true) {
-    database_entry e;
-    e.kernel = r.kernel;
-    e.key = instance_key_text(r.key_text);
-    e.device = r.made.device;
-    e.fingerprint = std::move(fingerprint);
-    e.date = r.made.date;
-    e.host = r.made.host;
-    e.cotune_version = r.made.cotune_version;
-    e.winner = r.best();
-    e.time = r.candidates.at(r.winner).time;
-    if (with_candidates) {
-      e.detail = r;
-      e.detail->key_text = e.key;
-    }
-    return e;
-  }
+  [[nodiscard]] static COTUNE_DECL database_entry from(const tuning_result& r, std::string fingerprint = {},
+                                                       bool with_candidates = true);
 
   /// What identifies an entry: kernel, key, device.
   [[nodiscard]] std::tuple<const std::string&, const std::string&, const std::string&> id() const noexcept {
@@ -124,142 +107,21 @@ public:
   }
 
   /// The file's text: entries sorted by kernel, key and device; signed when `secret` is not empty.
-  [[nodiscard]] std::string json(std::string_view secret = {}) const {
-    auto sorted = entries_;
-    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.id() < b.id(); });
-    json_writer w;
-    w.begin_object().field("format", format_name).field("version", format_version);
-    w.field("cotune", version).field("entries_count", sorted.size());
-    const std::string digest = digest_of(sorted);
-    w.field("sha256", digest);
-    if (!secret.empty()) w.field("hmac_sha256", cotune::detail::hmac_sha256_hex(secret, digest));
-    w.key("entries").begin_array();
-    for (const auto& e : sorted) {
-      w.begin_object().field("kernel", e.kernel).field("key", e.key).field("device", e.device);
-      w.field("fingerprint", e.fingerprint).field("date", e.date).field("host", e.host);
-      w.field("cotune", e.cotune_version).key("winner").raw(e.winner.json());
-      w.key("time_ms").begin_array().value(e.time[0]).value(e.time[1]).value(e.time[2]).end_array();
-      if (e.detail) w.key("result").raw(e.detail->json());
-      w.end_object();
-    }
-    return std::move(w.end_array().end_object()).take() + "\n";
-  }
+  [[nodiscard]] COTUNE_DECL std::string json(std::string_view secret = {}) const;
 
   /// Reads a database; with a `secret`, refuses one that is not signed with it. `origin` names the
   /// file in messages.
-  [[nodiscard]] static tuning_database from_json(std::string_view text, std::string_view secret,
-                                                 const std::string& origin) {
-    using namespace simdjson;
-    dom::parser parser;
-    dom::object root;
-    const std::string normal = cotune::detail::normalize_nonfinite(text);
-    if (parser.parse(normal).get(root) != SUCCESS)
-      throw database_error(fmt::format("{}: not a tuning database (not valid JSON)", origin));
-    std::string_view sv;
-    if (root["format"].get_string().get(sv) != SUCCESS || sv != format_name)
-      throw database_error(fmt::format("{}: not a tuning database (its \"format\" is not \"{}\"; write one with "
-                                       "`cotune db export`)",
-                                       origin, format_name));
-    std::int64_t v = 0;
-    if (root["version"].get_int64().get(v) != SUCCESS || v != format_version)
-      throw database_error(fmt::format("{}: database format version {} is not {}, the one this cotune reads; "
-                                       "export it again with this cotune",
-                                       origin, v, format_version));
-    tuning_database db;
-    dom::array list;
-    if (root["entries"].get_array().get(list) != SUCCESS)
-      throw database_error(fmt::format("{}: the database has no \"entries\" list", origin));
-    std::size_t i = 0;
-    for (auto item : list) {
-      auto fail = [&](std::string_view why) {
-        return database_error(fmt::format("{}: entries[{}]: {}", origin, i, why));
-      };
-      dom::object o;
-      if (item.get_object().get(o) != SUCCESS) throw fail("expected an object");
-      database_entry e;
-      auto str = [&](const char* k, std::string& out, bool required) {
-        if (o[k].get_string().get(sv) == SUCCESS) out = sv;
-        else if (required) throw fail(fmt::format("missing string \"{}\"", k));
-      };
-      str("kernel", e.kernel, true);
-      str("key", e.key, true);
-      str("device", e.device, true);
-      str("fingerprint", e.fingerprint, false);
-      str("date", e.date, false);
-      str("host", e.host, false);
-      str("cotune", e.cotune_version, false);
-      dom::element w;
-      if (o["winner"].get(w) != SUCCESS) throw fail("missing \"winner\"");
-      try {
-        e.winner = config::from_json(w);
-      } catch (const error& x) {
-        throw fail(x.what());
-      }
-      dom::array t;
-      if (o["time_ms"].get_array().get(t) != SUCCESS || t.size() != 3) throw fail("\"time_ms\" must hold 3 numbers");
-      std::size_t j = 0;
-      for (auto x : t)
-        if (!cotune::detail::json_read_timing(x, e.time[j++])) throw fail("\"time_ms\" must hold 3 numbers");
-      dom::element r;
-      if (o["result"].get(r) == SUCCESS) {
-        auto parsed = tuning_result::from_json(simdjson::to_string(r));
-        if (!parsed) throw fail("\"result\" is not a readable tuning result");
-        e.detail = std::move(parsed);
-      }
-      db.entries_.push_back(std::move(e));
-      ++i;
-    }
-    const std::string digest = digest_of(db.entries_);
-    if (root["sha256"].get_string().get(sv) != SUCCESS || sv != digest)
-      throw database_error(fmt::format("{}: the database's checksum does not match its entries (edited or "
-                                       "damaged); export it again",
-                                       origin));
-    std::string_view mac;
-    db.signed_ = root["hmac_sha256"].get_string().get(mac) == SUCCESS;
-    if (!secret.empty()) {
-      if (!db.signed_)
-        throw database_error(fmt::format("{}: the database is not signed, and a secret is set "
-                                         "(COTUNE_TUNING_DB_SECRET): export it with that secret, or unset it",
-                                         origin));
-      if (!cotune::detail::constant_time_equal(mac, cotune::detail::hmac_sha256_hex(secret, digest)))
-        throw database_error(fmt::format("{}: the database's signature does not match the secret "
-                                         "(COTUNE_TUNING_DB_SECRET): it was signed with another secret, or altered",
-                                         origin));
-    }
-    return db;
-  }
+  [[nodiscard]] static COTUNE_DECL tuning_database from_json(std::string_view text, std::string_view secret,
+                                                             const std::string& origin);
 
   /// Reads a database file (see from_json).
-  [[nodiscard]] static tuning_database load(const std::filesystem::path& file, std::string_view secret = {}) {
-    auto text = cotune::detail::read_file(file);
-    if (!text) throw database_error(fmt::format("{}: cannot read the tuning database", file.string()));
-    return from_json(*text, secret, file.string());
-  }
+  [[nodiscard]] static COTUNE_DECL tuning_database load(const std::filesystem::path& file, std::string_view secret = {});
 
   /// Writes the database to a file (atomically: a temporary file, then a rename).
-  void save(const std::filesystem::path& file, std::string_view secret = {}) const {
-    cotune::detail::atomic_write(file, json(secret));
-  }
+  COTUNE_DECL void save(const std::filesystem::path& file, std::string_view secret = {}) const;
 
 private:
-  static std::string digest_of(const std::vector<database_entry>& entries) {
-    auto sorted = entries;
-    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.id() < b.id(); });
-    cotune::detail::sha256_hasher h;
-    h.field(format_name).field(std::to_string(sorted.size()));
-    for (const auto& e : sorted) {
-      h.field(e.kernel).field(e.key).field(e.device).field(e.fingerprint).field(e.date).field(e.host);
-      h.field(e.cotune_version).field(e.winner.text());
-      for (double t : e.time) h.field(cotune::detail::json_number(t));
-      h.field(e.detail ? std::to_string(e.detail->candidates.size()) : std::string("-"));
-      if (e.detail)
-        for (const auto& c : e.detail->candidates) {
-          h.field(c.cfg.text()).field(to_string(c.status)).field(c.reason);
-          for (double t : c.time) h.field(cotune::detail::json_number(t));
-        }
-    }
-    return cotune::detail::to_hex(h.digest());
-  }
+  static COTUNE_DECL std::string digest_of(const std::vector<database_entry>& entries);
 
   std::vector<database_entry> entries_;
   bool signed_ = false;
@@ -267,41 +129,21 @@ private:
 
 /// Which winners differ between two databases, by (kernel, key, device): added, removed, changed
 /// (another winning config), the same; in the order of `a`, then the entries only `b` has.
-[[nodiscard]] inline std::vector<database_change> diff(const tuning_database& a, const tuning_database& b) {
-  std::vector<database_change> out;
-  for (const auto& e : a.entries()) {
-    const auto* other = b.find(e.kernel, e.key, e.device);
-    if (!other) out.push_back({database_change::kind::removed, &e, nullptr});
-    else out.push_back({other->winner == e.winner ? database_change::kind::same : database_change::kind::changed, &e,
-                        other});
-  }
-  for (const auto& e : b.entries())
-    if (!a.find(e.kernel, e.key, e.device)) out.push_back({database_change::kind::added, nullptr, &e});
-  return out;
-}
+[[nodiscard]] COTUNE_DECL std::vector<database_change> diff(const tuning_database& a, const tuning_database& b);
 
 /// The cache key under which `cotune db import` keeps the imported database in a file cache.
-[[nodiscard]] inline std::string imported_database_key() {
-  return cotune::detail::sha256_hex("cotune-imported-tuning-database");
-}
+[[nodiscard]] COTUNE_DECL std::string imported_database_key();
 inline constexpr std::string_view imported_database_file = "imported.db.json";
 
 /// The database imported into the file cache at `root` (empty if none). Verified like every entry.
-[[nodiscard]] inline tuning_database imported_database(const std::filesystem::path& root, std::string_view secret = {}) {
-  file_cache cache(root, imported_database_key());
-  auto text = cache.get(imported_database_file);
-  if (!text) return {};
-  return tuning_database::from_json(*text, secret, (cache.dir() / imported_database_file).string());
-}
+[[nodiscard]] COTUNE_DECL tuning_database imported_database(const std::filesystem::path& root, std::string_view secret = {});
 
 /// Merges `db` into the database imported into the file cache at `root`; returns the merged size.
-inline std::size_t import_database(const std::filesystem::path& root, const tuning_database& db,
-                                   std::string_view secret = {}) {
-  tuning_database merged = imported_database(root, secret);
-  merged.merge(db);
-  file_cache cache(root, imported_database_key());
-  cache.put(merged.json(secret), imported_database_file);
-  return merged.size();
-}
+COTUNE_DECL std::size_t import_database(const std::filesystem::path& root, const tuning_database& db,
+                                        std::string_view secret = {});
 
 } // namespace cotune::job
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/job/tuning_database.ipp>
+#endif

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <cotune/core/errors.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/knobs/knob.hpp>
 
 namespace cotune {
@@ -155,6 +156,15 @@ struct bench_knob_group {
                                       "by N; longer ones are timed per launch with a flush before each; "
                                       "0 = always per launch (Triton's do_bench)",
                                .validate = detail::at_least(0.0, "COTUNE_BENCH_BATCH_BELOW_US")}};
+  // 5 ms: Triton's 25 ms warm-up gets a GPU's clocks up from idle; a GPU that measured the previous
+  // candidate moments ago is up already, and the 25 ms were most of a noise-stopped measurement's
+  // 34 ms on the H200 (issue 12 item 2).
+  knob<double> warm_warmup_ms{{.name = "bench.warm_warmup_ms", .env = "COTUNE_BENCH_WARM_WARMUP_MS", .fallback = 5.0,
+                               .doc = "a GPU that finished a measurement less than 100 ms ago (in a tuning, every "
+                                      "candidate but the first on each device) warms up for at most this many ms "
+                                      "instead of bench.warmup_ms; set it to bench.warmup_ms for a full warm-up "
+                                      "every time (Triton's)",
+                               .validate = detail::at_least(0.0, "COTUNE_BENCH_WARM_WARMUP_MS")}};
 };
 
 /// How host (CPU) kernels are built.
@@ -182,8 +192,9 @@ struct knob_groups {
   runtime_knob_group runtime;
 };
 
-/// The process's knobs.
-[[nodiscard]] inline knob_groups& knobs() { return knob_group<knob_groups>(); }
+/// The process's knobs. (Out of line with COTUNE_SEPARATE_COMPILATION: the groups' constructors, a
+/// knob each, are then compiled once, in knobs.ipp, not in every file that reads a knob.)
+[[nodiscard]] COTUNE_DECL knob_groups& knobs();
 
 namespace detail {
 /// Constructs the core knobs during static initialisation, so that the registry lists them (and
@@ -193,3 +204,7 @@ inline knob_groups& core_knobs_registered = knobs();
 } // namespace detail
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/knobs/knobs.ipp>
+#endif
