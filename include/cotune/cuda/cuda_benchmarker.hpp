@@ -136,6 +136,7 @@ public:
     ensure_flush_buffer();
     timer t{*this};
     measurement m = gpu::timed_measurement(t, fn, opts, settings());
+    warmth_.touch();
     m.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     return m;
   }
@@ -190,11 +191,8 @@ private:
   };
 
   [[nodiscard]] gpu::timing_settings settings() const {
-    return {.batch_below_ms = options_.batch_below_us.value_or(knobs().bench.batch_below_us.get()) / 1000.0,
-            .always_batch = options_.graph.value_or(cuda_knobs().graph.get()),
-            .batch_target_ms = options_.batch_target_ms,
-            .max_batch = options_.max_graph_launches,
-            .max_repeats = options_.max_repeats};
+    return gpu::settings_from(options_, cuda_knobs().graph.get(), warmth_, knobs().bench.batch_below_us.get(),
+                              knobs().bench.warm_warmup_ms.get(), gpu::warm_within_ms);
   }
 
   void ensure_flush_buffer() {
@@ -218,6 +216,7 @@ private:
   std::unique_ptr<detail::event_pool> events_;
   device_buffer<std::uint32_t> flush_;
   std::uint32_t flush_round_ = 0;
+  gpu::device_warmth warmth_;
 };
 
 static_assert(ReportsMeasurement<cuda_benchmarker>);

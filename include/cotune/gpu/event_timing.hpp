@@ -25,12 +25,19 @@
 ///   kernel do in a program. A flush per launch cannot be separated from the kernel's time there.
 /// Samples are taken in chunks of about a millisecond, the next chunk queued before the last is
 /// read, until the stopping rule (bench/stopping_rule.hpp) says.
+///
+/// Warm-up: `bench_options::warmup_ms` of untimed runs (Triton's 25 ms) on a cold device. A device
+/// that finished a measurement less than `warm_within_ms` ago (`device_warmth`) already has its
+/// clocks up, and warms up for at most `warm_warmup_ms` (the `bench.warm_warmup_ms` knob): in a
+/// tuning, where candidates follow one another on each device, that is every measurement but the
+/// first.
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -55,7 +62,43 @@ struct timing_settings {
   std::size_t max_batch = 1000;
   /// At most this many samples.
   std::size_t max_repeats = 10000;
+  /// The device finished a measurement moments ago (`device_warmth`): the warm-up takes at most
+  /// this long (ms). Unset: the whole `bench_options::warmup_ms`.
+  std::optional<double> warm_warmup_ms{};
 };
+
+/// A device that finished a measurement less than this long ago (ms) is warm.
+inline constexpr double warm_within_ms = 100.0;
+
+/// Whether a device is warm: it finished a measurement less than `within_ms` ago, so its clocks are
+/// up and a long warm-up would repeat what that measurement did. A GPU benchmarker keeps one.
+class device_warmth {
+public:
+  [[nodiscard]] bool warm(double within_ms) const {
+    return last_ && std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - *last_).count() <
+                        within_ms;
+  }
+  /// A measurement on the device just ended.
+  void touch() { last_ = std::chrono::steady_clock::now(); }
+
+private:
+  std::optional<std::chrono::steady_clock::time_point> last_;
+};
+
+/// A GPU benchmarker's timing settings from its options (cuda_bench_options, hip_bench_options: the
+/// same fields), its runtime's `graph` knob, the bench knobs and its device's warmth.
+template <class Options>
+[[nodiscard]] timing_settings settings_from(const Options& o, bool graph_knob, const device_warmth& warmth,
+                                            double batch_below_us_knob, double warm_warmup_ms_knob,
+                                            double warm_within_ms) {
+  timing_settings s{.batch_below_ms = o.batch_below_us.value_or(batch_below_us_knob) / 1000.0,
+                    .always_batch = o.graph.value_or(graph_knob),
+                    .batch_target_ms = o.batch_target_ms,
+                    .max_batch = o.max_graph_launches,
+                    .max_repeats = o.max_repeats};
+  if (warmth.warm(warm_within_ms)) s.warm_warmup_ms = warm_warmup_ms_knob;
+  return s;
+}
 
 namespace detail {
 
@@ -128,7 +171,8 @@ template <class Timer>
   const double estimate = std::max(t.elapsed(0, 1) / 5.0, 1e-6);
   measurement m;
   // The warm-up shares the measured runs' cap, so that the guard above cannot ask for millions.
-  m.warmup_runs = std::min(s.max_repeats, static_cast<std::size_t>(std::max(1.0, opts.warmup_ms / estimate)));
+  const double warmup_ms = s.warm_warmup_ms ? std::min(opts.warmup_ms, *s.warm_warmup_ms) : opts.warmup_ms;
+  m.warmup_runs = std::min(s.max_repeats, static_cast<std::size_t>(std::max(1.0, warmup_ms / estimate)));
   for (std::size_t i = 0; i < m.warmup_runs; ++i) fn();
 
   std::vector<double> samples;

@@ -46,7 +46,8 @@ public:
   hip_benchmarker(const hip_backend&, const device& d, options o = {}) : hip_benchmarker(d, o) {}
   hip_benchmarker(hip_benchmarker&& o) noexcept
       : context_(o.context_), l2_bytes_(o.l2_bytes_), options_(o.options_), events_(std::move(o.events_)),
-        flush_(std::exchange(o.flush_, nullptr)), flush_words_(o.flush_words_), flush_round_(o.flush_round_) {
+        flush_(std::exchange(o.flush_, nullptr)), flush_words_(o.flush_words_), flush_round_(o.flush_round_),
+        warmth_(o.warmth_) {
     o.events_.clear();
   }
   hip_benchmarker& operator=(hip_benchmarker&&) = delete;
@@ -88,11 +89,9 @@ public:
     timer t{*this};
     measurement m = gpu::timed_measurement(
         t, fn, opts,
-        {.batch_below_ms = options_.batch_below_us.value_or(knobs().bench.batch_below_us.get()) / 1000.0,
-         .always_batch = options_.graph.value_or(hip_knobs().graph.get()),
-         .batch_target_ms = options_.batch_target_ms,
-         .max_batch = options_.max_graph_launches,
-         .max_repeats = options_.max_repeats});
+        gpu::settings_from(options_, hip_knobs().graph.get(), warmth_, knobs().bench.batch_below_us.get(),
+                           knobs().bench.warm_warmup_ms.get(), gpu::warm_within_ms));
+    warmth_.touch();
     m.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     return m;
   }
@@ -175,6 +174,7 @@ private:
   void* flush_ = nullptr;
   std::size_t flush_words_ = 0;
   std::uint32_t flush_round_ = 0;
+  gpu::device_warmth warmth_;
 };
 
 static_assert(ReportsMeasurement<hip_benchmarker>);
