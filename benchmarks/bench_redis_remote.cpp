@@ -1,7 +1,8 @@
 // Figures for the Redis remote cache (issue 5), all in one run against a real redis-server on loopback:
 //  R1  a new process with an EMPTY local cache, results + binaries in Redis: ms from main() to the first
 //      tuned call done, and Redis round trips for that kernel; beside it, the same process with results
-//      + binaries on the local disk, and the cold (tuning) process.
+//      + binaries on the local disk, the cold (tuning) process, and (the two-step fallback) a new process
+//      whose result has no companion beside it.
 //  R2  the cost of a Redis outage to a tuning run: a server frozen with SIGSTOP (connects succeed,
 //      commands never answer) against no remote cache at all; the difference should be one operation
 //      timeout in total, however many cache lookups the run makes.
@@ -102,12 +103,28 @@ int main(int argc, char** argv) {
   }
   for (int i = 0; i < processes; ++i)
     local_ms.push_back(run_child("file", (root.path() / "cold").string(), server.url(), kernel).ms);
+  // The same with the winner's binary no longer beside the result (an older writer, an eviction):
+  // the two-step path, result then binary.
+  {
+    auto client = server.client();
+    auto found = client({"KEYS", "*:__companion__*"});
+    for (const auto& k : found.elements) (void)client({"DEL", k.str});
+  }
+  std::vector<double> fallback_ms;
+  unsigned long long fallback_trips = 0;
+  for (int i = 0; i < processes; ++i) {
+    auto s = run_child("remote", (root.path() / fmt::format("fallback{}", i)).string(), server.url(), kernel);
+    fallback_ms.push_back(s.ms);
+    fallback_trips = std::max(fallback_trips, s.trips);
+  }
   std::printf("R1 remote warm start (%d new processes, empty local cache, results + binaries in Redis on loopback)\n",
               processes);
   std::printf("   cold tuning process, main() to first tuned call: %9.2f ms\n", cold.ms);
   std::printf("   from Redis, empty local cache (median):          %9.2f ms   round trips for the kernel: %llu\n",
               median(remote_ms), trips);
   std::printf("   from the local disk (median):                    %9.2f ms\n", median(local_ms));
+  std::printf("   from Redis without the companion (median):       %9.2f ms   round trips for the kernel: %llu\n",
+              median(fallback_ms), fallback_trips);
   std::printf("   ratio Redis/local disk: %.2fx; cold/Redis: %.1fx\n", median(remote_ms) / median(local_ms),
               cold.ms / median(remote_ms));
 
@@ -124,6 +141,7 @@ int main(int argc, char** argv) {
               frozen.ms - baseline.ms,
               (frozen.ms - baseline.ms) / static_cast<double>(cotune::redis::redis_knobs().timeout_ms.get()));
   std::printf("{\"remote_warm_ms\": %.3f, \"local_warm_ms\": %.3f, \"cold_ms\": %.3f, \"round_trips\": %llu, "
-              "\"outage_extra_ms\": %.3f}\n",
-              median(remote_ms), median(local_ms), cold.ms, trips, frozen.ms - baseline.ms);
+              "\"fallback_ms\": %.3f, \"fallback_round_trips\": %llu, \"outage_extra_ms\": %.3f}\n",
+              median(remote_ms), median(local_ms), cold.ms, trips, median(fallback_ms), fallback_trips,
+              frozen.ms - baseline.ms);
 }

@@ -10,6 +10,9 @@
 ///   a module load only ever sees verified bytes;
 /// - groups are stored in the same format as the file cache's, and their children are fetched in one
 ///   request, so a compiled kernel costs at most two round trips (group, then children);
+/// - a tuning result is stored with its winner's binary beside it (cache/remote_companion.hpp), and
+///   `get_with_companion` fetches both in one request; what it fetched is written to the local cache
+///   on a background thread (cache/local_fill.hpp), after the caller has it;
 /// - a read-only client never writes to the remote store;
 /// - names are validated, and remote keys are built from validated parts only.
 
@@ -30,7 +33,9 @@
 #include <cotune/cache/cache_manager.hpp>
 #include <cotune/cache/entry_fault.hpp>
 #include <cotune/cache/file_cache.hpp>
+#include <cotune/cache/local_fill.hpp>
 #include <cotune/cache/remote_backend.hpp>
+#include <cotune/cache/remote_companion.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/json_writer.hpp>
 #include <cotune/cache/entry_frame.hpp>
@@ -101,6 +106,7 @@ public:
   [[nodiscard]] std::optional<std::filesystem::path> get_file(std::string_view name) const {
     validate_remote_file_name(name);
     if (auto path = local_.get_file(name)) return path;
+    if (auto path = shelved_file(name)) return path;
     if (auto fetched = fetch_one(name)) return std::move(fetched->path);
     return std::nullopt;
   }
@@ -109,8 +115,49 @@ public:
   [[nodiscard]] std::optional<std::string> get(std::string_view name) const {
     validate_remote_file_name(name);
     if (auto content = local_.get(name)) return content;
+    if (remote_)
+      if (auto shelved = detail::companion_shelf::instance().find(backend_, key_, name)) {
+        fill_later(name, *shelved, true);
+        return shelved;
+      }
     if (auto fetched = fetch_one(name)) return std::move(fetched->content);
     return std::nullopt;
+  }
+
+  /// `get`, fetching the entry's companion in the same request when the entry is not local: its
+  /// verified entries are shelved for the caches of their key (the winner's binary cache) to find
+  /// without a round trip. A remote hit is written to the local cache in the background.
+  [[nodiscard]] std::optional<std::string> get_with_companion(std::string_view name) const {
+    validate_remote_file_name(name);
+    if (auto content = local_.get(name)) return content;
+    if (!remote_) return std::nullopt;
+    const std::string names[] = {std::string(name), detail::companion_name(name)};
+    auto found = fetch(names);
+    auto entry = found.find(names[0]);
+    if (entry == found.end()) return std::nullopt;
+    if (auto companion = found.find(names[1]); companion != found.end()) {
+      auto decoded = detail::decode_companion(companion->second, detail::sha256_hex(entry->second), backend_->secret());
+      if (decoded) detail::companion_shelf::instance().stock(backend_, decoded->key, std::move(decoded->entries));
+      else if constexpr (RemoteRefusalCounter<R>) backend_->count_refused();
+    }
+    fill_later(name, entry->second, false);
+    return std::move(entry->second);
+  }
+
+  /// `put`, and (unless read-only) `companion` stored remotely beside the entry, first, so that a
+  /// reader who finds the entry normally finds its companion. The companion is remote only.
+  std::filesystem::path put_with_companion(std::string_view data, std::string_view name,
+                                           const remote_companion& companion) {
+    validate_remote_file_name(name);
+    if (writes_remote()) {
+      const std::string cname = detail::companion_name(name);
+      const std::string secret = backend_->secret();
+      (void)backend_->put(key_, cname,
+                          detail::frame_entry(key_, cname,
+                                              detail::encode_companion(companion, detail::sha256_hex(data), secret),
+                                              secret));
+    }
+    return put(data, name);
   }
 
   /// A verified entry held against eviction in the local cache (fetched from the remote store first
@@ -120,7 +167,7 @@ public:
   {
     validate_remote_file_name(name);
     auto held = local_.pin(name);
-    if (!held && fetch_one(name)) held = local_.pin(name);
+    if (!held && (shelved_file(name) || fetch_one(name))) held = local_.pin(name);
     return held;
   }
 
@@ -176,6 +223,21 @@ public:
   {
     return backend_->async_run([self = *this, name = std::string(name)] { return self.get(name); });
   }
+  /// `get_with_companion` run off the caller's thread.
+  [[nodiscard]] auto async_get_with_companion(std::string_view name) const
+    requires AsyncRemoteRunner<R>
+  {
+    return backend_->async_run([self = *this, name = std::string(name)] { return self.get_with_companion(name); });
+  }
+  /// `put_with_companion` run off the caller's thread (the data is copied).
+  [[nodiscard]] auto async_put_with_companion(std::string_view data, std::string_view name, remote_companion companion)
+    requires AsyncRemoteRunner<R>
+  {
+    return backend_->async_run(
+        [self = *this, data = std::string(data), name = std::string(name), companion = std::move(companion)]() mutable {
+          return self.put_with_companion(data, name, companion);
+        });
+  }
   /// `put` run off the caller's thread (the data is copied).
   [[nodiscard]] auto async_put(std::string_view data, std::string_view name)
     requires AsyncRemoteRunner<R>
@@ -224,6 +286,37 @@ private:
       children.emplace_back(child_name);
     }
     return children;
+  }
+
+  /// Writes a fetched entry to the local cache on the background thread; `shelved`: then takes it off
+  /// the companion shelf. A failed write is counted there (local_fills()), not thrown.
+  void fill_later(std::string_view name, std::string content, bool shelved) const {
+    detail::local_filler::instance().post(
+        [local = local_, store = static_cast<const void*>(backend_), key = key_, name = std::string(name),
+         content = std::move(content), shelved]() mutable {
+          struct unshelve {
+            const void* store;
+            const std::string& key;
+            const std::string& name;
+            bool on;
+            ~unshelve() {
+              if (on) detail::companion_shelf::instance().remove(store, key, name);
+            }
+          } after{store, key, name, shelved};
+          (void)local.put(content, name);
+        });
+  }
+
+  /// A shelved companion entry written to the local cache now (a caller that needs a local file
+  /// cannot wait for the background); its path, or nothing if none is shelved.
+  std::optional<std::filesystem::path> shelved_file(std::string_view name) const {
+    if (!remote_) return std::nullopt;
+    auto& shelf = detail::companion_shelf::instance();
+    auto shelved = shelf.find(backend_, key_, name);
+    if (!shelved) return std::nullopt;
+    auto path = local_.put(*shelved, name);
+    shelf.remove(backend_, key_, name);
+    return path;
   }
 
   [[nodiscard]] bool writes_remote() const { return remote_ && !backend_->read_only(); }

@@ -507,5 +507,6 @@ static_assert(AsyncRemoteRunner<redis_backend>);
 using remote_cache = basic_remote_cache<redis_backend>;
 
 static_assert(CacheManager<remote_cache>);
+static_assert(CompanionCache<remote_cache>);
 
 } // namespace cotune::redis

@@ -9,12 +9,14 @@
 ///     auto bin = binaries.get_or_compile(kernel, cfg, backend.devices()[0]);
 ///     auto fn = binaries.load(bin, kernel, cfg, backend.devices()[0]);
 
+#include <exception>
 #include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <simdjson.h>
@@ -22,6 +24,7 @@
 #include <cotune/backend/backend.hpp>
 #include <cotune/cache/cache_manager.hpp>
 #include <cotune/cache/file_cache.hpp>
+#include <cotune/cache/remote_companion.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/json_writer.hpp>
@@ -74,6 +77,34 @@ public:
       cache.reset();
     }
     return store(cache, recipe, hex, compile(k, c, d, stop), std::move(trouble));
+  }
+
+  /// The entries of `c`'s binary for `d`, read from the local part of the cache, to be stored beside a
+  /// tuning result whose winner it is (cache/remote_companion.hpp: a reader then fetches the result
+  /// and the binary in one request). Nothing for a cache that keeps no companions, or when an entry
+  /// is not local; gathering one never fails a tuning.
+  [[nodiscard]] std::optional<remote_companion> companion(const kernel_source& k, const config& c,
+                                                          const typename B::device& d) const {
+    if constexpr (!CompanionCache<Cache>) {
+      return std::nullopt;
+    } else {
+      try {
+        const binary_recipe recipe = backend_->binary_key(k, c, d);
+        remote_companion out{key_of(recipe), {}};
+        const Cache cache(out.key);
+        std::vector<std::string> names;
+        if (recipe.has_meta) names.push_back(meta_file(recipe));
+        names.push_back(recipe.file);
+        for (auto& name : names) {
+          auto content = cache.local().get(name);
+          if (!content) return std::nullopt;
+          out.entries.emplace_back(std::move(name), *std::move(content));
+        }
+        return out;
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+    }
   }
 
   /// Loads `bin` on `d`. A binary from the cache that does not load is compiled again and replaced,

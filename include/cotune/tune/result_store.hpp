@@ -11,6 +11,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <cotune/cache/remote_companion.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
@@ -21,7 +22,13 @@ template <class Cache>
 boost::asio::awaitable<std::optional<tuning_result>> read_stored_result(Cache& cache, std::string file,
                                                                         const std::vector<config>& pruned) {
   std::optional<std::string> text;
-  if constexpr (requires { cache.async_get(file); }) {
+  // A cache that keeps the winner's binary beside the result fetches both at once (one round trip).
+  if constexpr (CompanionCache<Cache> && requires { cache.async_get_with_companion(file); }) {
+    auto getting = cache.async_get_with_companion(file);
+    text = co_await std::move(getting);
+  } else if constexpr (CompanionCache<Cache>) {
+    text = cache.get_with_companion(file);
+  } else if constexpr (requires { cache.async_get(file); }) {
     auto getting = cache.async_get(file);
     text = co_await std::move(getting);
   } else {
@@ -35,14 +42,27 @@ boost::asio::awaitable<std::optional<tuning_result>> read_stored_result(Cache& c
   co_return stored;
 }
 
-/// Stores `result` under `file`; returns why it could not, or nothing.
+/// Stores `result` under `file`, with `winner` (its winner's binary: binary_cache::companion) beside
+/// it where the cache keeps companions; returns why it could not, or nothing.
 template <class Cache>
 boost::asio::awaitable<std::optional<std::string>> store_tuning_result(Cache& cache, std::string file,
-                                                                       const tuning_result& result) {
+                                                                       const tuning_result& result,
+                                                                       std::optional<remote_companion> winner = {}) {
   std::optional<std::string> failed;
   try {
     const std::string json = result.json();
-    if constexpr (requires { cache.async_put(json, file); }) {
+    if constexpr (CompanionCache<Cache> && requires { cache.async_put_with_companion(json, file, *winner); }) {
+      if (winner) {
+        auto putting = cache.async_put_with_companion(json, file, *std::move(winner));
+        co_await std::move(putting);
+      } else {
+        auto putting = cache.async_put(json, file);
+        co_await std::move(putting);
+      }
+    } else if constexpr (CompanionCache<Cache>) {
+      if (winner) cache.put_with_companion(json, file, *winner);
+      else cache.put(json, file);
+    } else if constexpr (requires { cache.async_put(json, file); }) {
       auto putting = cache.async_put(json, file);
       co_await std::move(putting);
     } else {

@@ -536,7 +536,9 @@ private:
 
   /// Stores the result; a failure is a warning (the tuning itself succeeded).
   boost::asio::awaitable<void> store_result(Cache& cache, const tuning_result& result) const {
-    auto storing = store_tuning_result(cache, ctx_.result_file(), result);
+    // The winner's binary goes beside the result where the cache keeps companions (one round trip to read both).
+    auto winner = ctx_.binaries.companion(ctx_.kernel, result.best(), ctx_.devices[ctx_.opts.device]);
+    auto storing = store_tuning_result(cache, ctx_.result_file(), result, std::move(winner));
     if (auto failed = co_await std::move(storing))
       ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("could not store the tuning result: {}", *failed)});
   }

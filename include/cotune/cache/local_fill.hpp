@@ -1,0 +1,164 @@
+#pragma once
+/// \file `cotune::detail::local_filler`: writes entries fetched from a remote store into the local cache
+/// on a background thread, after the caller already has their content (issue 16: a remote hit must
+/// not pay for the local write). A fill that fails is counted, never thrown: the entry is only
+/// fetched remotely again next time.
+///
+/// At process exit the pending fills are finished (they are local writes, about a millisecond each),
+/// for at most `exit_drain_limit`; whatever is left then is dropped, never half-written (every put
+/// is an atomic rename). A child made by fork() inherits no thread: it starts its own.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include <unistd.h>
+
+#include <cotune/knobs/knobs.hpp>
+
+namespace cotune {
+
+/// What the background fills of the local cache have done in this process.
+struct local_fill_stats {
+  std::uint64_t queued = 0;  ///< fills asked for
+  std::uint64_t done = 0;    ///< fills written
+  std::uint64_t failed = 0;  ///< fills that threw (a full disk, a removed cache directory): counted only
+  std::uint64_t dropped = 0; ///< fills still pending at exit past the drain limit
+};
+
+namespace detail {
+
+class local_filler {
+public:
+  /// How long process exit waits for pending fills: a few hundred local writes; a disk this slow
+  /// would have cost the caller as much had the writes stayed on its path.
+  static constexpr std::chrono::milliseconds exit_drain_limit{2000};
+
+  /// The process's filler (its thread starts at the first fill).
+  [[nodiscard]] static local_filler& instance() {
+    // Knobs are read by the fills (file_cache::put): made first, they are destroyed after the filler.
+    (void)knobs();
+    static local_filler filler;
+    return filler;
+  }
+
+  local_filler() = default;
+  local_filler(const local_filler&) = delete;
+  local_filler& operator=(const local_filler&) = delete;
+  ~local_filler() {
+    if (!s_) return;
+    if (s_->pid != ::getpid()) {
+      (void)s_.release(); // the parent's thread: not ours to join
+      return;
+    }
+    {
+      std::unique_lock lock(s_->mutex);
+      s_->closing = true;
+      s_->deadline = std::chrono::steady_clock::now() + exit_drain_limit;
+    }
+    s_->wake.notify_all();
+    if (s_->thread.joinable()) s_->thread.join();
+  }
+
+  /// Runs `fill` on the background thread; an exception it throws is counted as a failed fill.
+  void post(std::function<void()> fill) {
+    std::unique_lock lock(mutex_);
+    if (s_ && s_->pid != ::getpid()) (void)s_.release(); // inherited through fork(): no thread behind it
+    if (!s_) {
+      s_ = std::make_unique<state>();
+      s_->thread = std::thread([s = s_.get()] { run(*s); });
+    }
+    {
+      std::lock_guard queue(s_->mutex);
+      s_->tasks.push_back(std::move(fill));
+      ++s_->stats.queued;
+    }
+    s_->wake.notify_all();
+  }
+
+  /// Waits until no fill is pending or running, at most `limit`; true if none is.
+  bool wait_idle(std::chrono::milliseconds limit) {
+    state* s = current();
+    if (!s) return true;
+    std::unique_lock lock(s->mutex);
+    return s->idle.wait_for(lock, limit, [s] { return s->tasks.empty() && !s->busy; });
+  }
+
+  [[nodiscard]] local_fill_stats stats() {
+    state* s = current();
+    if (!s) return {};
+    std::lock_guard lock(s->mutex);
+    return s->stats;
+  }
+
+private:
+  struct state {
+    std::mutex mutex;
+    std::condition_variable wake, idle;
+    std::deque<std::function<void()>> tasks;
+    bool busy = false, closing = false;
+    std::chrono::steady_clock::time_point deadline{};
+    local_fill_stats stats;
+    pid_t pid = ::getpid();
+    std::thread thread;
+  };
+
+  state* current() {
+    std::lock_guard lock(mutex_);
+    return s_ && s_->pid == ::getpid() ? s_.get() : nullptr;
+  }
+
+  static void run(state& s) {
+    std::unique_lock lock(s.mutex);
+    for (;;) {
+      s.wake.wait(lock, [&] { return s.closing || !s.tasks.empty(); });
+      if (s.tasks.empty()) break; // closing, nothing left
+      if (s.closing && std::chrono::steady_clock::now() > s.deadline) {
+        s.stats.dropped += s.tasks.size();
+        s.tasks.clear();
+        break;
+      }
+      auto task = std::move(s.tasks.front());
+      s.tasks.pop_front();
+      s.busy = true;
+      lock.unlock();
+      bool ok = true;
+      try {
+        task();
+      } catch (...) {
+        ok = false;
+      }
+      task = nullptr; // what it holds is released off the lock too
+      lock.lock();
+      s.busy = false;
+      ++(ok ? s.stats.done : s.stats.failed);
+      if (s.tasks.empty()) s.idle.notify_all();
+    }
+    s.busy = false;
+    s.idle.notify_all();
+  }
+
+  std::mutex mutex_; // s_ itself
+  std::unique_ptr<state> s_;
+};
+
+} // namespace detail
+
+/// Waits until the background fills of the local cache are written (or `limit` passed); true if none
+/// is pending. A program that must find its remote hits on the local disk before it goes on (a
+/// test, a container image being baked) calls this; exit waits for them anyway.
+inline bool wait_for_local_fills(std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+  return detail::local_filler::instance().wait_idle(limit);
+}
+
+/// What the background fills of the local cache have done in this process.
+[[nodiscard]] inline local_fill_stats local_fills() { return detail::local_filler::instance().stats(); }
+
+} // namespace cotune
