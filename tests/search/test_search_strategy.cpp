@@ -213,3 +213,26 @@ TEST_CASE("launch options are axes of the search space: configs differing only i
   std::sort(n.begin(), n.end());
   CHECK(n == std::vector<std::size_t>{0, 2, 4});
 }
+
+TEST_CASE("a parameter and the launch option it sets are one axis: a step moves both", "[search][space]") {
+  std::vector<cotune::config> cs;
+  for (int block : {64, 128})
+    for (int warps : {2, 4, 8})
+      cs.push_back(cotune::config{{{"BLOCK", block}, {"WARPS", warps}}, cotune::launch_options{.num_warps = warps, .num_stages = 3}});
+  const cotune::search_space space(cs);
+  // WARPS and launch.num_warps determine each other: one axis, the parameter's, naming the other.
+  REQUIRE(space.dimensions() == 2);
+  CHECK(space.axes()[0].name == "BLOCK");
+  CHECK(space.axes()[1].name == "WARPS");
+  CHECK(space.axes()[1].tied == std::vector<std::string>{"launch.num_warps"});
+  std::set<std::vector<int>> points;
+  for (std::size_t i = 0; i < cs.size(); ++i) points.insert(space.coords(i));
+  CHECK(points.size() == 6);
+  // {BLOCK 64, WARPS 4}: steps to WARPS 2 and 8 (as separate axes, no config had WARPS 2 with 4 warps).
+  auto n = space.neighbours(1);
+  std::sort(n.begin(), n.end());
+  CHECK(n == std::vector<std::size_t>{0, 2, 4});
+  // Two parameters that only sometimes agree stay two axes.
+  cs.push_back(cotune::config{{{"BLOCK", 64}, {"WARPS", 2}}, cotune::launch_options{.num_warps = 4, .num_stages = 3}});
+  CHECK(cotune::search_space(cs).dimensions() == 3);
+}

@@ -1,10 +1,11 @@
 #pragma once
-/// \file `cotune::local_search`: greedy iterated local search over neighbouring parameter values.
+/// \file `cotune::local_search`: best-first local search over neighbouring parameter values.
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
-#include <limits>
+#include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,99 +13,101 @@
 
 namespace cotune {
 
-/// Starts from a few random candidates, then measures the neighbours (one step on one axis, see
-/// `search_space::neighbours`) of the best point of the current walk and moves to any that is
-/// faster. At a local optimum (every neighbour measured, none faster) it kicks: from the best
-/// candidate found so far it changes `kick` random axes to random values and walks again from the
-/// candidate nearest that point. Failed candidates are never moved to.
+/// Starts from `starts` random candidates, then repeatedly takes the fastest candidate measured so
+/// far that still has untried neighbours (one step on one axis, see `search_space::neighbours`) and
+/// proposes `step` of them, the moves that most often helped first: each (axis, direction) keeps a
+/// count of how often a step that way was faster than the candidate it left (failed steps count as
+/// not faster). A faster neighbour becomes the next point to expand at once (first improvement), and
+/// when the best point's neighbourhood is used up the next fastest is expanded, so the search walks
+/// the plateau around the best candidates instead of restarting at random. Only when every measured
+/// candidate's neighbourhood is used up does it draw random candidates again. By default each batch
+/// waits for the previous one's outcomes: fewest evaluations, but a tuning pays each batch's compile
+/// latency in turn. `pipelined`: a batch is also proposed while another is in flight (from what is
+/// known, as the session's depth allows), keeping the compile pool busier for more evaluations.
 class local_search final : public search_strategy {
 public:
-  /// `starts`: random candidates measured before the first walk; `kick`: axes changed by a restart.
-  explicit local_search(std::size_t starts = 4, std::size_t kick = 2) : starts_(starts), kick_(kick) {}
+  /// `starts`: random candidates measured before the first step; `step`: neighbours per batch;
+  /// `pipelined`: propose while a batch is in flight instead of waiting for its outcomes.
+  explicit local_search(std::size_t starts = 4, std::size_t step = 3, bool pipelined = false)
+      : starts_(std::max<std::size_t>(1, starts)), step_(std::max<std::size_t>(1, step)), pipelined_(pipelined) {}
 
 protected:
   class session final : public search_session {
   public:
-    session(const search_space& sp, const search_settings& st, std::size_t depth, std::size_t starts, std::size_t kick)
-        : search_session(sp, st, default_search_evaluations(sp.size()), depth), starts_(starts), kick_(kick) {}
+    session(const search_space& sp, const search_settings& st, std::size_t depth, const local_search& o)
+        : search_session(sp, st, default_search_evaluations(sp.size()), depth), starts_(o.starts_), step_(o.step_),
+          pipelined_(o.pipelined_), wins_(2 * sp.dimensions(), 0), tries_(2 * sp.dimensions(), 0) {}
 
   protected:
     std::vector<std::size_t> do_propose(std::size_t want) override {
       std::vector<std::size_t> out;
-      auto draw = [&] {
-        while (out.size() < want)
-          if (auto r = random_untaken(); r && !contains(out, *r)) out.push_back(*r);
-          else break;
-      };
-      if (history().size() + in_flight() < starts_) {
-        draw();
-        return out;
+      const std::size_t seen = history().size() + in_flight();
+      if (seen < starts_) return draw(std::min(want, starts_ - seen));
+      if (in_flight() > 0 && !pipelined_) return out; // each step learns from the one before
+      std::vector<search_outcome> valid;
+      for (const auto& h : history())
+        if (h.valid()) valid.push_back(h);
+      std::stable_sort(valid.begin(), valid.end(), [](const auto& a, const auto& b) { return a.time_ms < b.time_ms; });
+      for (const auto& v : valid) {
+        std::vector<std::size_t> next;
+        for (std::size_t j : space().neighbours(v.index))
+          if (!taken(j)) next.push_back(j);
+        if (next.empty()) continue;
+        std::stable_sort(next.begin(), next.end(),
+                         [&](std::size_t a, std::size_t b) { return promise(v.index, a) > promise(v.index, b); });
+        next.resize(std::min({next.size(), step_, want}));
+        for (std::size_t j : next) from_[j] = v.index;
+        return next;
       }
-      if (!center_) {
-        if (in_flight() > 0) return out; // the starts are still running
-        if (!best()) {                   // every start failed: more starts
-          draw();
-          return out;
-        }
-        move(*best(), best_time());
-      }
-      for (std::size_t j : space().neighbours(*center_))
-        if (!taken(j) && out.size() < want && !contains(out, j)) out.push_back(j);
-      if (!out.empty() || in_flight() > 0) return out;
-      // A local optimum: kick from the best found so far.
-      std::vector<int> p = space().coords(best().value_or(*center_));
-      for (std::size_t k = 0; k < kick_ && space().dimensions() > 0; ++k) {
-        const std::size_t d = detail::below(rng(), space().dimensions());
-        p[d] = static_cast<int>(detail::below(rng(), space().axes()[d].values.size()));
-      }
-      if (auto j = space().nearest(p, [&](std::size_t i) { return !taken(i); })) {
-        out.push_back(*j);
-        center_ = *j;
-        center_ms_ = std::numeric_limits<double>::infinity();
-        kicked_ = true;
-      }
-      return out;
+      return draw(std::min(want, starts_)); // every neighbourhood used up (or nothing ran): start afresh
     }
 
     void do_tell(const search_outcome& o) override {
-      if (kicked_ && center_ && o.index == *center_) {
-        kicked_ = false;
-        center_ms_ = o.valid() ? o.time_ms : std::numeric_limits<double>::infinity();
-        return;
-      }
-      if (center_ && o.valid() && o.time_ms < center_ms_) move(o.index, o.time_ms);
+      if (o.valid()) time_[o.index] = o.time_ms;
+      auto it = from_.find(o.index);
+      if (it == from_.end()) return;
+      const std::size_t m = move(it->second, o.index);
+      ++tries_[m];
+      if (o.valid() && o.time_ms < time_.at(it->second)) ++wins_[m];
     }
 
   private:
-    static bool contains(const std::vector<std::size_t>& v, std::size_t i) {
-      for (auto x : v)
-        if (x == i) return true;
-      return false;
+    std::vector<std::size_t> draw(std::size_t n) {
+      std::vector<std::size_t> out;
+      while (out.size() < n)
+        if (auto r = random_untaken(); r && std::find(out.begin(), out.end(), *r) == out.end()) out.push_back(*r);
+        else break;
+      return out;
     }
-    [[nodiscard]] double best_time() const {
-      for (const auto& h : history())
-        if (h.index == *best()) return h.time_ms;
-      return std::numeric_limits<double>::infinity();
+    /// The (axis, direction) slot of the step from `a` to its neighbour `b`.
+    [[nodiscard]] std::size_t move(std::size_t a, std::size_t b) const {
+      const auto &p = space().coords(a), &q = space().coords(b);
+      for (std::size_t d = 0; d < p.size(); ++d)
+        if (p[d] != q[d]) return 2 * d + (q[d] > p[d] ? 1 : 0);
+      return 0;
     }
-    void move(std::size_t i, double ms) {
-      center_ = i;
-      center_ms_ = ms;
+    /// How often that move helped, smoothed (Laplace): 1/2 before any try.
+    [[nodiscard]] double promise(std::size_t a, std::size_t b) const {
+      const std::size_t m = move(a, b);
+      return (static_cast<double>(wins_[m]) + 1) / (static_cast<double>(tries_[m]) + 2);
     }
 
-    std::size_t starts_, kick_;
-    std::optional<std::size_t> center_;
-    double center_ms_ = std::numeric_limits<double>::infinity();
-    bool kicked_ = false;
+    std::size_t starts_, step_;
+    bool pipelined_;
+    std::vector<std::size_t> wins_, tries_;
+    std::map<std::size_t, std::size_t> from_; ///< proposed neighbour -> the candidate it steps from
+    std::map<std::size_t, double> time_;      ///< valid delivered outcomes
   };
 
   std::unique_ptr<search_session> do_start(const search_space& sp, const search_settings& st,
                                            std::size_t depth) const override {
-    return std::make_unique<session>(sp, st, depth, starts_, kick_);
+    return std::make_unique<session>(sp, st, depth, *this);
   }
   std::string do_name() const override { return "local"; }
 
 private:
-  std::size_t starts_, kick_;
+  std::size_t starts_, step_;
+  bool pipelined_;
 };
 
 } // namespace cotune

@@ -19,7 +19,7 @@ struct search_knob_group {
   knob<std::string> strategy{
       {.name = "search.strategy", .env = "COTUNE_SEARCH", .fallback = "exhaustive",
        .doc = "which candidates a tuning measures: exhaustive (all, in order), random (uniform sampling), local "
-              "(iterated local search over neighbouring parameter values), evolution (genetic algorithm) or bayes "
+              "(best-first local search over neighbouring parameter values), evolution (genetic algorithm) or bayes "
               "(tree-structured Parzen estimator); all but exhaustive stop at COTUNE_SEARCH_BUDGET",
        .validate = [](const std::string& v) {
          if (v != "exhaustive" && v != "random" && v != "local" && v != "evolution" && v != "bayes")

@@ -31,6 +31,9 @@ public:
   struct axis {
     std::string name;
     std::vector<value> values;
+    /// Parameters or launch options that always move with this one (a parameter and the launch option
+    /// it sets, e.g. WARPS and launch.num_warps): one axis, or a step on either alone would find nothing.
+    std::vector<std::string> tied = {};
   };
 
   explicit search_space(const std::vector<config>& candidates) : coords_(candidates.size()) {
@@ -59,8 +62,9 @@ public:
           const auto& vs = axes_[d].values;
           p[d] = static_cast<int>(std::lower_bound(vs.begin(), vs.end(), it->second, before) - vs.begin());
         }
-      index_.emplace(p, i); // a duplicate config keeps its first index
     }
+    tie_axes();
+    for (std::size_t i = 0; i < candidates.size(); ++i) index_.emplace(coords_[i], i); // a duplicate keeps its first index
   }
 
   /// A config's coordinates by name: its parameters, and its launch options as `launch.*` (a name no
@@ -152,6 +156,39 @@ public:
   }
 
 private:
+  /// Merges axes whose positions determine each other on every candidate (a one-to-one map): the later
+  /// one is dropped and named in the kept one's `tied`; a parameter is kept over a launch option.
+  void tie_axes() {
+    auto one_to_one = [&](std::size_t a, std::size_t b) {
+      std::map<int, int> ab, ba;
+      for (const auto& p : coords_)
+        if (ab.try_emplace(p[a], p[b]).first->second != p[b] || ba.try_emplace(p[b], p[a]).first->second != p[a]) return false;
+      return true;
+    };
+    auto launch = [&](std::size_t d) { return axes_[d].name.starts_with("launch."); };
+    std::vector<bool> drop(axes_.size(), false);
+    for (std::size_t a = 0; a < axes_.size(); ++a)
+      for (std::size_t b = a + 1; b < axes_.size() && !drop[a]; ++b) {
+        if (drop[b] || !one_to_one(a, b)) continue;
+        const bool keep_b = launch(a) && !launch(b);
+        const std::size_t kept = keep_b ? b : a, gone = keep_b ? a : b;
+        axes_[kept].tied.push_back(axes_[gone].name);
+        for (auto& t : axes_[gone].tied) axes_[kept].tied.push_back(std::move(t));
+        drop[gone] = true;
+      }
+    if (std::find(drop.begin(), drop.end(), true) == drop.end()) return;
+    std::vector<axis> kept;
+    for (std::size_t d = 0; d < axes_.size(); ++d)
+      if (!drop[d]) kept.push_back(std::move(axes_[d]));
+    for (auto& p : coords_) {
+      std::vector<int> q;
+      for (std::size_t d = 0; d < p.size(); ++d)
+        if (!drop[d]) q.push_back(p[d]);
+      p = std::move(q);
+    }
+    axes_ = std::move(kept);
+  }
+
   /// Numbers by value (integers and floating values together), then booleans, then strings.
   static bool before(const value& a, const value& b) {
     auto rank = [](const value& v) { return v.is_int() || v.is_double() ? 0 : v.is_bool() ? 1 : 2; };

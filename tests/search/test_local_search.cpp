@@ -1,0 +1,150 @@
+// Tests for cotune/search/local_search.hpp: the best-first walk over neighbours (no device): it finds
+// the optimum of a convex space, steps only from measured candidates, waits for each step's outcomes,
+// never proposes a known failure, and is reproducible by seed.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <set>
+#include <vector>
+
+#include <cotune/search/local_search.hpp>
+
+using namespace cotune;
+
+namespace {
+
+/// A 6 x 6 x 6 x 6 grid (1296 points) whose cost is convex and separable, lowest at (4, 1, 3, 2).
+const std::vector<config>& grid() {
+  static const std::vector<config> cs = [] {
+    std::vector<config> out;
+    for (int a = 0; a < 6; ++a)
+      for (int b = 0; b < 6; ++b)
+        for (int c = 0; c < 6; ++c)
+          for (int d = 0; d < 6; ++d) out.push_back(config{{"A", a}, {"B", b}, {"C", c}, {"D", d}});
+    return out;
+  }();
+  return cs;
+}
+
+double cost(std::size_t i) {
+  const auto& c = grid()[i];
+  auto sq = [](double x) { return x * x; };
+  return 1 + sq(c.at("A").as_double() - 4) + 2 * sq(c.at("B").as_double() - 1) + 0.5 * sq(c.at("C").as_double() - 3) +
+         sq(c.at("D").as_double() - 2);
+}
+
+std::size_t optimum() {
+  std::size_t best = 0;
+  for (std::size_t i = 0; i < grid().size(); ++i)
+    if (cost(i) < cost(best)) best = i;
+  return best;
+}
+
+} // namespace
+
+TEST_CASE("local search finds the optimum of a convex space in a few dozen evaluations", "[search][local]") {
+  const search_space space(grid());
+  const std::size_t target = optimum();
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    INFO("seed " << seed);
+    const auto h = run_search(local_search{}, space, {.evaluations = 300, .seed = seed},
+                              [](std::size_t i) { return search_outcome{i, cost(i), true}; }, 8, 2);
+    const auto at = std::find_if(h.begin(), h.end(), [&](const search_outcome& o) { return o.index == target; });
+    REQUIRE(at != h.end());
+    // Random sampling needs 648 on average; a walk from any corner is at most 15 steps away.
+    CHECK(at - h.begin() < 60);
+  }
+}
+
+TEST_CASE("local search starts with a few random candidates, then steps from the best one and waits for it",
+          "[search][local]") {
+  const search_space space(grid());
+  auto s = local_search(4, 3).start(space, {.evaluations = 100, .seed = 3}, 2);
+  const auto starts = s->propose(16);
+  REQUIRE(starts.size() == 4);          // the starts, not the 16 asked for
+  CHECK(s->propose(16).empty());        // nothing to step from before their outcomes
+  for (auto i : starts) s->tell({i, cost(i), true});
+  const auto best = *std::min_element(starts.begin(), starts.end(), [](auto a, auto b) { return cost(a) < cost(b); });
+  const auto step = s->propose(16);
+  REQUIRE(step.size() == 3);
+  const auto near = space.neighbours(best);
+  for (auto j : step) CHECK(std::find(near.begin(), near.end(), j) != near.end());
+  CHECK(s->propose(16).empty());        // waits for this step's outcomes too
+  for (auto j : step) s->tell({j, cost(j), true});
+  CHECK_FALSE(s->propose(16).empty());
+}
+
+TEST_CASE("local search never proposes a known failure or a candidate twice, and keeps to its budget",
+          "[search][local]") {
+  const search_space space(grid());
+  std::set<std::size_t> failed;
+  for (std::size_t i = 0; i < grid().size(); i += 7) failed.insert(i); // a seventh fail (known from a journal)
+  for (std::uint64_t seed : {1u, 2u}) {
+    auto s = local_search{}.start(space, {.evaluations = 250, .seed = seed}, 2);
+    for (auto i : failed) s->known({i, std::numeric_limits<double>::infinity(), false});
+    std::set<std::size_t> seen;
+    std::size_t proposed = 0;
+    for (;;) {
+      const auto b = s->propose(8);
+      if (b.empty()) break;
+      for (auto i : b) {
+        CHECK(failed.count(i) == 0);
+        CHECK(seen.insert(i).second);
+        s->tell({i, cost(i), true});
+      }
+      proposed += b.size();
+    }
+    CHECK(proposed + failed.size() == 250);
+  }
+}
+
+TEST_CASE("local search is reproducible by seed, whatever order outcomes arrive in", "[search][local]") {
+  const search_space space(grid());
+  auto run = [&](std::uint64_t seed, bool reversed) {
+    auto s = local_search{}.start(space, {.evaluations = 120, .seed = seed}, 2);
+    std::vector<std::size_t> order;
+    std::vector<std::vector<std::size_t>> flight;
+    for (;;) {
+      while (flight.size() < 2) {
+        auto b = s->propose(6);
+        if (b.empty()) break;
+        flight.push_back(std::move(b));
+      }
+      if (flight.empty()) break;
+      auto b = flight.front();
+      flight.erase(flight.begin());
+      order.insert(order.end(), b.begin(), b.end());
+      if (reversed) std::reverse(b.begin(), b.end());
+      for (auto i : b) s->tell({i, cost(i), true});
+    }
+    return order;
+  };
+  CHECK(run(5, false) == run(5, true));
+  CHECK(run(5, false) != run(6, false));
+}
+
+TEST_CASE("pipelined local search proposes a second batch while one is in flight", "[search][local]") {
+  const search_space space(grid());
+  auto waiting = local_search(4, 3).start(space, {.evaluations = 100, .seed = 3}, 2);
+  auto pipelined = local_search(4, 3, true).start(space, {.evaluations = 100, .seed = 3}, 2);
+  for (auto* s : {waiting.get(), pipelined.get()}) {
+    const auto starts = s->propose(8);
+    for (auto i : starts) s->tell({i, cost(i), true});
+    REQUIRE(s->propose(8).size() == 3); // the first step
+  }
+  CHECK(waiting->propose(8).empty());
+  const auto more = pipelined->propose(8);
+  CHECK_FALSE(more.empty());
+  CHECK(more.size() <= 3);
+  // Still reproducible, and a whole search keeps to its budget.
+  auto a = run_search(local_search(4, 3, true), space, {.evaluations = 90, .seed = 4},
+                      [](std::size_t i) { return search_outcome{i, cost(i), true}; }, 8, 2);
+  auto b = run_search(local_search(4, 3, true), space, {.evaluations = 90, .seed = 4},
+                      [](std::size_t i) { return search_outcome{i, cost(i), true}; }, 8, 2);
+  CHECK(a.size() == 90);
+  for (std::size_t k = 0; k < a.size(); ++k) CHECK(a[k].index == b[k].index);
+}
