@@ -32,6 +32,9 @@
 #ifdef COTUNE_HAS_REDIS
 #include <cotune/redis/redis.hpp>
 #endif
+#ifdef COTUNE_HAS_CUDA
+#include <cotune/job/cuda_kernel_runner.hpp>
+#endif
 
 #include "commands.hpp"
 
@@ -198,6 +201,7 @@ int dry_run(const cj::job_spec& job, bool jsonl) {
     for (const auto& [n, v] : k.axes) axes += fmt::format("{}{}: {}", axes.empty() ? "" : ", ", n, v.size());
     fmt::print("  space: {} configs (axes {}), {} constraints, {} derived launch options\n", configs.size(),
                axes.empty() ? std::string("none") : axes, k.constraints.size(), k.launch.size());
+    if (k.geometry) fmt::print("  geometry: {}\n", k.geometry->text());
     fmt::print("  instances: {}, candidates per instance {}..{} (total {})\n", k.instances.size(), lo, hi, sum);
   }
   if (!jsonl) fmt::print("total: {} keys, {} candidates to measure\n", job.instance_count(), total_candidates);
@@ -207,6 +211,16 @@ int dry_run(const cj::job_spec& job, bool jsonl) {
     fmt::print("{}\n", std::move(w.field("candidates", total_candidates).end_object()).take());
   }
   return 0;
+}
+
+/// The job through `Cache`, with every GPU runner this build has.
+template <class Cache>
+cj::job_summary run_with_cache(const cj::job_spec& job, const cj::run_options& o) {
+#ifdef COTUNE_HAS_CUDA
+  return cj::run_job<Cache, cj::cuda_kernel_runner>(job, o);
+#else
+  return cj::run_job<Cache>(job, o);
+#endif
 }
 
 /// Results of a run as a database (measured and cached keys alike).
@@ -252,11 +266,11 @@ cj::job_summary run_job_with(const cj::job_spec& job, cj::run_options options, b
         (void)backend.command({"HINCRBY", ledger, r.kernel + "|" + r.key_text, "1"});
       if (user) user(r);
     };
-    return cj::run_job<cr::remote_cache>(job, options);
+    return run_with_cache<cr::remote_cache>(job, options);
   }
 #endif
   (void)redis;
-  return cj::run_job<cotune::file_cache>(job, options);
+  return run_with_cache<cotune::file_cache>(job, options);
 }
 
 std::vector<cj::key_report> collect_job(const cj::job_spec& job, bool redis) {

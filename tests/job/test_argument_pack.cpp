@@ -87,3 +87,32 @@ TEST_CASE("a fill file must hold exactly the buffer's bytes", "[job][argument_pa
   cj::argument s{.name = "s", .buffer = false, .type = cj::element_type::int8, .scalar = cotune::value(std::int64_t{300})};
   CHECK_THROWS_WITH(cj::argument_pack({s}), Catch::Contains("300 does not fit in int8"));
 }
+
+TEST_CASE("float16 buffers hold IEEE half bits: ones, zeros and seeded multiples of 1/1024", "[job][argument_pack]") {
+  static_assert(cj::exact_half_bits(1.0f) == 0x3c00 && cj::exact_half_bits(-1.0f) == 0xbc00);
+  static_assert(cj::exact_half_bits(1.0f / 1024) == 0x1400 && cj::exact_half_bits(0.75f) == 0x3a00);
+  CHECK(cj::exact_half_bits(-0.5f) == 0xb800);
+  CHECK(cj::size_of(cj::element_type::float16) == 2);
+  CHECK(cj::element_type_from("float16") == cj::element_type::float16);
+  cj::argument ones{.name = "o", .type = cj::element_type::float16, .extent = 5, .fill = cj::fill_kind::ones};
+  cj::argument rnd{.name = "r", .type = cj::element_type::float16, .extent = 4096, .fill = cj::fill_kind::random, .seed = 9};
+  const cj::argument_pack p({ones, rnd}), q({ones, rnd});
+  const auto* o = static_cast<const std::uint16_t*>(p.data(0));
+  for (int i = 0; i < 5; ++i) CHECK(o[i] == 0x3c00);
+  const auto* r = static_cast<const std::uint16_t*>(p.data(1));
+  CHECK(std::memcmp(r, q.data(1), 4096 * 2) == 0);
+  // Every value is k / 1024 with k in [-1024, 1024): exponent in [-10, 0], |value| < 1 except -1.
+  bool negative = false, positive = false;
+  for (int i = 0; i < 4096; ++i) {
+    const unsigned exp = (r[i] >> 10) & 0x1f;
+    const bool zero = (r[i] & 0x7fff) == 0;
+    CHECK((zero || (exp >= 5 && exp <= 15)));
+    if (exp == 15) CHECK(r[i] == 0xbc00);
+    negative = negative || (!zero && (r[i] & 0x8000));
+    positive = positive || (!zero && !(r[i] & 0x8000));
+  }
+  CHECK(negative);
+  CHECK(positive);
+  CHECK(p.key_text() == "o: float16, r: float16");
+  CHECK_THAT(cj::host_trampoline("k", p.arguments()), Catch::Contains("*(_Float16**)a[0]"));
+}

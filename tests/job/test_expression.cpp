@@ -56,3 +56,20 @@ TEST_CASE("evaluation refuses unknown names, division by zero and overflow", "[j
   CHECK_THROWS_WITH(eval("n * n * n", std::int64_t{1} << 30), Catch::Contains("overflow"));
   CHECK_THROWS_WITH(eval("99999999999999999999"), Catch::Contains("too large"));
 }
+
+TEST_CASE("cdiv, min and max take two arguments; cdiv counts blocks", "[job][expression]") {
+  CHECK(eval("cdiv(n, BLOCK)", 1000) == 16);
+  CHECK(eval("cdiv(n, BLOCK)", 1024) == 16);
+  CHECK(eval("cdiv(n, BLOCK)", 1025) == 17);
+  CHECK(eval("cdiv(n, BLOCK)", 0) == 0);
+  CHECK(eval("cdiv(n - 10, 4)", 3) == 0); // no blocks for nothing, as cotune::cdiv
+  CHECK(eval("min(n, BLOCK) + max(n, BLOCK)", 10) == 74);
+  CHECK(eval("2 * cdiv(min(n, 100), max(BLOCK / 8, 1)) + 1", 33) == 11);
+  CHECK(expression::parse("cdiv(M, BLOCK_M)").names() == std::vector<std::string>{"M", "BLOCK_M"});
+  CHECK_THROWS_WITH(eval("cdiv(n, n - n)", 5), Catch::Contains("cdiv(5, 0)") && Catch::Contains("divisor must be positive"));
+  CHECK_THROWS_WITH(expression::parse("cdiv(n)"), Catch::Contains("takes two arguments"));
+  CHECK_THROWS_WITH(expression::parse("ceil(n, 2)"), Catch::Contains("unknown function 'ceil'") &&
+                                                         Catch::Contains("cdiv, min and max"));
+  CHECK_THROWS_WITH(expression::parse("min(n, 2"), Catch::Contains("missing ')'"));
+  CHECK_THROWS_WITH(eval("cdiv + 1"), Catch::Contains("'cdiv' names no variable")); // a name, without '('
+}

@@ -90,8 +90,8 @@ TEST_CASE("refusals name the line, the column and the field, and say what to wri
   CHECK_THAT(refusal(with("\"M * 4\"", "\"M * \"")),
              Catch::StartsWith("job.json:15:") && Catch::Contains("kernels[0].arguments[1].extent") &&
                  Catch::Contains("ends where a number or a name was expected"));
-  CHECK_THAT(refusal(with("\"float32\", \"extent\": \"M * 4\"", "\"float16\", \"extent\": \"M * 4\"")),
-             Catch::StartsWith("job.json:15:") && Catch::Contains("kernels[0].arguments[1].buffer: unknown element type 'float16'"));
+  CHECK_THAT(refusal(with("\"float32\", \"extent\": \"M * 4\"", "\"bfloat8\", \"extent\": \"M * 4\"")),
+             Catch::StartsWith("job.json:15:") && Catch::Contains("kernels[0].arguments[1].buffer: unknown element type 'bfloat8'"));
   CHECK_THAT(refusal(with("\"key\": [\"m\"]", "\"key\": [\"q\"]")),
              Catch::StartsWith("job.json:18:") && Catch::Contains("kernels[0].key[0]: 'q' is not an argument"));
   CHECK_THAT(refusal(with("\"K\": [8]", "\"K\": [8, 9]")),

@@ -12,6 +12,7 @@
 /// view, as every cotune buffer is).
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -35,15 +36,16 @@
 namespace cotune::job {
 
 /// The element types a job argument can have.
-enum class element_type { float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64 };
+enum class element_type { float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64 };
 
 inline constexpr element_type all_element_types[] = {
-    element_type::float32, element_type::float64, element_type::int8,   element_type::int16,  element_type::int32,
+    element_type::float16, element_type::float32, element_type::float64, element_type::int8,   element_type::int16,  element_type::int32,
     element_type::int64,   element_type::uint8,   element_type::uint16, element_type::uint32, element_type::uint64};
 
 /// The name in keys and job files, as cotune::element_type_name<T>() gives it ("float32").
 [[nodiscard]] constexpr std::string_view to_string(element_type t) noexcept {
   switch (t) {
+  case element_type::float16: return "float16";
   case element_type::float32: return "float32";
   case element_type::float64: return "float64";
   case element_type::int8: return "int8";
@@ -68,7 +70,7 @@ inline constexpr element_type all_element_types[] = {
 [[nodiscard]] constexpr std::size_t size_of(element_type t) noexcept {
   switch (t) {
   case element_type::int8: case element_type::uint8: return 1;
-  case element_type::int16: case element_type::uint16: return 2;
+  case element_type::float16: case element_type::int16: case element_type::uint16: return 2;
   case element_type::float32: case element_type::int32: case element_type::uint32: return 4;
   default: return 8;
   }
@@ -78,6 +80,7 @@ inline constexpr element_type all_element_types[] = {
 /// exact types <cstdint> names, so a kernel declared with `int64_t*` or `long*` gets its own type.
 [[nodiscard]] constexpr std::string_view c_type(element_type t) noexcept {
   switch (t) {
+  case element_type::float16: return "_Float16"; // GCC 12 and clang 14 on x86-64 and AArch64
   case element_type::float32: return "float";
   case element_type::float64: return "double";
   case element_type::int8: return "__INT8_TYPE__";
@@ -93,10 +96,22 @@ inline constexpr element_type all_element_types[] = {
 }
 
 [[nodiscard]] constexpr bool is_floating(element_type t) noexcept {
-  return t == element_type::float32 || t == element_type::float64;
+  return t == element_type::float16 || t == element_type::float32 || t == element_type::float64;
 }
 
-/// How a buffer's elements are set before tuning.
+/// The IEEE binary16 bits of `f`, which must be exactly representable as a normal half or zero (the
+/// fills only make such values: 1, and multiples of 1/1024 in [-1, 1)).
+[[nodiscard]] constexpr std::uint16_t exact_half_bits(float f) noexcept {
+  const auto x = std::bit_cast<std::uint32_t>(f);
+  const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+  if ((x & 0x7fffffffu) == 0) return sign;
+  const std::uint32_t exp = ((x >> 23) & 0xffu) - 127u + 15u;
+  return static_cast<std::uint16_t>(sign | (exp << 10) | ((x & 0x7fffffu) >> 13));
+}
+static_assert(exact_half_bits(1.0f) == 0x3c00 && exact_half_bits(-0.5f) == 0xb800 && exact_half_bits(0.0f) == 0);
+
+/// How a buffer's elements are set before tuning. Random: floating elements uniform in [-1, 1)
+/// (float16: multiples of 1/1024, exact in half precision), integers uniform in [0, 100).
 enum class fill_kind { zeros, ones, random, file };
 
 /// One argument of one problem instance, with every expression evaluated.
@@ -219,6 +234,12 @@ public:
   /// Buffer `i`'s data (null for a scalar).
   [[nodiscard]] void* data(std::size_t i) const noexcept { return s_->pointers.at(i); }
 
+  /// Writes buffer argument `a`'s initial contents (its fill) into `bytes` bytes at `p` (host memory),
+  /// as a GPU job does before copying them up; throws cotune::error naming the argument.
+  static void fill_host(const argument& a, std::byte* p, std::size_t bytes) { fill(a, p, bytes); }
+  /// Scalar argument `a`'s value in its C type, in the low bytes of `*slot` (a kernel parameter).
+  static void store_scalar_value(const argument& a, std::uint64_t* slot) { store_scalar(a, slot); }
+
 private:
   struct aligned_bytes {
     struct release {
@@ -265,6 +286,17 @@ private:
     }
   }
 
+  static void fill_half(const argument& a, std::byte* p, std::size_t count) {
+    auto* out = reinterpret_cast<std::uint16_t*>(p);
+    if (a.fill != fill_kind::random) {
+      std::fill(out, out + count, a.fill == fill_kind::ones ? exact_half_bits(1.0f) : std::uint16_t{0});
+      return;
+    }
+    std::mt19937_64 rng(a.seed);
+    std::uniform_int_distribution<int> d(-1024, 1023);
+    for (std::size_t i = 0; i < count; ++i) out[i] = exact_half_bits(static_cast<float>(d(rng)) / 1024.0f);
+  }
+
   static void fill(const argument& a, std::byte* p, std::size_t bytes) {
     if (a.fill == fill_kind::file) {
       auto content = cotune::detail::read_file(a.file);
@@ -281,6 +313,7 @@ private:
     }
     const std::size_t count = a.extent;
     switch (a.type) {
+    case element_type::float16: fill_half(a, p, count); break;
     case element_type::float32: fill_as<float>(a, p, count); break;
     case element_type::float64: fill_as<double>(a, p, count); break;
     case element_type::int8: fill_as<std::int8_t>(a, p, count); break;
@@ -313,6 +346,8 @@ private:
 
   static void store_scalar(const argument& a, std::uint64_t* slot) {
     switch (a.type) {
+    case element_type::float16:
+      throw error(fmt::format("argument '{}': a float16 scalar is not supported; pass it as float32", a.name));
     case element_type::float32: store_as<float>(a, slot); break;
     case element_type::float64: store_as<double>(a, slot); break;
     case element_type::int8: store_as<std::int8_t>(a, slot); break;

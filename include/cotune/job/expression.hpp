@@ -4,7 +4,8 @@
 ///
 /// Integers only (64-bit, overflow and division by zero are errors), names looked up at evaluation,
 /// C's operators and precedence: `|| && == != < <= > >= + - * / % ! -` and parentheses; a comparison
-/// is 1 or 0. Parsed once (errors give the column), evaluated per config or instance.
+/// is 1 or 0; and the functions `cdiv(a, b)` (ceil(a / b), 0 for a <= 0, as a grid's block count),
+/// `min(a, b)` and `max(a, b)`. Parsed once (errors give the column), evaluated per config or instance.
 
 #include <cstddef>
 #include <cstdint>
@@ -99,6 +100,13 @@ public:
       case op::ge: a = a >= b; break;
       case op::logical_and: a = a != 0 && b != 0; break;
       case op::logical_or: a = a != 0 || b != 0; break;
+      case op::min: a = a < b ? a : b; break;
+      case op::max: a = a < b ? b : a; break;
+      case op::cdiv:
+        if (b <= 0)
+          throw expression_error(fmt::format("cdiv({}, {}) in '{}': the divisor must be positive", a, b, text_), n.column);
+        a = a <= 0 ? 0 : a / b + (a % b != 0);
+        break;
       default: break;
       }
     }
@@ -115,7 +123,7 @@ public:
   [[nodiscard]] const std::string& text() const noexcept { return text_; }
 
 private:
-  enum class op { number, name, negate, logical_not, add, sub, mul, div, mod, eq, ne, lt, le, gt, ge, logical_and, logical_or };
+  enum class op { number, name, negate, logical_not, add, sub, mul, div, mod, eq, ne, lt, le, gt, ge, logical_and, logical_or, cdiv, min, max };
   struct node {
     op kind;
     std::int64_t number;
@@ -224,8 +232,27 @@ private:
       if (alpha(s[at])) {
         while (at < s.size() && (alpha(s[at]) || digit(s[at]))) ++at;
         std::string name(s.substr(c, at - c));
-        if (name == "true" || name == "false") e.nodes_.push_back(node{op::number, name == "true", {}, c});
-        else e.nodes_.push_back(node{op::name, 0, std::move(name), c});
+        if (name == "true" || name == "false") {
+          e.nodes_.push_back(node{op::number, name == "true", {}, c});
+          return;
+        }
+        if (eat("(")) {
+          op f;
+          if (name == "cdiv") f = op::cdiv;
+          else if (name == "min") f = op::min;
+          else if (name == "max") f = op::max;
+          else throw expression_error(fmt::format("unknown function '{}' at column {} of '{}'; the functions are "
+                                                  "cdiv, min and max", name, c + 1, s), c);
+          parse_or();
+          if (!eat(","))
+            throw expression_error(fmt::format("'{}' takes two arguments: expected ',' at column {} of '{}'", name,
+                                               at + 1, s), at);
+          parse_or();
+          if (!eat(")")) throw expression_error(fmt::format("missing ')' at column {} of '{}'", at + 1, s), at);
+          emit(f, c);
+          return;
+        }
+        e.nodes_.push_back(node{op::name, 0, std::move(name), c});
         return;
       }
       throw expression_error(fmt::format("unexpected '{}' at column {} of '{}' (expected a number, a name or '(')",

@@ -1,7 +1,8 @@
 #pragma once
 /// \file `cotune::job::run_job`: tunes every (kernel, instance) of a job with the ordinary autotuner,
-/// one `autotuner<void(argument_pack)>` per kernel, so that results, binaries, the result cache and the
-/// Redis lease work exactly as in an application.
+/// one `autotuner<void(argument_pack)>` per host kernel (and one over the CUDA backend per CUDA
+/// kernel, job/cuda_kernel_runner.hpp), so that results, binaries, the result cache and the Redis
+/// lease work exactly as in an application.
 ///
 /// Many processes share a job in two ways. `shard`/`shards` split the keys statically (key i goes to
 /// shard i % shards). A `claim` callback (the tool's takes a Redis lease per key) lets processes
@@ -16,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -90,10 +92,92 @@ struct run_options {
   return cotune::detail::to_hex(h.digest());
 }
 
-/// Tunes a job's keys (those of `o.shard`), storing every result through `Cache`.
+/// One kernel of a job, set up to tune its instances on this machine's devices of its backend: the
+/// host runner below, `cuda_kernel_runner` (job/cuda_kernel_runner.hpp) for CUDA kernels.
+class kernel_runner {
+public:
+  virtual ~kernel_runner() = default;
+  /// The backend's toolchain and device identity (claim ids, database entries).
+  [[nodiscard]] std::string fingerprint() const { return do_fingerprint(); }
+  /// Tunes instance `index` (or reads its result from the cache); throws when it cannot be set up or
+  /// every candidate failed. The result lives as long as the runner.
+  [[nodiscard]] const tuning_result& tune(std::size_t index) { return do_tune(index); }
+
+protected:
+  [[nodiscard]] virtual std::string do_fingerprint() const = 0;
+  [[nodiscard]] virtual const tuning_result& do_tune(std::size_t index) = 0;
+};
+
+/// The autotuner options every job kernel shares: one argument (the pack) keyed by its key text, the
+/// constraints as an early prune, reset/restore, the job's budgets and the run's observers. `Pack` has
+/// `key_text()`; `by_key` maps key texts to the kernel's instances and must outlive the tuner.
+template <class Options, class Pack>
+[[nodiscard]] Options job_tuner_options(const job_spec& job, const kernel_job& kj, const run_options& o,
+                                        const std::map<std::string, const instance*, std::less<>>& by_key) {
+  Options opts;
+  opts.arg_names = {std::string(pack_argument_name)};
+  const auto* index = &by_key;
+  opts.early_config_prune = [&kj, index](const std::vector<config>&, const Pack& pack) {
+    auto it = index->find(pack.key_text());
+    if (it == index->end()) throw job_error("internal: an argument pack of no instance of kernel " + kj.name());
+    return kj.candidates(*it->second);
+  };
+  bool reset = false, restore = false;
+  for (const auto& a : kj.arguments) {
+    reset = reset || a.reset;
+    restore = restore || a.restore;
+  }
+  if (reset) opts.reset_to_zero = {std::string(pack_argument_name)};
+  if (restore) opts.restore_value = {std::string(pack_argument_name)};
+  opts.cache_results = true;
+  if (job.warmup_ms || job.rep_ms) {
+    bench_options b{knobs().bench.warmup_ms.get(), knobs().bench.rep_ms.get()};
+    if (job.warmup_ms) b.warmup_ms = *job.warmup_ms;
+    if (job.rep_ms) b.rep_ms = *job.rep_ms;
+    opts.bench = b;
+  }
+  opts.observers = o.observers;
+  return opts;
+}
+
+/// Each instance of `kj` by its key text.
+[[nodiscard]] inline std::map<std::string, const instance*, std::less<>> instances_by_key(const kernel_job& kj) {
+  std::map<std::string, const instance*, std::less<>> out;
+  for (const auto& inst : kj.instances) out.emplace(key_text(kj.arguments_for(inst)), &inst);
+  return out;
+}
+
+/// A host kernel: `autotuner<void(argument_pack)>` over the host backend.
 template <CacheManager Cache>
-job_summary run_job(const job_spec& job, const run_options& o) {
+class host_kernel_runner final : public kernel_runner {
+public:
   using tuner_type = autotuner<void(argument_pack), host_backend, host_benchmarker, Cache>;
+
+  host_kernel_runner(const job_spec& job, const kernel_job& kj, const run_options& o)
+      : kj_(kj), by_key_(instances_by_key(kj)),
+        tuner_(kj.source, kj.configs(),
+               job_tuner_options<typename tuner_type::options, argument_pack>(job, kj, o, by_key_)) {}
+
+private:
+  [[nodiscard]] std::string do_fingerprint() const override {
+    return tuner_.backend().fingerprint(tuner_.backend().devices().at(0));
+  }
+  [[nodiscard]] const tuning_result& do_tune(std::size_t index) override {
+    argument_pack pack(kj_.arguments_for(kj_.instances.at(index)));
+    return tuner_.tune_now(pack);
+  }
+
+  const kernel_job& kj_;
+  std::map<std::string, const instance*, std::less<>> by_key_;
+  tuner_type tuner_;
+};
+
+/// Tunes a job's keys (those of `o.shard`), storing every result through `Cache`. Host kernels run
+/// on the host backend; a kernel of another backend on the first of `GpuRunners<Cache>` whose
+/// `backend_name` is its backend (`run_job<file_cache, cuda_kernel_runner>`). A kernel no runner takes,
+/// or whose runner cannot start (no device), fails each of its keys with the reason.
+template <CacheManager Cache, template <class> class... GpuRunners>
+job_summary run_job(const job_spec& job, const run_options& o) {
   const auto start = std::chrono::steady_clock::now();
   job_summary sum;
 
@@ -102,47 +186,37 @@ job_summary run_job(const job_spec& job, const run_options& o) {
   };
   std::vector<pending> mine;
   std::size_t global = 0;
-  for (std::size_t k = 0; k < job.kernels.size(); ++k) {
-    if (job.kernels[k].backend != "host")
-      throw job_error(fmt::format("{}: backend '{}' is not available in this build of the job runner; use \"host\" "
-                                  "(CUDA jobs: planned)",
-                                  job.kernels[k].where, job.kernels[k].backend));
+  for (std::size_t k = 0; k < job.kernels.size(); ++k)
     for (std::size_t i = 0; i < job.kernels[k].instances.size(); ++i, ++global)
       if (global % o.shards == o.shard) mine.push_back({k, i});
-  }
   sum.keys = mine.size();
 
-  std::vector<std::unique_ptr<tuner_type>> tuners(job.kernels.size());
-  std::vector<std::map<std::string, const instance*, std::less<>>> by_key(job.kernels.size());
-  auto tuner_of = [&](std::size_t k) -> tuner_type& {
-    if (tuners[k]) return *tuners[k];
+  std::vector<std::unique_ptr<kernel_runner>> runners(job.kernels.size());
+  std::vector<std::exception_ptr> broken(job.kernels.size()); // a runner that could not start, once per kernel
+  auto runner_of = [&](std::size_t k) -> kernel_runner& {
+    if (runners[k]) return *runners[k];
+    if (broken[k]) std::rethrow_exception(broken[k]);
     const kernel_job& kj = job.kernels[k];
-    for (const auto& inst : kj.instances) by_key[k].emplace(key_text(kj.arguments_for(inst)), &inst);
-    typename tuner_type::options opts;
-    opts.arg_names = {std::string(pack_argument_name)};
-    const auto* index = &by_key[k];
-    opts.early_config_prune = [&kj, index](const std::vector<config>&, const argument_pack& pack) {
-      auto it = index->find(pack.key_text());
-      if (it == index->end()) throw job_error("internal: an argument pack of no instance of kernel " + kj.name());
-      return kj.candidates(*it->second);
-    };
-    bool reset = false, restore = false;
-    for (const auto& a : kj.arguments) {
-      reset = reset || a.reset;
-      restore = restore || a.restore;
+    try {
+      if (kj.backend == "host") runners[k] = std::make_unique<host_kernel_runner<Cache>>(job, kj, o);
+      auto try_one = [&]<class R>(std::type_identity<R>) {
+        if (!runners[k] && kj.backend == R::backend_name) runners[k] = std::make_unique<R>(job, kj, o);
+      };
+      (try_one(std::type_identity<GpuRunners<Cache>>{}), ...);
+      (void)try_one; // unused when no GPU runner is given
+      if (!runners[k])
+        throw job_error(fmt::format("{}: kernel '{}' has backend '{}', which this run of the job cannot use: {}",
+                                    kj.where, kj.name(), kj.backend,
+                                    kj.backend == "hip"
+                                        ? "no HIP device here (this cotune runs HIP kernels only where the HIP "
+                                          "runtime finds an AMD GPU); tune it on such a machine, or leave it out"
+                                        : "this cotune was built without CUDA (the CUDA toolkit's headers were not "
+                                          "found); rebuild with them, or leave the kernel out"));
+    } catch (...) {
+      broken[k] = std::current_exception();
+      throw;
     }
-    if (reset) opts.reset_to_zero = {std::string(pack_argument_name)};
-    if (restore) opts.restore_value = {std::string(pack_argument_name)};
-    opts.cache_results = true;
-    if (job.warmup_ms || job.rep_ms) {
-      bench_options b{knobs().bench.warmup_ms.get(), knobs().bench.rep_ms.get()};
-      if (job.warmup_ms) b.warmup_ms = *job.warmup_ms;
-      if (job.rep_ms) b.rep_ms = *job.rep_ms;
-      opts.bench = b;
-    }
-    opts.observers = o.observers;
-    tuners[k] = std::make_unique<tuner_type>(kj.source, kj.configs(), std::move(opts));
-    return *tuners[k];
+    return *runners[k];
   };
 
   std::size_t ordinal = 0;
@@ -156,11 +230,10 @@ job_summary run_job(const job_spec& job, const run_options& o) {
     r.total = sum.keys;
     const auto t0 = std::chrono::steady_clock::now();
     try {
-      auto& tuner = tuner_of(p.kernel);
-      r.fingerprint = tuner.backend().fingerprint(tuner.backend().devices().at(0));
-      argument_pack pack(kj.arguments_for(inst));
-      r.key_text = pack.key_text();
-      const tuning_result& result = tuner.tune_now(pack);
+      r.key_text = key_text(kj.arguments_for(inst));
+      auto& runner = runner_of(p.kernel);
+      r.fingerprint = runner.fingerprint();
+      const tuning_result& result = runner.tune(p.index);
       // The table keeps the result as long as the tuner lives; the report shares a copy.
       r.result = std::make_shared<const tuning_result>(result);
       r.outcome = result.from_cache ? key_outcome::cached : key_outcome::measured;
@@ -186,9 +259,8 @@ job_summary run_job(const job_spec& job, const run_options& o) {
       const kernel_job& kj = job.kernels[p.kernel];
       std::string fp, key;
       try {
-        auto& tuner = tuner_of(p.kernel);
-        fp = tuner.backend().fingerprint(tuner.backend().devices().at(0));
         key = key_text(kj.arguments_for(kj.instances[p.index]));
+        fp = runner_of(p.kernel).fingerprint();
       } catch (const std::exception&) {
         // Reported by tune_one with its reason.
       }

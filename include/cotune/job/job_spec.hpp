@@ -28,33 +28,10 @@
 #include <cotune/detail/files.hpp>
 #include <cotune/job/argument_pack.hpp>
 #include <cotune/job/expression.hpp>
+#include <cotune/job/job_geometry.hpp>
 #include <cotune/job/json_location.hpp>
 
 namespace cotune::job {
-
-/// A job file that cannot be used: the message starts with `file:line:column: field:`.
-class job_error : public error {
-public:
-  using error::error;
-};
-
-/// One problem instance: values of the job's variables (`{"M": 512, "N": 512, "K": 512}`).
-struct instance {
-  std::vector<std::pair<std::string, std::int64_t>> vars;
-  std::string where; ///< `file:line:col: kernels[0].instances[3]`, for messages
-
-  [[nodiscard]] std::optional<std::int64_t> find(std::string_view name) const {
-    for (const auto& [n, v] : vars)
-      if (n == name) return v;
-    return std::nullopt;
-  }
-  /// `M=512, N=512`.
-  [[nodiscard]] std::string text() const {
-    std::string out;
-    for (const auto& [n, v] : vars) out += fmt::format("{}{}={}", out.empty() ? "" : ", ", n, v);
-    return out;
-  }
-};
 
 /// An argument as the job file describes it: extents and values are expressions over the instance's variables.
 struct argument_template {
@@ -71,22 +48,16 @@ struct argument_template {
   std::string where;
 };
 
-/// A launch option derived from a config's parameters (`"num_warps": "BLOCK_M / 16"`).
-struct derived_launch {
-  std::string name; ///< num_warps, num_stages, num_ctas, maxnreg, threads_per_block
-  expression expr;
-  std::string where;
-};
-
 /// A kernel of the job, with everything needed to tune each of its instances.
 struct kernel_job {
-  kernel_source source;        ///< the code with the trampoline appended; entry = cotune_job_entry
+  kernel_source source;        ///< host: the code with the trampoline appended, entry cotune_job_entry; GPU: as written
   std::string entry;           ///< the kernel's own entry point
   std::string backend = "host";
   std::string source_file;     ///< empty for inline code
   std::vector<std::pair<std::string, std::vector<value>>> axes;
   std::vector<std::pair<expression, std::string>> constraints; ///< with where each is written
   std::vector<derived_launch> launch;
+  std::optional<launch_geometry> geometry{}; ///< GPU kernels (job_geometry.hpp)
   std::vector<argument_template> arguments;
   std::vector<instance> instances;
   std::string where;
@@ -99,31 +70,20 @@ struct kernel_job {
     for (const auto& [axis, values] : axes) {
       std::vector<config> next;
       for (const auto& c : out)
-        for (const auto& v : values) next.push_back(config(c).set(axis, v));
+        for (const auto& v : values) {
+          config x = c;
+          if (!is_launch_option(axis)) x.set(axis, v);
+          else {
+            // An axis named as a launch option sets it (read_space checked its values are integers).
+            launch_options lo = x.launch();
+            set_launch_option(lo, axis, static_cast<int>(v.as_int()));
+            x.with_launch(lo);
+          }
+          next.push_back(std::move(x));
+        }
       out = std::move(next);
     }
-    for (auto& c : out) {
-      launch_options lo = c.launch();
-      for (const auto& d : launch) {
-        std::int64_t v = 0;
-        try {
-          v = d.expr.evaluate([&](std::string_view n) { return int_param(c, n); });
-        } catch (const expression_error& e) {
-          throw job_error(fmt::format("{}: {} (for config {{{}}}); launch options may use the integer axes", d.where,
-                                      e.what(), c.text()));
-        }
-        if (v < 1 || v > 1 << 20)
-          throw job_error(fmt::format("{}: '{}' gives {} for config {{{}}}; a launch option must be in [1, 1048576]",
-                                      d.where, d.expr.text(), v, c.text()));
-        const int iv = static_cast<int>(v);
-        if (d.name == "num_warps") lo.num_warps = iv;
-        else if (d.name == "num_stages") lo.num_stages = iv;
-        else if (d.name == "num_ctas") lo.num_ctas = iv;
-        else if (d.name == "maxnreg") lo.maxnreg = iv;
-        else lo.threads_per_block = iv;
-      }
-      c.with_launch(lo);
-    }
+    for (auto& c : out) derive_launch(c, launch, geometry ? &*geometry : nullptr);
     return out;
   }
 
@@ -135,7 +95,8 @@ struct kernel_job {
       for (const auto& [e, where] : constraints) {
         try {
           keep = e.evaluate([&](std::string_view n) {
-                   if (auto v = int_param(c, n)) return v;
+                   // A host kernel never sees launch options: there they name nothing.
+                   if (auto v = config_variable(c, n, backend != "host")) return v;
                    return inst.find(n);
                  }) != 0;
         } catch (const expression_error& x) {
@@ -187,13 +148,16 @@ struct kernel_job {
     return out;
   }
 
-private:
-  static std::optional<std::int64_t> int_param(const config& c, std::string_view n) {
-    const value* v = c.find(n);
-    if (!v) return std::nullopt;
-    if (v->is_int()) return v->as_int();
-    if (v->is_bool()) return v->as_bool() ? 1 : 0;
-    return std::nullopt;
+  /// The launch grid of config `c` for instance `inst` (GPU kernels; a 1x1x1 grid without geometry).
+  [[nodiscard]] launch_grid grid_for(const config& c, const instance& inst) const {
+    if (!geometry) return {};
+    try {
+      return geometry->evaluate(c, [&](std::string_view n) { return inst.find(n); });
+    } catch (const job_error&) {
+      throw;
+    } catch (const error& e) {
+      throw job_error(fmt::format("{} (instance {})", e.what(), inst.text()));
+    }
   }
 };
 
@@ -335,7 +299,7 @@ private:
 
     kernel_job read_kernel(simdjson::dom::element e, const json_path& p) {
       auto o = object(e, p, {"name", "backend", "source", "code", "entry", "options", "include_dirs", "space",
-                             "arguments", "key", "instances"});
+                             "geometry", "arguments", "key", "instances"});
       kernel_job k;
       k.where = at(p);
       const std::string name = string(required(o, p, "name", "a C identifier naming the kernel"), p / "name");
@@ -381,6 +345,16 @@ private:
         }
       }
       if (auto s = field(o, "space")) read_space(*s, p / "space", k);
+      if (auto g = field(o, "geometry")) {
+        if (k.backend == "host")
+          fail(p / "geometry", "a host kernel has no launch geometry (it is called once per run); remove 'geometry' "
+                               "or set \"backend\": \"cuda\"");
+        k.geometry = read_geometry(*this, *g, p / "geometry");
+      } else if (k.backend != "host") {
+        fail(p, fmt::format("missing field 'geometry' (a {} kernel's launch grid: \"geometry\": {{\"grid\": "
+                            "[\"cdiv(n, BLOCK)\"]}})",
+                            k.backend));
+      }
       read_arguments(required(o, p, "arguments", "the kernel's arguments, in order"), p / "arguments", k);
       if (auto key = field(o, "key")) {
         simdjson::dom::array a;
@@ -396,8 +370,12 @@ private:
         }
       }
       read_instances(required(o, p, "instances", "the problem instances to tune"), p / "instances", k);
-      k.source.code += host_trampoline(k.entry, k.arguments_for(k.instances.front()));
-      k.source.entry = std::string(job_entry_name);
+      if (k.backend == "host") {
+        k.source.code += host_trampoline(k.entry, k.arguments_for(k.instances.front()));
+        k.source.entry = std::string(job_entry_name);
+      } else {
+        k.source.entry = k.entry; // a GPU kernel takes its parameters straight from the launch
+      }
       // Checked now, so that a dry run finds what a real run would: every instance's arguments and
       // candidates, and no two instances with one key.
       (void)k.configs();
@@ -409,8 +387,10 @@ private:
           fail((p / "instances")[j], fmt::format("instances {} and {} have the same tuning key ({}); list each "
                                                  "problem once, or add the argument that tells them apart to 'key'",
                                                  it->second, j, text));
-        if (k.candidates(inst).empty())
+        const auto cands = k.candidates(inst);
+        if (cands.empty())
           fail((p / "instances")[j], fmt::format("the constraints leave no config for instance {}", inst.text()));
+        for (const auto& c : cands) (void)k.grid_for(c, inst);
       }
       return k;
     }
@@ -429,7 +409,13 @@ private:
             fail(ap, "expected a non-empty list of values (integers, numbers, strings or booleans)");
           std::vector<value> values;
           std::size_t j = 0;
+          if (is_launch_option(name) && k.backend == "host")
+            fail(ap, fmt::format("'{}' is a launch option, which a host kernel does not see; rename the axis (a "
+                                 "macro) or set \"backend\": \"cuda\"",
+                                 name));
           for (auto v : a) {
+            if (is_launch_option(name) && (!v.is_int64() || std::int64_t(v) < 1 || std::int64_t(v) > 1 << 20))
+              fail(ap[j], fmt::format("launch option '{}' takes integers in [1, 1048576]", name));
             if (v.is_bool()) values.emplace_back(bool(v));
             else if (v.is_int64()) values.emplace_back(std::int64_t(v));
             else if (v.is_double()) values.emplace_back(double(v));
@@ -485,6 +471,8 @@ private:
           fail(tp, fmt::format("unknown element type '{}'; use one of {}", type, list));
         }
         t.type = *et;
+        if (!t.buffer && t.type == element_type::float16)
+          fail(tp, "float16 is for buffers; give a scalar as float32 or float64");
         auto refuse = [&](std::string_view f, std::string_view why) {
           if (field(o, f)) fail(ap / f, why);
         };
