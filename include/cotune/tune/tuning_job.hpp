@@ -322,7 +322,7 @@ private:
           ++finished;
           outcome(ev.index);
           ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, ev.index, n, &r});
-          journal(state->results); // a compile failure is an outcome too
+          journal(state->results, ev.index); // a compile failure is an outcome too
         } else {
           ctx_.emit(candidate_compiled{ctx_.kernel.name, key_text_, ev.index, n, &r.cfg, r.compile_ms,
                                        r.binary_from_cache});
@@ -334,7 +334,7 @@ private:
         idle.push_back(ev.device);
         if (r.status == candidate_status::ok) ctx_.emit(candidate_measured{ctx_.kernel.name, key_text_, ev.index, n, &r});
         else ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, ev.index, n, &r});
-        journal(state->results);
+        journal(state->results, ev.index);
       }
       refill();
       if (detail::overlaps_compile<B>() || compiled == posted) dispatch(first_pass);
@@ -465,8 +465,9 @@ private:
   /// whether candidates are measured in isolation. Journaling goes on into `cache`.
   void recall(Cache& cache) {
     journal_cache_ = &cache;
+    journal_.emplace(ctx_.kernel.name, key_text_);
     try {
-      resumed_ = tuning_journal::read(cache.get(tuning_journal::file(ctx_.kernel.name)), pruned_);
+      resumed_ = tuning_journal::read(cache, ctx_.kernel.name, pruned_);
       quarantine_cache_.emplace(
           quarantine::key(ctx_.backend.fingerprint(ctx_.devices[ctx_.opts.device]), ctx_.kernel.digest()));
       if (auto text = quarantine_cache_->get(quarantine::file(ctx_.kernel.name)))
@@ -493,9 +494,9 @@ private:
 
   /// Records the outcomes so far, so that a tuning killed midway resumes from here. A journal that
   /// cannot be written is a warning, once, and journaling stops.
-  void journal(const std::vector<candidate_result>& results) {
-    if (!journal_cache_) return;
-    if (auto failed = write_journal(*journal_cache_, ctx_.kernel.name, key_text_, results)) {
+  void journal(const std::vector<candidate_result>& results, std::size_t index) {
+    if (!journal_cache_ || !journal_) return;
+    if (auto failed = journal_->record(*journal_cache_, results, index)) {
       journal_cache_ = nullptr;
       ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the journal cannot be written ({}); a tuning killed "
                                                              "midway will measure every candidate again",
@@ -579,6 +580,7 @@ private:
   quarantine quarantine_;
   std::optional<Cache> quarantine_cache_;
   Cache* journal_cache_ = nullptr;
+  std::optional<journal_writer> journal_; ///< from recall(), with the key's text
   bool isolate_ = false, warned_isolation_ = false;
 };
 

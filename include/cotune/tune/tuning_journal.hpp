@@ -7,6 +7,7 @@
 /// quarantine under a key of the toolchain and the kernel alone.
 
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <map>
 #include <optional>
@@ -25,21 +26,73 @@
 
 namespace cotune {
 
-/// The journal of one key's tuning: a `tuning_result` in progress (format of the stored result, with
-/// `not run` for the candidates still to come).
+/// The journal of one key's tuning, kept as chunks so that recording an outcome costs O(log n), not
+/// O(n): chunk L (file `<kernel>.journal.<L>.json`) is rewritten when a binary counter of the writes
+/// carries into bit L, and then holds every outcome of the chunks below it plus the new one (each a
+/// `tuning_result` in progress with only its own candidates, and their positions). Every outcome is
+/// thus rewritten at most log2(writes) + 1 times. A chunk below a rewritten one is left as it was: its
+/// outcomes are a subset of the new chunk's, so the union of all chunks is always what was recorded,
+/// whenever the writer is killed (each put is atomic). Chunks are written from 0 upwards, so a reader
+/// reads them from 0 until the first one missing.
 struct tuning_journal {
-  [[nodiscard]] static std::string file(const std::string& kernel) { return kernel + ".journal.json"; }
+  [[nodiscard]] static std::string file(const std::string& kernel, std::size_t chunk) {
+    return kernel + ".journal." + std::to_string(chunk) + ".json";
+  }
 
-  /// The candidates an earlier run completed, aligned with `pruned`: a slot is filled only where that
-  /// run recorded an outcome for the same config at the same position.
-  [[nodiscard]] static std::vector<std::optional<candidate_result>> read(const std::optional<std::string>& text,
+  /// The most chunks a journal has: enough for 2^40 writes.
+  static constexpr std::size_t max_chunks = 41;
+
+  /// The candidates earlier runs completed, aligned with `pruned`: a slot is filled only where a run
+  /// recorded an outcome for the same config at the same position. A chunk that cannot be parsed is
+  /// skipped (its outcomes are measured again); a cache that cannot be read throws `cache_error`.
+  template <class Cache>
+  [[nodiscard]] static std::vector<std::optional<candidate_result>> read(const Cache& cache, const std::string& kernel,
                                                                           const std::vector<config>& pruned) {
     std::vector<std::optional<candidate_result>> out(pruned.size());
-    if (!text) return out;
-    auto stored = tuning_result::from_json(*text, /*partial=*/true);
-    if (!stored || stored->candidates.size() != pruned.size()) return out;
-    for (std::size_t i = 0; i < pruned.size(); ++i) {
-      auto& c = stored->candidates[i];
+    for (std::size_t chunk = 0; chunk < max_chunks; ++chunk) {
+      auto text = cache.get(file(kernel, chunk));
+      if (!text) break;
+      take(*text, pruned, out);
+    }
+    return out;
+  }
+
+  /// One chunk's text: the candidates at `indices` of `results`.
+  [[nodiscard]] static std::string chunk_json(const std::string& kernel, const std::string& key_text,
+                                              const std::vector<candidate_result>& results,
+                                              const std::vector<std::size_t>& indices) {
+    tuning_result part;
+    part.kernel = kernel;
+    part.key_text = key_text;
+    part.candidates.reserve(indices.size());
+    for (std::size_t i : indices) part.candidates.push_back(results[i]);
+    json_writer w;
+    w.begin_object().field("format", 1).field("size", results.size()).key("indices").begin_array();
+    for (std::size_t i : indices) w.value(i);
+    w.end_array().key("outcomes").raw(part.json());
+    return std::move(w.end_object()).take() + "\n";
+  }
+
+private:
+  /// Adds the outcomes of one chunk to `out` (slots already filled stay as they are).
+  static void take(const std::string& text, const std::vector<config>& pruned,
+                   std::vector<std::optional<candidate_result>>& out) {
+    simdjson::dom::parser parser;
+    simdjson::dom::object root;
+    simdjson::dom::array indices;
+    simdjson::dom::element outcomes;
+    std::uint64_t size = 0;
+    if (parser.parse(text).get(root) != simdjson::SUCCESS || root["size"].get_uint64().get(size) != simdjson::SUCCESS ||
+        size != pruned.size() || root["indices"].get_array().get(indices) != simdjson::SUCCESS ||
+        root["outcomes"].get(outcomes) != simdjson::SUCCESS)
+      return;
+    auto stored = tuning_result::from_json(simdjson::minify(outcomes), /*partial=*/true);
+    if (!stored || stored->candidates.size() != indices.size()) return;
+    std::size_t k = 0;
+    for (auto v : indices) {
+      auto& c = stored->candidates[k++];
+      std::uint64_t i = 0;
+      if (v.get_uint64().get(i) != simdjson::SUCCESS || i >= pruned.size() || out[i]) continue;
       // Not evaluated by an earlier search: this run's search decides again.
       if (c.status == candidate_status::not_run || c.status == candidate_status::not_evaluated || !(c.cfg == pruned[i]))
         continue;
@@ -47,26 +100,51 @@ struct tuning_journal {
       c.resumed = true;
       out[i] = std::move(c);
     }
-    return out;
   }
 };
 
-/// Stores the outcomes so far of one key's tuning as its journal in `cache`; returns why it could
-/// not, or nothing.
-template <class Cache>
-std::optional<std::string> write_journal(Cache& cache, const std::string& kernel, const std::string& key_text,
-                                         const std::vector<candidate_result>& results) {
-  tuning_result partial;
-  partial.kernel = kernel;
-  partial.key_text = key_text;
-  partial.candidates = results;
-  try {
-    cache.put(partial.json(), tuning_journal::file(kernel));
-  } catch (const std::exception& e) {
-    return e.what();
+/// Records one key's outcomes as they complete (see `tuning_journal`). The first write also records
+/// the outcomes this run resumed from an earlier journal, so that no chunk it overwrites loses them.
+class journal_writer {
+public:
+  journal_writer(std::string kernel, std::string key_text) : kernel_(std::move(kernel)), key_text_(std::move(key_text)) {}
+
+  /// Records `results[index]` (and, on the first write, every resumed outcome) in `cache`; returns why
+  /// it could not, or nothing.
+  template <class Cache>
+  std::optional<std::string> record(Cache& cache, const std::vector<candidate_result>& results, std::size_t index) {
+    std::size_t chunk = 0;
+    while (chunk < live_.size() && !live_[chunk].empty()) ++chunk;
+    if (chunk >= tuning_journal::max_chunks) return "the journal is full";
+    std::vector<std::size_t> merged;
+    if (writes_ == 0)
+      for (std::size_t i = 0; i < results.size(); ++i)
+        if (results[i].resumed && i != index) merged.push_back(i);
+    for (std::size_t below = 0; below < chunk; ++below) merged.insert(merged.end(), live_[below].begin(), live_[below].end());
+    merged.push_back(index);
+    try {
+      cache.put(tuning_journal::chunk_json(kernel_, key_text_, results, merged), tuning_journal::file(kernel_, chunk));
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    if (live_.size() <= chunk) live_.resize(chunk + 1);
+    for (std::size_t below = 0; below < chunk; ++below) live_[below].clear();
+    outcomes_written_ += merged.size();
+    live_[chunk] = std::move(merged);
+    ++writes_;
+    return std::nullopt;
   }
-  return std::nullopt;
-}
+
+  /// Outcomes written so far, counting every rewrite (at most writes x (log2(writes) + 1), plus the resumed).
+  [[nodiscard]] std::size_t outcomes_written() const noexcept { return outcomes_written_; }
+
+private:
+  std::string kernel_;
+  std::string key_text_;
+  std::vector<std::vector<std::size_t>> live_; ///< per chunk, the positions it holds (empty: free)
+  std::size_t writes_ = 0;
+  std::size_t outcomes_written_ = 0;
+};
 
 /// Candidates of one kernel that crashed or hung in isolation, by config text, with why.
 struct quarantine {

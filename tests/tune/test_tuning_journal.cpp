@@ -1,0 +1,169 @@
+// The chunked journal of one key's tuning (tune/tuning_journal.hpp), on a real file cache: what a
+// writer killed after any number of outcomes leaves is exactly what it recorded, a resumed run keeps
+// the outcomes it took over, and recording n outcomes rewrites O(n log n) of them, not O(n^2).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <cotune/cache/file_cache.hpp>
+#include <cotune/tune/tuning_journal.hpp>
+
+#include "../support/temp_dir.hpp"
+
+using namespace cotune;
+
+namespace {
+
+constexpr const char* key = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+std::vector<config> space(std::size_t n) {
+  std::vector<config> out;
+  for (std::size_t i = 0; i < n; ++i) out.push_back(config{{"BLOCK", static_cast<std::int64_t>(i)}});
+  return out;
+}
+
+/// Outcomes as a tuning makes them: each candidate `not run` until it completes.
+std::vector<candidate_result> pending(const std::vector<config>& cfgs) {
+  std::vector<candidate_result> out(cfgs.size());
+  for (std::size_t i = 0; i < cfgs.size(); ++i) {
+    out[i].cfg = cfgs[i];
+    out[i].status = candidate_status::not_run;
+  }
+  return out;
+}
+
+void complete(std::vector<candidate_result>& results, std::size_t i) {
+  auto& r = results[i];
+  if (i % 5 == 3) {
+    r.status = candidate_status::compile_error;
+    r.reason = "error: candidate " + std::to_string(i);
+  } else {
+    r.status = candidate_status::ok;
+    const double t = 1.0 + static_cast<double>(i) / 1000.0;
+    r.time = {t, t * 0.99, t * 1.01};
+    r.device = 0;
+  }
+}
+
+std::size_t filled(const std::vector<std::optional<candidate_result>>& slots) {
+  std::size_t n = 0;
+  for (const auto& s : slots) n += s.has_value();
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("a journal killed after any number of outcomes holds exactly those outcomes", "[tune][journal]") {
+  const auto cfgs = space(40);
+  // The order in which candidates complete is not their order in the space.
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < cfgs.size(); ++i) order.push_back((i * 7) % cfgs.size());
+  for (std::size_t killed_after : {1u, 2u, 3u, 7u, 8u, 9u, 16u, 31u, 40u}) {
+    cotune_test::temp_dir dir("cotune-journal");
+    file_cache cache(dir.path(), key);
+    journal_writer writer("k", "n=1");
+    auto results = pending(cfgs);
+    for (std::size_t w = 0; w < killed_after; ++w) {
+      complete(results, order[w]);
+      REQUIRE_FALSE(writer.record(cache, results, order[w]).has_value());
+    }
+    const auto read = tuning_journal::read(cache, "k", cfgs);
+    INFO("killed after " << killed_after);
+    CHECK(filled(read) == killed_after);
+    for (std::size_t w = 0; w < killed_after; ++w) {
+      const auto& slot = read[order[w]];
+      REQUIRE(slot.has_value());
+      CHECK(slot->resumed);
+      CHECK(slot->status == results[order[w]].status);
+      CHECK(slot->reason == results[order[w]].reason);
+      CHECK(slot->time == results[order[w]].time);
+    }
+  }
+}
+
+TEST_CASE("recording n outcomes rewrites each at most log2(n) + 1 times", "[tune][journal]") {
+  cotune_test::temp_dir dir("cotune-journal");
+  file_cache cache(dir.path(), key);
+  const std::size_t n = 1000;
+  const auto cfgs = space(n);
+  auto results = pending(cfgs);
+  journal_writer writer("k", "n=1");
+  for (std::size_t i = 0; i < n; ++i) {
+    complete(results, i);
+    REQUIRE_FALSE(writer.record(cache, results, i).has_value());
+  }
+  // A full rewrite per outcome would write n (n + 1) / 2 = 500,500; the chunks write at most n x 11.
+  CHECK(writer.outcomes_written() <= n * 11);
+  CHECK(writer.outcomes_written() >= n);
+  CHECK(filled(tuning_journal::read(cache, "k", cfgs)) == n);
+  // The chunks on disk: 0 .. 9 (2^9 < 1000 < 2^10), none above.
+  CHECK(cache.get(tuning_journal::file("k", 9)).has_value());
+  CHECK_FALSE(cache.get(tuning_journal::file("k", 10)).has_value());
+}
+
+TEST_CASE("a resumed run keeps the outcomes it took over when it overwrites the chunks", "[tune][journal]") {
+  cotune_test::temp_dir dir("cotune-journal");
+  file_cache cache(dir.path(), key);
+  const auto cfgs = space(20);
+  auto first = pending(cfgs);
+  journal_writer killed("k", "n=1");
+  for (std::size_t i = 0; i < 7; ++i) { // chunks 0, 1 and 2 hold 1, 2 and 4 outcomes
+    complete(first, i);
+    REQUIRE_FALSE(killed.record(cache, first, i).has_value());
+  }
+  // The second run takes those 7 over, then completes 3 more and is killed too.
+  auto resumed = tuning_journal::read(cache, "k", cfgs);
+  REQUIRE(filled(resumed) == 7);
+  auto second = pending(cfgs);
+  for (std::size_t i = 0; i < cfgs.size(); ++i)
+    if (resumed[i]) second[i] = *resumed[i];
+  journal_writer again("k", "n=1");
+  for (std::size_t i = 10; i < 13; ++i) {
+    complete(second, i);
+    REQUIRE_FALSE(again.record(cache, second, i).has_value());
+  }
+  const auto third = tuning_journal::read(cache, "k", cfgs);
+  CHECK(filled(third) == 10);
+  for (std::size_t i : {0u, 3u, 6u, 10u, 11u, 12u}) CHECK(third[i].has_value());
+  CHECK_FALSE(third[7].has_value());
+}
+
+TEST_CASE("a journal of another space, or a damaged chunk, resumes nothing it should not", "[tune][journal]") {
+  cotune_test::temp_dir dir("cotune-journal");
+  file_cache cache(dir.path(), key);
+  const auto cfgs = space(8);
+  auto results = pending(cfgs);
+  journal_writer writer("k", "n=1");
+  for (std::size_t i = 0; i < 3; ++i) { // chunk 1 holds 0 and 1, chunk 0 holds 2
+    complete(results, i);
+    REQUIRE_FALSE(writer.record(cache, results, i).has_value());
+  }
+  SECTION("another space of the same size: no config matches its position") {
+    auto other = cfgs;
+    std::reverse(other.begin(), other.end());
+    CHECK(filled(tuning_journal::read(cache, "k", other)) == 0);
+  }
+  SECTION("a space of another size") { CHECK(filled(tuning_journal::read(cache, "k", space(9))) == 0); }
+  SECTION("chunk 0 damaged: chunk 1 is still read") {
+    cache.put("{\"format\": 1, \"size\": 8, \"indices\": [2], \"outcomes\": {\"trunc", tuning_journal::file("k", 0));
+    const auto read = tuning_journal::read(cache, "k", cfgs);
+    CHECK(filled(read) == 2);
+    CHECK(read[0].has_value());
+    CHECK(read[1].has_value());
+  }
+  SECTION("not run and not evaluated outcomes are not taken") {
+    results[5].status = candidate_status::not_evaluated;
+    REQUIRE_FALSE(writer.record(cache, results, 5).has_value());
+    const auto read = tuning_journal::read(cache, "k", cfgs);
+    CHECK(filled(read) == 3);
+    CHECK_FALSE(read[5].has_value());
+  }
+}
