@@ -10,6 +10,7 @@
 // Databases are signed when COTUNE_TUNING_DB_SECRET is set, and then read only if signed with it.
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,7 +20,6 @@
 
 #include <cotune/cache/cache_inventory.hpp>
 #include <cotune/core/json_writer.hpp>
-#include <cotune/detail/files.hpp>
 #include <cotune/job/job_knobs.hpp>
 #include <cotune/job/job_spec.hpp>
 #include <cotune/job/triton_import.hpp>
@@ -141,13 +141,12 @@ command add_db_command(CLI::App& app) {
               }
               cj::tuning_database out;
               for (const auto& f : s->files) {
-                const auto text = cotune::detail::read_file(f);
-                if (!text) {
+                if (!std::filesystem::is_regular_file(f) || !std::ifstream(f).good()) {
                   fmt::print(stderr, "cotune: error: {}: cannot read it (no such regular file, or no permission)\n", f);
                   return 2;
                 }
                 sig.kernel = s->kernel.empty() ? cj::triton_kernel_name(f) : s->kernel;
-                const auto e = cj::import_triton(*text, sig, f);
+                const auto e = cj::import_triton_file(f, sig);
                 fmt::print("{} [{}]: {{{}}} {} ({} configs)\n", e.kernel, e.key, e.winner.text(), ms(e.time[0]),
                            e.detail ? e.detail->candidates.size() : 0);
                 out.add(e);

@@ -10,7 +10,6 @@
 #include <simdjson.h>
 
 #include <cotune/cache/cache_inventory.hpp>
-#include <cotune/detail/files.hpp>
 #include <cotune/job/html_report.hpp>
 #include <cotune/job/job_knobs.hpp>
 #include <cotune/job/job_spec.hpp>
@@ -78,7 +77,7 @@ command add_report_command(CLI::App& app) {
               return 2;
             }
             if (!s->title.empty()) in.title = s->title;
-            cotune::detail::atomic_write(s->out, cj::html_report(in));
+            cj::write_html_report(s->out, in);
             fmt::print(stderr, "cotune: wrote {} ({} keys)\n", s->out, in.results.size());
             return 0;
           }};

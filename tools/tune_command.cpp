@@ -21,7 +21,6 @@
 
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/core/json_writer.hpp>
-#include <cotune/detail/hashing.hpp>
 #include <cotune/job/html_report.hpp>
 #include <cotune/job/job_runner.hpp>
 #include <cotune/job/job_spec.hpp>
@@ -256,10 +255,7 @@ cj::job_summary run_job_with(const cj::job_spec& job, cj::run_options options, b
       return nullptr;
     };
     // The job's ledger in Redis: how many times each key was measured, by anyone.
-    std::string digest_input = job.name;
-    for (const auto& k : job.kernels) digest_input += k.source.digest();
-    const std::string ledger =
-        fmt::format("{}:job:{}:measured", backend.options().prefix, cotune::detail::sha256_hex(digest_input).substr(0, 16));
+    const std::string ledger = fmt::format("{}:job:{}:measured", backend.options().prefix, job.digest().substr(0, 16));
     auto user = std::move(options.on_key);
     options.on_key = [&backend, ledger, user](const cj::key_report& r) {
       if (r.outcome == cj::key_outcome::measured)
@@ -360,7 +356,7 @@ command add_tune_command(CLI::App& app) {
               cj::report_input in{fmt::format("cotune job {}", job.name), job.path.string(), {}};
               for (const auto& rep : reports)
                 if (rep.result) in.results.push_back(*rep.result);
-              cotune::detail::atomic_write(s->report, cj::html_report(in));
+              cj::write_html_report(s->report, in);
               fmt::print(stderr, "cotune: wrote the report to {}\n", s->report);
             }
             return sum.all_tuned() ? 0 : 1;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include <fmt/format.h>
 
 #include <cotune/core/config.hpp>
+#include <cotune/detail/files.hpp>
 #include <cotune/job/argument_pack.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
@@ -243,6 +245,12 @@ inline void key_section(std::string& out, const tuning_result& r) {
   }
   out += "</body>\n</html>\n";
   return out;
+}
+
+/// Writes `html_report(in)` to `file` atomically (a reader never sees half a page); throws
+/// std::system_error naming the file when it cannot.
+inline void write_html_report(const std::filesystem::path& file, const report_input& in) {
+  cotune::detail::atomic_write(file, html_report(in));
 }
 
 } // namespace cotune::job

@@ -26,6 +26,7 @@
 #include <cotune/core/kernel_source.hpp>
 #include <cotune/core/value.hpp>
 #include <cotune/detail/files.hpp>
+#include <cotune/detail/hashing.hpp>
 #include <cotune/job/argument_pack.hpp>
 #include <cotune/job/expression.hpp>
 #include <cotune/job/job_geometry.hpp>
@@ -179,6 +180,14 @@ struct job_spec {
   [[nodiscard]] static job_spec parse(std::string_view text, const std::filesystem::path& origin) {
     reader r{text, origin.string(), origin.parent_path()};
     return r.read();
+  }
+
+  /// Names this job and its kernels' sources (hex SHA-256): processes running the same job share it.
+  [[nodiscard]] std::string digest() const {
+    cotune::detail::sha256_hasher h;
+    h.field("cotune-job").field(name);
+    for (const auto& k : kernels) h.field(k.source.digest());
+    return cotune::detail::to_hex(h.digest());
   }
 
   /// Instances over every kernel.

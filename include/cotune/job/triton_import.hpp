@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +37,7 @@
 
 #include <cotune/core/config.hpp>
 #include <cotune/core/value.hpp>
+#include <cotune/detail/files.hpp>
 #include <cotune/detail/json.hpp>
 #include <cotune/job/tuning_database.hpp>
 #include <cotune/tune/tuning_result.hpp>
@@ -198,6 +200,15 @@ namespace detail {
   if (!best) throw fail("no config ran when Triton tuned it (every time is Infinity): nothing to import");
   r.winner = *best;
   return database_entry::from(r);
+}
+
+/// `import_triton` of the file at `file`, named by its path in messages. Throws database_error when the
+/// file cannot be read, or as `import_triton` does.
+[[nodiscard]] inline database_entry import_triton_file(const std::filesystem::path& file, const triton_signature& sig) {
+  auto text = cotune::detail::read_file(file);
+  if (!text)
+    throw database_error(fmt::format("{}: cannot read it (no such regular file, or no permission)", file.string()));
+  return import_triton(*text, sig, file.string());
 }
 
 /// The cotune kernel name of a Triton autotune file: its file name without ".autotune.json".
