@@ -21,20 +21,17 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <cuda.h>
 #include <fmt/format.h>
-#include <simdjson.h>
 
 #include <cotune/backend/backend.hpp>
 #include <cotune/core/buffer.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/json_writer.hpp>
 #include <cotune/core/kernel_source.hpp>
 #include <cotune/core/version.hpp>
 #include <cotune/cuda/cuda_knobs.hpp>
@@ -44,6 +41,7 @@
 #include <cotune/cuda/isolation.hpp>
 #include <cotune/cuda/nvrtc_api.hpp>
 #include <cotune/detail/isolated_run.hpp>
+#include <cotune/gpu/rtc_backend.hpp>
 #include <cotune/knobs/knobs.hpp>
 
 namespace cotune::cuda {
@@ -103,19 +101,6 @@ struct loaded_module {
   const long long limit = std::strtoll(limit_at + 2, &end, 0);
   if (end == limit_at + 2) return std::nullopt;
   return std::pair<std::int64_t, std::int64_t>{required, limit};
-}
-
-[[nodiscard]] inline std::vector<std::string> split_options(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && text[i] == ' ') ++i;
-    std::size_t j = i;
-    while (j < text.size() && text[j] != ' ') ++j;
-    if (j > i) out.emplace_back(text.substr(i, j - i));
-    i = j;
-  }
-  return out;
 }
 
 } // namespace detail
@@ -206,7 +191,7 @@ public:
   /// kernel_source::options or COTUNE_NVRTC_OPTIONS) if it has one, else `d.arch()`.
   [[nodiscard]] std::string target_arch(const kernel_source& k, const device& d) const {
     if (auto a = detail::requested_arch(k.options)) return *a;
-    if (auto a = detail::requested_arch(detail::split_options(cuda_knobs().nvrtc_options.get()))) return *a;
+    if (auto a = detail::requested_arch(gpu::split_options(cuda_knobs().nvrtc_options.get()))) return *a;
     return d.arch();
   }
 
@@ -214,17 +199,10 @@ public:
   /// `compile` appends). Exposed for tests and `--debug`.
   [[nodiscard]] std::vector<std::string> options_for(const kernel_source& k, const config& c, const device& d) const {
     std::vector<std::string> out;
-    const auto extra = detail::split_options(cuda_knobs().nvrtc_options.get());
+    const auto extra = gpu::split_options(cuda_knobs().nvrtc_options.get());
     if (!detail::requested_arch(k.options) && !detail::requested_arch(extra)) out.push_back("-arch=" + d.arch());
-    for (const auto& [name, v] : c.params()) out.push_back(fmt::format("-D{}={}", name, v.macro_text()));
+    gpu::add_config_macros(out, c, d.warp_size, /*warp_size_macro=*/false);
     const auto& launch = c.launch();
-    out.push_back(fmt::format("-DCOTUNE_NUM_WARPS={}", launch.num_warps));
-    out.push_back(fmt::format("-DCOTUNE_NUM_STAGES={}", launch.num_stages));
-    out.push_back(fmt::format("-DCOTUNE_THREADS_PER_BLOCK={}", launch.threads(d.warp_size)));
-    const block_dims block = launch.block_shape(d.warp_size);
-    out.push_back(fmt::format("-DCOTUNE_BLOCK_X={}", block.x));
-    out.push_back(fmt::format("-DCOTUNE_BLOCK_Y={}", block.y));
-    out.push_back(fmt::format("-DCOTUNE_BLOCK_Z={}", block.z));
     if (launch.maxnreg) out.push_back(fmt::format("--maxrregcount={}", *launch.maxnreg));
     if (knobs().runtime.debug.get()) out.push_back("-lineinfo");
     for (const auto& o : k.options) out.push_back(o);
@@ -253,11 +231,9 @@ public:
   /// on by default) is killed midway; an in-process one only sees `stop` before it starts.
   [[nodiscard]] binary compile(const kernel_source& k, const config& c, const device& d,
                                std::stop_token stop = {}) const {
-    if (!is_identifier(k.name))
-      throw error(fmt::format("cuda backend: kernel name '{}' must be a C identifier", k.name));
-    if (k.entry.empty())
-      throw error(fmt::format("cuda backend: kernel '{}' has no entry (a kernel name or name expression)", k.name));
     const auto& nv = nvrtc();
+    const gpu::rtc_names names{"cuda backend", "NVRTC", nv.version_text()};
+    gpu::check_kernel(names, k);
     const std::string arch = target_arch(k, d);
 
     if (arch == d.arch() && !nv.supports(d.cc.major * 10 + d.cc.minor))
@@ -265,58 +241,31 @@ public:
                                       "a CUDA toolkit that supports this GPU (COTUNE_LIBNVRTC_PATH)",
                                       nv.version_text(), arch, device_name(d), supported_text(nv)),
                           "");
-    if (stop.stop_requested())
-      throw timeout_error(fmt::format("cuda backend: compiling kernel '{}' with config {{{}}} was cancelled", k.name,
-                                      c.text()));
+    if (stop.stop_requested()) throw gpu::compile_cancelled(names, k, c, arch);
     auto opts = options_for(k, c, d);
     if (!nv.toolkit_include_dir().empty()) opts.push_back("--include-path=" + nv.toolkit_include_dir().string());
     const std::int64_t timeout_ms = knobs().autotuning.compile_timeout_ms.get();
     const auto deadline = timeout_ms > 0 ? std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms)
                                          : std::chrono::steady_clock::time_point::max();
     auto out = nv.compile(k.code, k.name + ".cu", opts, k.entry, deadline, stop);
-    if (out.stopped == nvrtc_output::stop_cause::deadline)
-      throw timeout_error(fmt::format("cuda backend: compiling kernel '{}' with config {{{}}} took longer than "
-                                      "COTUNE_COMPILE_TIMEOUT_MS = {} ms and was stopped; raise the limit (0 = none) "
-                                      "if the kernel needs longer",
-                                      k.name, c.text(), timeout_ms));
-    if (out.stopped == nvrtc_output::stop_cause::stop_request)
-      throw timeout_error(fmt::format("cuda backend: compiling kernel '{}' with config {{{}}} was cancelled", k.name,
-                                      c.text()));
-    if (!out.ok && out.crashed)
-      throw compiler_crashed(fmt::format("cuda backend: NVRTC {} crashed while compiling kernel '{}' with config {{{}}} "
-                                         "for {} ({}): this is not an error in the kernel",
-                                         nv.version_text(), k.name, c.text(), arch, out.error),
-                             out.log);
+    gpu::throw_if_stopped_or_crashed(out, names, k, c, arch, timeout_ms);
     if (!out.ok) {
       if (auto overflow = detail::shared_overflow(out.log))
         throw out_of_resources("shared memory", overflow->first, overflow->second);
-      std::string shown;
-      for (const auto& o : opts) shown += (shown.empty() ? "" : " ") + o;
-      throw compile_error(fmt::format("cuda backend: kernel '{}' (entry '{}') with config {{{}}} does not compile "
-                                      "for {} with NVRTC {}: {}; options: {}\n{}",
-                                      k.name, k.entry, c.text(), arch, nv.version_text(), out.error, shown, out.log),
-                          out.log);
+      throw gpu::does_not_compile(out, names, k, c, arch, opts);
     }
     return binary{std::move(out.image), out.is_ptx, std::move(out.lowered_name), arch, std::move(out.log)};
   }
 
   /// The cubin as the binary cache stores it, its symbol, architecture and log as meta (JSON).
   [[nodiscard]] binary_image to_image(const binary& bin) const {
-    json_writer meta;
-    meta.begin_object().field("lowered_name", bin.lowered_name).field("arch", bin.arch).field("is_ptx", bin.is_ptx);
-    meta.field("log", bin.log).end_object();
-    return {bin.image, meta.str(), {}};
+    return {bin.image, gpu::rtc_meta{bin.lowered_name, bin.arch, bin.log, bin.is_ptx}.json(), {}};
   }
   [[nodiscard]] std::optional<binary> from_image(binary_image img) const {
-    simdjson::dom::parser parser;
-    simdjson::dom::object root;
-    if (img.bytes.empty() || parser.parse(img.meta).get(root) != simdjson::SUCCESS) return std::nullopt;
-    std::string_view lowered, arch, log;
-    bool is_ptx = false;
-    if (root["lowered_name"].get(lowered) != simdjson::SUCCESS || root["arch"].get(arch) != simdjson::SUCCESS ||
-        root["log"].get(log) != simdjson::SUCCESS || root["is_ptx"].get(is_ptx) != simdjson::SUCCESS)
-      return std::nullopt;
-    return binary{std::move(img.bytes), is_ptx, std::string(lowered), std::string(arch), std::string(log)};
+    auto meta = gpu::rtc_meta::from_json(img.meta);
+    if (img.bytes.empty() || !meta) return std::nullopt;
+    return binary{std::move(img.bytes), meta->is_ptx, std::move(meta->lowered_name), std::move(meta->arch),
+                  std::move(meta->log)};
   }
 
   /// Loads the binary into `d`'s primary context and checks its resources before any launch:
@@ -355,23 +304,15 @@ public:
     const int kernel_max_threads = attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "MAX_THREADS_PER_BLOCK");
 
     const int threads = c.launch().threads(d.warp_size);
-    if (threads <= 0)
-      throw launch_error(fmt::format("cuda backend: config {{{}}} asks for {} threads per block; use num_warps >= 1 "
-                                     "or threads_per_block >= 1",
-                                     c.text(), threads));
-    if (threads > d.max_threads_per_block) throw out_of_resources("threads per block", threads, d.max_threads_per_block);
-    const std::int64_t registers = std::int64_t{f.registers} * threads;
-    if (registers > d.max_registers_per_block) throw out_of_resources("registers", registers, d.max_registers_per_block);
-    // The kernel's own limit also counts register allocation granularity and __launch_bounds__.
-    if (threads > kernel_max_threads)
-      throw out_of_resources(fmt::format("threads per block (at {} registers per thread)", f.registers), threads,
-                             kernel_max_threads);
-    if (f.static_shared_bytes > d.max_shared_per_block_optin)
-      throw out_of_resources("shared memory", f.static_shared_bytes, d.max_shared_per_block_optin);
     f.block = c.launch().block_shape(d.warp_size);
     f.limits = d.limits();
     f.kernel_max_threads = kernel_max_threads;
-    check_block(f.block, f.limits, kernel_max_threads); // every dimension, named with its limit
+    // The kernel's own limit also counts register allocation granularity and __launch_bounds__.
+    gpu::check_loaded_kernel({"cuda backend", "NVRTC", {}}, c,
+                             {threads, f.registers, kernel_max_threads, f.static_shared_bytes},
+                             {d.max_threads_per_block, std::int64_t{d.max_registers_per_block},
+                              d.max_shared_per_block_optin, "shared memory"},
+                             f.block, f.limits);
     f.threads_per_block = static_cast<unsigned>(threads);
     f.max_dynamic_shared = d.max_shared_per_block_optin - f.static_shared_bytes;
     module->dynamic_shared_allowed.store(
@@ -421,13 +362,7 @@ public:
                   "a host container (std::vector, std::array, std::span) cannot be a CUDA kernel's argument: its "
                   "memory is on the host; copy it to a cuda::device_buffer, or wrap device memory you own with "
                   "cuda::device_view(ptr, count, device)");
-    std::tuple<std::decay_t<decltype(cotune::kernel_arg(args))>...> values(cotune::kernel_arg(args)...);
-    std::apply(
-        [&](auto&... v) {
-          void* params[] = {static_cast<void*>(&v)..., nullptr};
-          launch_raw_on(stream, f, grid, params);
-        },
-        values);
+    gpu::with_kernel_params([&](void** params) { launch_raw_on(stream, f, grid, params); }, args...);
   }
 
   /// Launches with a prepared parameter array (`params[i]` points at argument i).
@@ -555,10 +490,7 @@ private:
       check_grid(grid, f.limits);
       check_block(b, f.limits, f.kernel_max_threads);
     }
-    ctx.check(r, fmt::format("launching kernel '{}' with config {{{}}} (grid {}x{}x{}, block {}x{}x{}, {} bytes of "
-                             "dynamic shared memory)",
-                             f.module->kernel_name, f.module->config_text, grid.x, grid.y, grid.z, b.x, b.y, b.z,
-                             grid.shared_bytes));
+    ctx.check(r, gpu::launch_text(f.module->kernel_name, f.module->config_text, grid, b));
     throw launch_error(fmt::format("launching kernel '{}' failed", f.module->kernel_name)); // check always throws
   }
 

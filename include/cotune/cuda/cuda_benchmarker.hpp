@@ -67,30 +67,11 @@ private:
 
 } // namespace detail
 
-/// How a cuda_benchmarker measures (defaults from the knobs where unset).
-struct cuda_bench_options {
-  /// Time every kernel in graph batches, whatever its length; unset = the `cuda.graph` knob.
-  std::optional<bool> graph{};
-  /// L2 flush size as a multiple of the device's L2; unset = the `cuda.flush_factor` knob.
-  std::optional<double> flush_factor{};
-  /// Kernels whose first estimate is under this (us) are timed in batches; 0 = never; unset = the
-  /// `bench.batch_below_us` knob.
-  std::optional<double> batch_below_us{};
-  /// At most this many timed samples (event pairs). Triton has no cap; with the default flush (one
-  /// 60 MB L2 on an H200) each run costs at least ~20 us, so a 100 ms budget asks at most ~5000 and
-  /// the cap binds only with the flush off, where 10^4 samples already pin a microsecond kernel's
-  /// quantiles.
-  std::size_t max_repeats = 10000;
-  /// At most this many launches captured in one batch graph. Measured on an H200 (the probe in
-  /// tests/cuda/test_cuda_benchmarker.cpp): an empty kernel timed 0.835 us per launch in graphs of
-  /// 1000 and of 10000 launches alike, while bench() took 14.5 ms against 186 ms.
-  std::size_t max_graph_launches = 1000;
-  /// A batch lasts about this long (gpu::timing_settings::batch_target_ms says why 1 ms).
-  double batch_target_ms = 1.0;
-};
+/// How a cuda_benchmarker measures (defaults from the `cuda.*` and `bench.*` knobs where unset).
+using cuda_bench_options = gpu::event_bench_options;
 
 /// Times callables on one CUDA device.
-class cuda_benchmarker {
+class cuda_benchmarker : public gpu::event_benchmarker<cuda_benchmarker> {
 public:
   using options = cuda_bench_options;
 
@@ -108,40 +89,17 @@ public:
   [[nodiscard]] int ordinal() const noexcept { return context_->ordinal(); }
   /// The L2 flush size, in bytes, that the next benchmark will use.
   [[nodiscard]] std::size_t flush_bytes() const {
-    const double factor = options_.flush_factor.has_value() ? *options_.flush_factor : cuda_knobs().flush_factor.get();
-    // Rounded up to whole 32-bit words: the flush is a cuMemsetD32Async.
-    return (static_cast<std::size_t>(static_cast<double>(l2_bytes_) * factor) + 3) / 4 * 4;
-  }
-
-  /// do_bench: the summary of `measure`.
-  [[nodiscard]] std::vector<double> bench(const std::function<void()>& fn, const bench_options& opts) {
-    return measure(fn, opts).times;
-  }
-
-  /// `fn` once (its errors surface here, and a first run longer than COTUNE_BENCH_TIMEOUT_MS is a
-  /// timeout_error), an estimate, warm-up, then samples per launch (flushed) or per graph batch, until
-  /// the stopping rule says. The result names the method, the noise and why sampling stopped.
-  [[nodiscard]] measurement measure(const std::function<void()>& fn, const bench_options& opts) {
-    check_quantiles(opts.quantiles);
-    const auto started = std::chrono::steady_clock::now();
-    const device_context& ctx = *context_;
-    ctx.make_current();
-    const auto timeout = std::chrono::milliseconds(knobs().bench.timeout_ms.get());
-    std::optional<std::chrono::steady_clock::time_point> deadline;
-    if (timeout.count() > 0) deadline = started + timeout;
-    fn();
-    ctx.make_current();
-    ctx.synchronize("the first run of the benchmarked kernel", deadline);
-    ctx.check(ctx.api().ctx_synchronize(), "synchronizing after the first run");
-    ensure_flush_buffer();
-    timer t{*this};
-    measurement m = gpu::timed_measurement(t, fn, opts, settings());
-    warmth_.touch();
-    m.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-    return m;
+    return options_.flush_bytes(l2_bytes_, cuda_knobs().flush_factor.get());
   }
 
 private:
+  friend class gpu::event_benchmarker<cuda_benchmarker>;
+
+  /// Waits for the whole context too (the first run may have queued work elsewhere in it).
+  void after_first_run() const {
+    context_->check(context_->api().ctx_synchronize(), "synchronizing after the first run");
+  }
+
   /// The GPU layer's Timer over CUDA events and graphs.
   struct timer {
     cuda_benchmarker& b;
@@ -216,7 +174,6 @@ private:
   std::unique_ptr<detail::event_pool> events_;
   device_buffer<std::uint32_t> flush_;
   std::uint32_t flush_round_ = 0;
-  gpu::device_warmth warmth_;
 };
 
 static_assert(ReportsMeasurement<cuda_benchmarker>);

@@ -32,6 +32,7 @@
 
 #include <cotune/core/errors.hpp>
 #include <cotune/cuda/cuda_knobs.hpp>
+#include <cotune/gpu/library_loader.hpp>
 #include <cotune/gpu/rtc_output.hpp>
 #include <cotune/gpu/rtc_workers.hpp>
 
@@ -74,31 +75,27 @@ public:
   /// Opens the first of `paths` that loads and resolves every function; sets `why` otherwise.
   [[nodiscard]] static std::unique_ptr<nvrtc_library> open(const std::vector<std::string>& paths, std::string& why) {
     std::string tried;
-    for (const auto& path : paths) {
-      void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (!handle) {
-        const char* e = ::dlerror();
-        tried += fmt::format("\n  {}: {}", path, e ? e : "unknown error");
-        continue;
-      }
-      std::unique_ptr<nvrtc_library> lib(new nvrtc_library(handle, path));
-      std::string missing;
+    auto lib = gpu::open_first<nvrtc_library>(
+        paths, tried,
+        [](void* handle, const std::string& path) { return std::unique_ptr<nvrtc_library>(new nvrtc_library(handle, path)); },
+        [](nvrtc_library& lib, void* handle) {
+          std::string missing;
 #define COTUNE_NVRTC_RESOLVE(member, name)                                                                  \
-  lib->api_.member = reinterpret_cast<decltype(&::name)>(::dlsym(handle, #name));                           \
-  if (!lib->api_.member) missing += std::string(missing.empty() ? "" : ", ") + #name;
-      COTUNE_NVRTC_FUNCTIONS(COTUNE_NVRTC_RESOLVE)
+  lib.api_.member = reinterpret_cast<decltype(&::name)>(::dlsym(handle, #name));                            \
+  if (!lib.api_.member) gpu::add_missing(missing, #name);
+          COTUNE_NVRTC_FUNCTIONS(COTUNE_NVRTC_RESOLVE)
 #undef COTUNE_NVRTC_RESOLVE
-      if (!missing.empty()) {
-        tried += fmt::format("\n  {}: lacks {} (an NVRTC older than CUDA 11.1?)", path, missing);
-        continue;
-      }
+          return missing;
+        },
+        "(an NVRTC older than CUDA 11.1?)");
+    if (lib) {
       lib->api_.version(&lib->major_, &lib->minor_);
       int n = 0;
       if (lib->api_.get_num_supported_archs(&n) == NVRTC_SUCCESS && n > 0) {
         lib->archs_.resize(static_cast<std::size_t>(n));
         if (lib->api_.get_supported_archs(lib->archs_.data()) != NVRTC_SUCCESS) lib->archs_.clear();
       }
-      lib->include_dir_ = find_toolkit_include_dir(handle);
+      lib->include_dir_ = find_toolkit_include_dir(lib->handle_);
       return lib;
     }
     why = fmt::format("cannot load NVRTC (needed to compile CUDA kernels); tried:{}\ninstall the CUDA toolkit's "

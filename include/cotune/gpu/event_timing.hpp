@@ -36,6 +36,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <vector>
@@ -46,6 +47,7 @@
 #include <cotune/bench/measurement.hpp>
 #include <cotune/bench/stopping_rule.hpp>
 #include <cotune/bench/summary.hpp>
+#include <cotune/knobs/knobs.hpp>
 
 namespace cotune::gpu {
 
@@ -85,8 +87,46 @@ private:
   std::optional<std::chrono::steady_clock::time_point> last_;
 };
 
-/// A GPU benchmarker's timing settings from its options (cuda_bench_options, hip_bench_options: the
-/// same fields), its runtime's `graph` knob, the bench knobs and its device's warmth.
+/// How a GPU benchmarker measures (defaults from the knobs where unset): `cuda_bench_options` and
+/// `hip_bench_options` are this type.
+struct event_bench_options {
+  /// Time every kernel in graph batches, whatever its length; unset = the runtime's `graph` knob.
+  std::optional<bool> graph{};
+  /// L2 flush size as a multiple of the device's L2; unset = the runtime's `flush_factor` knob.
+  std::optional<double> flush_factor{};
+  /// Kernels whose first estimate is under this (us) are timed in batches; 0 = never; unset = the
+  /// `bench.batch_below_us` knob.
+  std::optional<double> batch_below_us{};
+  /// At most this many timed samples (event pairs). Triton has no cap; with the default flush (one
+  /// 60 MB L2 on an H200) each run costs at least ~20 us, so a 100 ms budget asks at most ~5000 and
+  /// the cap binds only with the flush off, where 10^4 samples already pin a microsecond kernel's
+  /// quantiles.
+  std::size_t max_repeats = 10000;
+  /// At most this many launches captured in one batch graph. Measured on an H200 (the probe in
+  /// tests/cuda/test_cuda_benchmarker.cpp): an empty kernel timed 0.835 us per launch in graphs of
+  /// 1000 and of 10000 launches alike, while bench() took 14.5 ms against 186 ms.
+  std::size_t max_graph_launches = 1000;
+  /// A batch lasts about this long (timing_settings::batch_target_ms says why 1 ms).
+  double batch_target_ms = 1.0;
+
+  /// The L2 flush size in bytes for a device with `l2_bytes` of L2, rounded up to whole 32-bit words
+  /// (the flush is a 32-bit memset).
+  [[nodiscard]] std::size_t flush_bytes(std::int64_t l2_bytes, double flush_factor_knob) const {
+    const double factor = flush_factor.value_or(flush_factor_knob);
+    return (static_cast<std::size_t>(static_cast<double>(l2_bytes) * factor) + 3) / 4 * 4;
+  }
+};
+
+/// When a first run started at `started` must have finished: `timeout_ms` later (the
+/// `bench.timeout_ms` knob); never when it is 0.
+[[nodiscard]] inline std::optional<std::chrono::steady_clock::time_point>
+first_run_deadline(std::chrono::steady_clock::time_point started, std::int64_t timeout_ms) {
+  if (timeout_ms <= 0) return std::nullopt;
+  return started + std::chrono::milliseconds(timeout_ms);
+}
+
+/// A GPU benchmarker's timing settings from its options, its runtime's `graph` knob, the bench knobs
+/// and its device's warmth.
 template <class Options>
 [[nodiscard]] timing_settings settings_from(const Options& o, bool graph_knob, const device_warmth& warmth,
                                             double batch_below_us_knob, double warm_warmup_ms_knob,
@@ -231,5 +271,42 @@ template <class Timer>
   m.times = summarize(std::move(samples), opts);
   return m;
 }
+
+/// A GPU benchmarker's `bench` and `measure`, written once for every runtime. `Derived` (a friend)
+/// supplies `context_` (with make_current() and synchronize(what, deadline)), `after_first_run()`,
+/// `ensure_flush_buffer()`, `settings()` and a `timer` (the Timer above) constructed from `Derived&`.
+template <class Derived>
+class event_benchmarker {
+public:
+  /// do_bench: the summary of `measure`.
+  [[nodiscard]] std::vector<double> bench(const std::function<void()>& fn, const bench_options& opts) {
+    return measure(fn, opts).times;
+  }
+
+  /// `fn` once (its errors surface here, and a first run longer than COTUNE_BENCH_TIMEOUT_MS is a
+  /// timeout_error), an estimate, warm-up, then samples per launch (flushed) or per graph batch, until
+  /// the stopping rule says. The result names the method, the noise and why sampling stopped.
+  [[nodiscard]] measurement measure(const std::function<void()>& fn, const bench_options& opts) {
+    auto& self = static_cast<Derived&>(*this);
+    check_quantiles(opts.quantiles);
+    const auto started = std::chrono::steady_clock::now();
+    const auto& ctx = *self.context_;
+    ctx.make_current();
+    const auto deadline = first_run_deadline(started, knobs().bench.timeout_ms.get());
+    fn();
+    ctx.make_current();
+    ctx.synchronize("the first run of the benchmarked kernel", deadline);
+    self.after_first_run();
+    self.ensure_flush_buffer();
+    typename Derived::timer t{self};
+    measurement m = timed_measurement(t, fn, opts, self.settings());
+    warmth_.touch();
+    m.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    return m;
+  }
+
+protected:
+  device_warmth warmth_; ///< when this benchmarker's device last finished a measurement
+};
 
 } // namespace cotune::gpu

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include <cotune/core/errors.hpp>
+#include <cotune/gpu/library_loader.hpp>
 #include <cotune/hip/hip_knobs.hpp>
 
 namespace cotune::hip {
@@ -203,26 +204,22 @@ public:
   /// Opens the first of `paths` that loads and resolves every function; sets `why` otherwise.
   [[nodiscard]] static std::unique_ptr<runtime_library> open(const std::vector<std::string>& paths, std::string& why) {
     std::string tried;
-    for (const auto& path : paths) {
-      void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (!handle) {
-        const char* e = ::dlerror();
-        tried += fmt::format("\n  {}: {}", path, e ? e : "unknown error");
-        continue;
-      }
-      std::unique_ptr<runtime_library> lib(new runtime_library(handle, path));
-      std::string missing;
+    auto lib = gpu::open_first<runtime_library>(
+        paths, tried,
+        [](void* handle, const std::string& path) { return std::unique_ptr<runtime_library>(new runtime_library(handle, path)); },
+        [](runtime_library& lib, void* handle) {
+          std::string missing;
 #define COTUNE_HIP_RESOLVE(member, name, type)                                                              \
   for (const char* symbol : runtime_symbols(#name))                                                         \
-    if (!lib->api_.member) lib->api_.member = reinterpret_cast<std::add_pointer_t<type>>(::dlsym(handle, symbol));             \
-  if (!lib->api_.member) missing += std::string(missing.empty() ? "" : ", ") + #name;
-      COTUNE_HIP_RUNTIME_FUNCTIONS(COTUNE_HIP_RESOLVE)
-      COTUNE_HIP_OVERLOADED_FUNCTIONS(COTUNE_HIP_RESOLVE)
+    if (!lib.api_.member) lib.api_.member = reinterpret_cast<std::add_pointer_t<type>>(::dlsym(handle, symbol)); \
+  if (!lib.api_.member) gpu::add_missing(missing, #name);
+          COTUNE_HIP_RUNTIME_FUNCTIONS(COTUNE_HIP_RESOLVE)
+          COTUNE_HIP_OVERLOADED_FUNCTIONS(COTUNE_HIP_RESOLVE)
 #undef COTUNE_HIP_RESOLVE
-      if (!missing.empty()) {
-        tried += fmt::format("\n  {}: lacks {} (a HIP runtime older than 5.2?)", path, missing);
-        continue;
-      }
+          return missing;
+        },
+        "(a HIP runtime older than 5.2?)");
+    if (lib) {
       lib->api_.runtime_get_version(&lib->version_);
       if (hip_error r = lib->api_.init(0); r != hip_success) {
         lib->init_error_ = fmt::format("hipInit failed: {}", lib->error_text(r));

@@ -16,21 +16,19 @@
 #include <stop_token>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
-#include <simdjson.h>
 
 #include <cotune/backend/backend.hpp>
 #include <cotune/backend/module_view.hpp>
 #include <cotune/core/buffer.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/core/json_writer.hpp>
 #include <cotune/core/kernel_source.hpp>
+#include <cotune/gpu/rtc_backend.hpp>
 #include <cotune/hip/device.hpp>
 #include <cotune/hip/hip_api.hpp>
 #include <cotune/hip/hip_knobs.hpp>
@@ -63,19 +61,6 @@ struct loaded_module {
   for (const auto& o : options)
     if (std::string_view(o).starts_with(flag)) return o.substr(flag.size());
   return std::nullopt;
-}
-
-[[nodiscard]] inline std::vector<std::string> split_options(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && text[i] == ' ') ++i;
-    std::size_t j = i;
-    while (j < text.size() && text[j] != ' ') ++j;
-    if (j > i) out.emplace_back(text.substr(i, j - i));
-    i = j;
-  }
-  return out;
 }
 
 } // namespace detail
@@ -138,25 +123,16 @@ public:
   /// kernel_source::options or COTUNE_HIPRTC_OPTIONS) if it has one, else the device's gcnArchName.
   [[nodiscard]] std::string target_arch(const kernel_source& k, const device& d) const {
     if (auto a = detail::requested_arch(k.options)) return *a;
-    if (auto a = detail::requested_arch(detail::split_options(hip_knobs().hiprtc_options.get()))) return *a;
+    if (auto a = detail::requested_arch(gpu::split_options(hip_knobs().hiprtc_options.get()))) return *a;
     return d.arch();
   }
 
   /// The hiprtc options for `k` under `c` on `d`.
   [[nodiscard]] std::vector<std::string> options_for(const kernel_source& k, const config& c, const device& d) const {
     std::vector<std::string> out;
-    const auto extra = detail::split_options(hip_knobs().hiprtc_options.get());
+    const auto extra = gpu::split_options(hip_knobs().hiprtc_options.get());
     if (!detail::requested_arch(k.options) && !detail::requested_arch(extra)) out.push_back("--offload-arch=" + d.arch());
-    for (const auto& [name, v] : c.params()) out.push_back(fmt::format("-D{}={}", name, v.macro_text()));
-    const auto& launch = c.launch();
-    out.push_back(fmt::format("-DCOTUNE_NUM_WARPS={}", launch.num_warps));
-    out.push_back(fmt::format("-DCOTUNE_NUM_STAGES={}", launch.num_stages));
-    out.push_back(fmt::format("-DCOTUNE_WARP_SIZE={}", d.warp_size));
-    out.push_back(fmt::format("-DCOTUNE_THREADS_PER_BLOCK={}", launch.threads(d.warp_size)));
-    const block_dims block = launch.block_shape(d.warp_size);
-    out.push_back(fmt::format("-DCOTUNE_BLOCK_X={}", block.x));
-    out.push_back(fmt::format("-DCOTUNE_BLOCK_Y={}", block.y));
-    out.push_back(fmt::format("-DCOTUNE_BLOCK_Z={}", block.z));
+    gpu::add_config_macros(out, c, d.warp_size, /*warp_size_macro=*/true);
     if (knobs().runtime.debug.get()) out.push_back("-g");
     for (const auto& o : k.options) out.push_back(o);
     for (const auto& dir : k.include_dirs) out.push_back("-I" + dir);
@@ -177,59 +153,29 @@ public:
   /// the config and the architecture), timeout_error (past COTUNE_COMPILE_TIMEOUT_MS, or `stop`),
   /// compiler_crashed, or cotune::error (hiprtc missing).
   [[nodiscard]] binary compile(const kernel_source& k, const config& c, const device& d, std::stop_token stop = {}) const {
-    if (!is_identifier(k.name))
-      throw error(fmt::format("hip backend: kernel name '{}' must be a C identifier", k.name));
-    if (k.entry.empty())
-      throw error(fmt::format("hip backend: kernel '{}' has no entry (a kernel name or name expression)", k.name));
     const auto& rtc = hiprtc();
+    const gpu::rtc_names names{"hip backend", "hiprtc", rtc.version_text()};
+    gpu::check_kernel(names, k);
     const std::string arch = target_arch(k, d);
-    if (stop.stop_requested())
-      throw timeout_error(fmt::format("hip backend: compiling kernel '{}' with config {{{}}} for {} was cancelled",
-                                      k.name, c.text(), arch));
+    if (stop.stop_requested()) throw gpu::compile_cancelled(names, k, c, arch);
     const auto opts = options_for(k, c, d);
     const std::int64_t timeout_ms = knobs().autotuning.compile_timeout_ms.get();
     const auto deadline = timeout_ms > 0 ? std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms)
                                          : std::chrono::steady_clock::time_point::max();
     auto out = rtc.compile(k.code, k.name + ".hip", opts, k.entry, deadline, stop);
-    if (out.stopped == gpu::rtc_output::stop_cause::deadline)
-      throw timeout_error(fmt::format("hip backend: compiling kernel '{}' with config {{{}}} for {} took longer than "
-                                      "COTUNE_COMPILE_TIMEOUT_MS = {} ms and was stopped; raise the limit (0 = none) "
-                                      "if the kernel needs longer",
-                                      k.name, c.text(), arch, timeout_ms));
-    if (out.stopped == gpu::rtc_output::stop_cause::stop_request)
-      throw timeout_error(fmt::format("hip backend: compiling kernel '{}' with config {{{}}} for {} was cancelled",
-                                      k.name, c.text(), arch));
-    if (!out.ok && out.crashed)
-      throw compiler_crashed(fmt::format("hip backend: hiprtc {} crashed while compiling kernel '{}' with config {{{}}} "
-                                         "for {} ({}): this is not an error in the kernel",
-                                         rtc.version_text(), k.name, c.text(), arch, out.error),
-                             out.log);
-    if (!out.ok) {
-      std::string shown;
-      for (const auto& o : opts) shown += (shown.empty() ? "" : " ") + o;
-      throw compile_error(fmt::format("hip backend: kernel '{}' (entry '{}') with config {{{}}} does not compile for "
-                                      "{} with hiprtc {}: {}; options: {}\n{}",
-                                      k.name, k.entry, c.text(), arch, rtc.version_text(), out.error, shown, out.log),
-                          out.log);
-    }
+    gpu::throw_if_stopped_or_crashed(out, names, k, c, arch, timeout_ms);
+    if (!out.ok) throw gpu::does_not_compile(out, names, k, c, arch, opts);
     return binary{std::move(out.image), std::move(out.lowered_name), arch, std::move(out.log)};
   }
 
   /// The code object as the binary cache stores it; its symbol, architecture and log as meta (JSON).
   [[nodiscard]] binary_image to_image(const binary& bin) const {
-    json_writer meta;
-    meta.begin_object().field("lowered_name", bin.lowered_name).field("arch", bin.arch).field("log", bin.log).end_object();
-    return {bin.image, meta.str(), {}};
+    return {bin.image, gpu::rtc_meta{bin.lowered_name, bin.arch, bin.log}.json(), {}};
   }
   [[nodiscard]] std::optional<binary> from_image(binary_image img) const {
-    simdjson::dom::parser parser;
-    simdjson::dom::object root;
-    if (img.bytes.empty() || parser.parse(img.meta).get(root) != simdjson::SUCCESS) return std::nullopt;
-    std::string_view lowered, arch, log;
-    if (root["lowered_name"].get(lowered) != simdjson::SUCCESS || root["arch"].get(arch) != simdjson::SUCCESS ||
-        root["log"].get(log) != simdjson::SUCCESS)
-      return std::nullopt;
-    return binary{std::move(img.bytes), std::string(lowered), std::string(arch), std::string(log)};
+    auto meta = gpu::rtc_meta::from_json(img.meta);
+    if (img.bytes.empty() || !meta || meta->is_ptx) return std::nullopt;
+    return binary{std::move(img.bytes), std::move(meta->lowered_name), std::move(meta->arch), std::move(meta->log)};
   }
 
   /// Loads the code object on `d` and checks its resources before any launch (threads per block,
@@ -264,20 +210,13 @@ public:
     f.local_bytes = attribute(hip_func_attribute_local_size_bytes, "LOCAL_SIZE_BYTES");
     const int kernel_max_threads = attribute(hip_func_attribute_max_threads_per_block, "MAX_THREADS_PER_BLOCK");
     const int threads = c.launch().threads(d.warp_size);
-    if (threads <= 0)
-      throw launch_error(fmt::format("hip backend: config {{{}}} asks for {} threads per block; use num_warps >= 1 "
-                                     "or threads_per_block >= 1",
-                                     c.text(), threads));
-    if (threads > d.max_threads_per_block) throw out_of_resources("threads per block", threads, d.max_threads_per_block);
-    if (kernel_max_threads > 0 && threads > kernel_max_threads)
-      throw out_of_resources(fmt::format("threads per block (at {} registers per thread)", f.registers), threads,
-                             kernel_max_threads);
-    if (f.static_shared_bytes > d.max_shared_per_block)
-      throw out_of_resources("shared memory (LDS)", f.static_shared_bytes, d.max_shared_per_block);
     f.block = c.launch().block_shape(d.warp_size);
     f.limits = d.limits();
     f.kernel_max_threads = kernel_max_threads;
-    check_block(f.block, f.limits, kernel_max_threads); // every dimension, named with its limit
+    gpu::check_loaded_kernel({"hip backend", "hiprtc", {}}, c,
+                             {threads, f.registers, kernel_max_threads, f.static_shared_bytes},
+                             {d.max_threads_per_block, std::nullopt, d.max_shared_per_block, "shared memory (LDS)"},
+                             f.block, f.limits);
     f.threads_per_block = static_cast<unsigned>(threads);
     f.max_dynamic_shared = d.max_shared_per_block - f.static_shared_bytes;
     return f;
@@ -328,13 +267,7 @@ public:
     static_assert((!HostRange<std::remove_cvref_t<Args>> && ...),
                   "a host container (std::vector, std::array, std::span) cannot be a HIP kernel's argument: its "
                   "memory is on the host; copy it to device memory and pass a device span");
-    std::tuple<std::decay_t<decltype(cotune::kernel_arg(args))>...> values(cotune::kernel_arg(args)...);
-    std::apply(
-        [&](auto&... v) {
-          void* params[] = {static_cast<void*>(&v)..., nullptr};
-          launch_raw_on(stream, f, grid, params);
-        },
-        values);
+    gpu::with_kernel_params([&](void** params) { launch_raw_on(stream, f, grid, params); }, args...);
   }
 
   void launch_raw(const function& f, const launch_grid& grid, void** params) const {
@@ -355,10 +288,7 @@ public:
     if (r != hip_success) [[unlikely]] {
       check_grid(grid, f.limits); // names the dimension and the limit (the runtime says only "invalid value")
       check_block(b, f.limits, f.kernel_max_threads);
-      ctx.check(r, fmt::format("launching kernel '{}' with config {{{}}} (grid {}x{}x{}, block {}x{}x{}, {} bytes "
-                               "of dynamic shared memory)",
-                               f.module->kernel_name, f.module->config_text, grid.x, grid.y, grid.z, b.x, b.y, b.z,
-                               grid.shared_bytes));
+      ctx.check(r, gpu::launch_text(f.module->kernel_name, f.module->config_text, grid, b));
     }
   }
 

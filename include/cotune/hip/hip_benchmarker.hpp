@@ -26,18 +26,11 @@
 
 namespace cotune::hip {
 
-/// How a hip_benchmarker measures (defaults from the knobs where unset); as cuda_bench_options.
-struct hip_bench_options {
-  std::optional<bool> graph{};
-  std::optional<double> flush_factor{};
-  std::optional<double> batch_below_us{};
-  std::size_t max_repeats = 10000;
-  std::size_t max_graph_launches = 1000;
-  double batch_target_ms = 1.0;
-};
+/// How a hip_benchmarker measures (defaults from the `hip.*` and `bench.*` knobs where unset).
+using hip_bench_options = gpu::event_bench_options;
 
 /// Times callables on one HIP device.
-class hip_benchmarker {
+class hip_benchmarker : public gpu::event_benchmarker<hip_benchmarker> {
 public:
   using options = hip_bench_options;
 
@@ -45,9 +38,9 @@ public:
       : context_(&runtime().context(d.ordinal)), l2_bytes_(d.l2_bytes), options_(o) {}
   hip_benchmarker(const hip_backend&, const device& d, options o = {}) : hip_benchmarker(d, o) {}
   hip_benchmarker(hip_benchmarker&& o) noexcept
-      : context_(o.context_), l2_bytes_(o.l2_bytes_), options_(o.options_), events_(std::move(o.events_)),
-        flush_(std::exchange(o.flush_, nullptr)), flush_words_(o.flush_words_), flush_round_(o.flush_round_),
-        warmth_(o.warmth_) {
+      : gpu::event_benchmarker<hip_benchmarker>(std::move(o)), context_(o.context_), l2_bytes_(o.l2_bytes_),
+        options_(o.options_), events_(std::move(o.events_)), flush_(std::exchange(o.flush_, nullptr)),
+        flush_words_(o.flush_words_), flush_round_(o.flush_round_) {
     o.events_.clear();
   }
   hip_benchmarker& operator=(hip_benchmarker&&) = delete;
@@ -62,41 +55,18 @@ public:
   [[nodiscard]] hip_stream stream() const noexcept { return context_->stream(); }
   /// The L2 flush size, in bytes, that the next benchmark will use.
   [[nodiscard]] std::size_t flush_bytes() const {
-    const double factor = options_.flush_factor.value_or(hip_knobs().flush_factor.get());
-    return (static_cast<std::size_t>(static_cast<double>(l2_bytes_) * factor) + 3) / 4 * 4;
-  }
-
-  /// do_bench: the summary of `measure`.
-  [[nodiscard]] std::vector<double> bench(const std::function<void()>& fn, const bench_options& opts) {
-    return measure(fn, opts).times;
-  }
-
-  /// `fn` once (errors surface here; a first run past COTUNE_BENCH_TIMEOUT_MS is a timeout_error),
-  /// then per-launch hipEvent pairs with a flush before each, or graph batches for short kernels,
-  /// until the stopping rule says.
-  [[nodiscard]] measurement measure(const std::function<void()>& fn, const bench_options& opts) {
-    check_quantiles(opts.quantiles);
-    const auto started = std::chrono::steady_clock::now();
-    const device_context& ctx = *context_;
-    ctx.make_current();
-    const auto timeout = std::chrono::milliseconds(knobs().bench.timeout_ms.get());
-    std::optional<std::chrono::steady_clock::time_point> deadline;
-    if (timeout.count() > 0) deadline = started + timeout;
-    fn();
-    ctx.make_current();
-    ctx.synchronize("the first run of the benchmarked kernel", deadline);
-    ensure_flush_buffer();
-    timer t{*this};
-    measurement m = gpu::timed_measurement(
-        t, fn, opts,
-        gpu::settings_from(options_, hip_knobs().graph.get(), warmth_, knobs().bench.batch_below_us.get(),
-                           knobs().bench.warm_warmup_ms.get(), gpu::warm_within_ms));
-    warmth_.touch();
-    m.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-    return m;
+    return options_.flush_bytes(l2_bytes_, hip_knobs().flush_factor.get());
   }
 
 private:
+  friend class gpu::event_benchmarker<hip_benchmarker>;
+
+  void after_first_run() const {}
+  [[nodiscard]] gpu::timing_settings settings() const {
+    return gpu::settings_from(options_, hip_knobs().graph.get(), warmth_, knobs().bench.batch_below_us.get(),
+                              knobs().bench.warm_warmup_ms.get(), gpu::warm_within_ms);
+  }
+
   /// The GPU layer's Timer over hipEvents and hipGraphs.
   struct timer {
     hip_benchmarker& b;
@@ -174,7 +144,6 @@ private:
   void* flush_ = nullptr;
   std::size_t flush_words_ = 0;
   std::uint32_t flush_round_ = 0;
-  gpu::device_warmth warmth_;
 };
 
 static_assert(ReportsMeasurement<hip_benchmarker>);

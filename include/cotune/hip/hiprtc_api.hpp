@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include <cotune/core/errors.hpp>
+#include <cotune/gpu/library_loader.hpp>
 #include <cotune/gpu/rtc_output.hpp>
 #include <cotune/gpu/rtc_workers.hpp>
 #include <cotune/hip/hip_knobs.hpp>
@@ -62,24 +63,19 @@ public:
   /// Opens the first of `paths` that loads and resolves every function; sets `why` otherwise.
   [[nodiscard]] static std::unique_ptr<hiprtc_library> open(const std::vector<std::string>& paths, std::string& why) {
     std::string tried;
-    for (const auto& path : paths) {
-      void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (!handle) {
-        const char* e = ::dlerror();
-        tried += fmt::format("\n  {}: {}", path, e ? e : "unknown error");
-        continue;
-      }
-      std::unique_ptr<hiprtc_library> lib(new hiprtc_library(handle, path));
-      std::string missing;
+    auto lib = gpu::open_first<hiprtc_library>(
+        paths, tried,
+        [](void* handle, const std::string& path) { return std::unique_ptr<hiprtc_library>(new hiprtc_library(handle, path)); },
+        [](hiprtc_library& lib, void* handle) {
+          std::string missing;
 #define COTUNE_HIPRTC_RESOLVE(member, name, type)                                                           \
-  lib->api_.member = reinterpret_cast<std::add_pointer_t<type>>(::dlsym(handle, #name));                                       \
-  if (!lib->api_.member) missing += std::string(missing.empty() ? "" : ", ") + #name;
-      COTUNE_HIPRTC_FUNCTIONS(COTUNE_HIPRTC_RESOLVE)
+  lib.api_.member = reinterpret_cast<std::add_pointer_t<type>>(::dlsym(handle, #name));                     \
+  if (!lib.api_.member) gpu::add_missing(missing, #name);
+          COTUNE_HIPRTC_FUNCTIONS(COTUNE_HIPRTC_RESOLVE)
 #undef COTUNE_HIPRTC_RESOLVE
-      if (!missing.empty()) {
-        tried += fmt::format("\n  {}: lacks {}", path, missing);
-        continue;
-      }
+          return missing;
+        });
+    if (lib) {
       lib->api_.version(&lib->major_, &lib->minor_);
       return lib;
     }
