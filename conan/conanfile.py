@@ -103,8 +103,11 @@ class CotuneConan(ConanFile):
 
     def package(self):
         copy(self, "LICENSE*", src=self.source_folder, dst=os.path.join(self.package_folder, "licenses"))
-        copy(self, "*.hpp", src=os.path.join(self.source_folder, "include"),
-             dst=os.path.join(self.package_folder, "include"))
+        # The headers and the bodies of their non-template functions (`.ipp`, which the headers include
+        # unless COTUNE_SEPARATE_COMPILATION): a header-only package needs both.
+        for pattern in ("*.hpp", "*.ipp"):
+            copy(self, pattern, src=os.path.join(self.source_folder, "include"),
+                 dst=os.path.join(self.package_folder, "include"))
 
     def _cuda_include_dir(self):
         root = (self.conf.get("user.cotune:cuda_root") or os.environ.get("CUDA_PATH")

@@ -34,6 +34,9 @@ vcpkg_cmake_configure(
     -DCOTUNE_BUILD_BENCHMARKS=OFF
     -DCOTUNE_BUILD_TOOLS=OFF
     -DCOTUNE_VERIFY_HEADERS=OFF
+    # A header-only port: the separately compiled library (COTUNE_SEPARATE_COMPILATION) is left to
+    # projects that build cotune themselves.
+    -DCOTUNE_BUILD_SEPARATE=OFF
   MAYBE_UNUSED_VARIABLES
     COTUNE_BUILD_TOOLS
     COTUNE_CUDA_INCLUDE_DIR
