@@ -8,7 +8,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -305,6 +307,29 @@ TEST_CASE("destroying an engine finishes the work already given to it and joins 
   CHECK(coordinated == 20);
   CHECK(coroutines == 8);
   CHECK(coroutine_hopped);
+  CHECK(back_to(threads_before));
+}
+
+TEST_CASE("work on a device may ask for another device's thread while the engine is destroyed", "[tune][engine]") {
+  // Before: ~engine joined the device threads holding the lock that device_executor takes, so this
+  // task (asking for device "b" from device "a" during the join) deadlocked the destructor.
+  const std::size_t threads_before = process_threads();
+  std::atomic<bool> started{false}, reached_b{false};
+  auto destroyed = std::async(std::launch::async, [&] {
+    engine e(1);
+    boost::asio::post(e.device_executor("a"), [&] {
+      started = true;
+      std::this_thread::sleep_for(50ms); // the destructor is joining "a" by now
+      boost::asio::post(e.device_executor("b"), [&] { reached_b = true; });
+    });
+    while (!started) std::this_thread::sleep_for(1ms);
+  });
+  if (destroyed.wait_for(30s) != std::future_status::ready) {
+    FAIL_CHECK("~engine deadlocked: a device task asking for a new device thread never returned");
+    std::_Exit(1); // the engine's threads are stuck on a lock: nothing else can run here
+  }
+  destroyed.get();
+  CHECK(reached_b);
   CHECK(back_to(threads_before));
 }
 

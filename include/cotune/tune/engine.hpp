@@ -29,11 +29,21 @@ public:
       : compile_threads_(resolve(compile_threads)), compile_pool_(compile_threads_), coordinator_(1) {}
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
+  /// Finishes the work already given (the coordinator's, the compile pool's, every device's) and joins
+  /// the threads. Device threads are joined without the lock held, so that work on one device may
+  /// still ask for another device's thread (made and joined in a later round).
   ~engine() {
     coordinator_.join();
     compile_pool_.join();
-    std::lock_guard lock(mutex_);
-    for (auto& [id, pool] : devices_) pool->join();
+    for (;;) {
+      std::map<std::string, std::unique_ptr<boost::asio::thread_pool>> pools;
+      {
+        std::lock_guard lock(mutex_);
+        pools.swap(devices_);
+      }
+      if (pools.empty()) break;
+      for (auto& [id, pool] : pools) pool->join();
+    }
   }
 
   /// The process-wide engine, made on first use.
