@@ -2,7 +2,7 @@
 JOBS ?= $(shell nproc)
 BUILD ?= build/dev
 
-.PHONY: demo test sanitize deps configure build clean
+.PHONY: demo test tsan sanitize deps configure build clean
 
 deps:
 	@scripts/install-deps
@@ -17,19 +17,22 @@ demo: configure
 	cmake --build $(BUILD) -j $(JOBS) --target cotune_examples
 	scripts/demo $(BUILD)
 
-# Every test that can run here, then the concurrency-heavy suites again under the sanitizers.
+# Every test that can run here (the dev tree builds the tune, cache, detail, redis and knobs suites
+# under ASan+UBSan), then the tune and cache suites again under TSan.
 test: build
 	ctest --preset dev -j $(JOBS)
-	$(MAKE) sanitize
+	$(MAKE) tsan
 
-# ASan+UBSan over the tune, cache, detail, redis and knobs suites; TSan over tune and cache.
-sanitize: deps
-	cmake --preset asan
-	cmake --build --preset asan -j $(JOBS)
-	ctest --preset asan -j $(JOBS)
+tsan: deps
 	cmake --preset tsan
 	cmake --build --preset tsan -j $(JOBS)
 	ctest --preset tsan -j $(JOBS)
+
+# Whole trees under the sanitizers (not part of `make test`): ASan+UBSan, then TSan.
+sanitize: deps tsan
+	cmake --preset asan
+	cmake --build --preset asan -j $(JOBS)
+	ctest --preset asan -j $(JOBS)
 
 clean:
 	rm -rf build
