@@ -1,5 +1,5 @@
 // Must not compile: a read-only device span turned into a writable one.
-// expect: conversion from [^ ]*device_span<const float>
+// expect: conversion from [^ ]*device_span<[^ ]*const float>
 #include <cotune/cuda/device_buffer.hpp>
 
 void use(cotune::cuda::device_span<const float> read_only) {

@@ -17,6 +17,8 @@
 #include <cotune/cuda/device_buffer.hpp>
 #include <cotune/cuda/float16.hpp>
 
+#include "../support/device_memory_checks.hpp"
+
 namespace cuda = cotune::cuda;
 
 namespace {
@@ -63,17 +65,7 @@ TEST_CASE("copies to and from the host round-trip", "[cuda][device_buffer][gpu]"
     WARN(skip_reason());
     return;
   }
-  std::vector<std::int32_t> host(100000);
-  std::iota(host.begin(), host.end(), -50);
-  cuda::device_buffer<std::int32_t> buf(*d, host);
-  CHECK(buf.size() == host.size());
-  CHECK(buf.size_bytes() == host.size() * 4);
-  CHECK(buf.ordinal() == d->ordinal);
-  CHECK(buf.to_vector() == host);
-  CHECK(buf.span().subspan(10, 5).to_vector() == std::vector<std::int32_t>(host.begin() + 10, host.begin() + 15));
-  std::vector<std::int32_t> wrong(3);
-  CHECK_THROWS_AS(buf.copy_to(wrong), cotune::error);
-  CHECK_THROWS_AS(buf.copy_from(wrong), cotune::error);
+  cotune_test::check_round_trip<cuda::memory_runtime>(*d);
 }
 
 TEST_CASE("zero clears a span, of any byte length", "[cuda][device_buffer][gpu]") {
@@ -82,18 +74,7 @@ TEST_CASE("zero clears a span, of any byte length", "[cuda][device_buffer][gpu]"
     WARN(skip_reason());
     return;
   }
-  std::vector<std::uint8_t> bytes(1001, 0xab); // not a multiple of 4: the byte-wise memset
-  cuda::device_buffer<std::uint8_t> b(*d, bytes);
-  b.span().subspan(1, 999).zero();
-  auto got = b.to_vector();
-  CHECK(got.front() == 0xab);
-  CHECK(got.back() == 0xab);
-  CHECK(std::all_of(got.begin() + 1, got.end() - 1, [](std::uint8_t v) { return v == 0; }));
-
-  std::vector<float> floats(4096, 3.5f);
-  cuda::device_buffer<float> f(*d, floats);
-  f.zero();
-  CHECK(f.to_vector() == std::vector<float>(4096, 0.0f));
+  cotune_test::check_zero<cuda::memory_runtime>(*d);
 }
 
 TEST_CASE("snapshot and restore put back the contents on the device", "[cuda][device_buffer][gpu]") {
@@ -102,20 +83,7 @@ TEST_CASE("snapshot and restore put back the contents on the device", "[cuda][de
     WARN(skip_reason());
     return;
   }
-  std::vector<float> original(12345);
-  std::iota(original.begin(), original.end(), 1.0f);
-  cuda::device_buffer<float> buf(*d, original);
-  cuda::device_span<float> span = buf;
-  auto snap = span.snapshot();
-  CHECK(snap.size() == original.size());
-  span.zero();
-  CHECK(buf.to_vector() == std::vector<float>(original.size(), 0.0f));
-  span.restore(snap);
-  CHECK(buf.to_vector() == original);
-  CHECK(snap.to_vector() == original); // the snapshot is its own memory
-
-  cuda::device_buffer<float> other(*d, 10);
-  CHECK_THROWS_AS(other.restore(snap), cotune::error);
+  cotune_test::check_snapshot_restore<cuda::memory_runtime>(*d);
 }
 
 TEST_CASE("16-bit floats round-trip through device memory", "[cuda][device_buffer][gpu]") {
@@ -136,14 +104,7 @@ TEST_CASE("a buffer moves without freeing twice", "[cuda][device_buffer][gpu]") 
     WARN(skip_reason());
     return;
   }
-  cuda::device_buffer<float> a(*d, std::vector<float>{1, 2, 3});
-  const auto address = a.data();
-  cuda::device_buffer<float> b = std::move(a);
-  CHECK(b.data() == address);
-  CHECK(a.data() == 0); // NOLINT(bugprone-use-after-move): moved-from is empty by contract
-  CHECK(a.size() == 0);
-  a = std::move(b);
-  CHECK(a.to_vector() == std::vector<float>{1, 2, 3});
+  cotune_test::check_move<cuda::memory_runtime>(*d);
 }
 
 TEST_CASE("device_view wraps device memory the caller allocated", "[cuda][device_buffer][gpu]") {

@@ -53,6 +53,15 @@ void complete(std::vector<candidate_result>& results, std::size_t i) {
   }
 }
 
+/// Completes candidates [from, to) and records each as it completes, as a tuning does.
+void record_range(journal_writer& writer, file_cache& cache, std::vector<candidate_result>& results, std::size_t from,
+                  std::size_t to) {
+  for (std::size_t i = from; i < to; ++i) {
+    complete(results, i);
+    REQUIRE_FALSE(writer.record(cache, results, i).has_value());
+  }
+}
+
 std::size_t filled(const std::vector<std::optional<candidate_result>>& slots) {
   std::size_t n = 0;
   for (const auto& s : slots) n += s.has_value();
@@ -96,10 +105,7 @@ TEST_CASE("recording n outcomes rewrites each at most log2(n) + 1 times", "[tune
   const auto cfgs = space(n);
   auto results = pending(cfgs);
   journal_writer writer("k", "n=1");
-  for (std::size_t i = 0; i < n; ++i) {
-    complete(results, i);
-    REQUIRE_FALSE(writer.record(cache, results, i).has_value());
-  }
+  record_range(writer, cache, results, 0, n);
   // A full rewrite per outcome would write n (n + 1) / 2 = 500,500; the chunks write at most n x 11.
   CHECK(writer.outcomes_written() <= n * 11);
   CHECK(writer.outcomes_written() >= n);
@@ -115,10 +121,7 @@ TEST_CASE("a resumed run keeps the outcomes it took over when it overwrites the 
   const auto cfgs = space(20);
   auto first = pending(cfgs);
   journal_writer killed("k", "n=1");
-  for (std::size_t i = 0; i < 7; ++i) { // chunks 0, 1 and 2 hold 1, 2 and 4 outcomes
-    complete(first, i);
-    REQUIRE_FALSE(killed.record(cache, first, i).has_value());
-  }
+  record_range(killed, cache, first, 0, 7); // chunks 0, 1 and 2 hold 1, 2 and 4 outcomes
   // The second run takes those 7 over, then completes 3 more and is killed too.
   auto resumed = tuning_journal::read(cache, "k", cfgs);
   REQUIRE(filled(resumed) == 7);
@@ -126,10 +129,7 @@ TEST_CASE("a resumed run keeps the outcomes it took over when it overwrites the 
   for (std::size_t i = 0; i < cfgs.size(); ++i)
     if (resumed[i]) second[i] = *resumed[i];
   journal_writer again("k", "n=1");
-  for (std::size_t i = 10; i < 13; ++i) {
-    complete(second, i);
-    REQUIRE_FALSE(again.record(cache, second, i).has_value());
-  }
+  record_range(again, cache, second, 10, 13);
   const auto third = tuning_journal::read(cache, "k", cfgs);
   CHECK(filled(third) == 10);
   for (std::size_t i : {0u, 3u, 6u, 10u, 11u, 12u}) CHECK(third[i].has_value());
@@ -142,10 +142,7 @@ TEST_CASE("a journal of another space, or a damaged chunk, resumes nothing it sh
   const auto cfgs = space(8);
   auto results = pending(cfgs);
   journal_writer writer("k", "n=1");
-  for (std::size_t i = 0; i < 3; ++i) { // chunk 1 holds 0 and 1, chunk 0 holds 2
-    complete(results, i);
-    REQUIRE_FALSE(writer.record(cache, results, i).has_value());
-  }
+  record_range(writer, cache, results, 0, 3); // chunk 1 holds 0 and 1, chunk 0 holds 2
   SECTION("another space of the same size: no config matches its position") {
     auto other = cfgs;
     std::reverse(other.begin(), other.end());

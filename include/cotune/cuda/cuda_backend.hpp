@@ -336,8 +336,8 @@ public:
                               f.module->config_text, symbol));
     return module_global{
         static_cast<std::uintptr_t>(ptr), bytes,
-        [ctx](std::uintptr_t to, const void* from, std::size_t n) { detail::copy_to_device(*ctx, to, from, n); },
-        [ctx](void* to, std::uintptr_t from, std::size_t n) { detail::copy_to_host(*ctx, to, from, n); }};
+        [ctx](std::uintptr_t to, const void* from, std::size_t n) { memory_runtime::upload(*ctx, to, from, n); },
+        [ctx](void* to, std::uintptr_t from, std::size_t n) { memory_runtime::download(*ctx, to, from, n); }};
   }
 
   /// A caller's stream (`autotuner::on(stream)`); it must belong to the device's primary context.

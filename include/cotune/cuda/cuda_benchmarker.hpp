@@ -71,29 +71,23 @@ private:
 using cuda_bench_options = gpu::event_bench_options;
 
 /// Times callables on one CUDA device.
-class cuda_benchmarker : public gpu::event_benchmarker<cuda_benchmarker> {
+class cuda_benchmarker : public gpu::event_benchmarker<cuda_benchmarker, memory_runtime> {
 public:
   using options = cuda_bench_options;
 
   /// Benchmarks on `d` (its primary context and cotune stream). Throws cotune::error without a driver.
   explicit cuda_benchmarker(const device& d, options o = {})
-      : context_(&driver().context(d.ordinal)), l2_bytes_(d.l2_bytes), options_(o),
+      : event_benchmarker(driver().context(d.ordinal), d.l2_bytes, o),
         events_(std::make_unique<detail::event_pool>(*context_)) {}
   cuda_benchmarker(const cuda_backend&, const device& d, options o = {}) : cuda_benchmarker(d, o) {}
 
   cuda_benchmarker(cuda_benchmarker&&) noexcept = default;
   cuda_benchmarker& operator=(cuda_benchmarker&&) noexcept = default;
 
-  /// The stream the timed work must go to.
-  [[nodiscard]] CUstream stream() const noexcept { return context_->stream(); }
-  [[nodiscard]] int ordinal() const noexcept { return context_->ordinal(); }
-  /// The L2 flush size, in bytes, that the next benchmark will use.
-  [[nodiscard]] std::size_t flush_bytes() const {
-    return options_.flush_bytes(l2_bytes_, cuda_knobs().flush_factor.get());
-  }
-
 private:
-  friend class gpu::event_benchmarker<cuda_benchmarker>;
+  friend class gpu::event_benchmarker<cuda_benchmarker, memory_runtime>;
+
+  [[nodiscard]] static const cuda_knob_group& runtime_knobs() { return cuda_knobs(); }
 
   /// Waits for the whole context too (the first run may have queued work elsewhere in it).
   void after_first_run() const {
@@ -148,32 +142,7 @@ private:
     }
   };
 
-  [[nodiscard]] gpu::timing_settings settings() const {
-    return gpu::settings_from(options_, cuda_knobs().graph.get(), warmth_, knobs().bench.batch_below_us.get(),
-                              knobs().bench.warm_warmup_ms.get(), gpu::warm_within_ms);
-  }
-
-  void ensure_flush_buffer() {
-    const std::size_t words = flush_bytes() / 4;
-    if (flush_.size() != words) {
-      flush_ = device_buffer<std::uint32_t>();
-      if (words) flush_ = device_buffer<std::uint32_t>(*context_, words);
-    }
-  }
-
-  /// Overwrites the flush buffer (on the stream), evicting the timed kernel's data from L2.
-  void flush() {
-    if (flush_.empty()) return;
-    context_->check(context_->api().memset_d32_async(flush_.data(), ++flush_round_, flush_.size(), context_->stream()),
-                    "flushing the L2 (cuMemsetD32Async)");
-  }
-
-  const device_context* context_;
-  std::int64_t l2_bytes_;
-  options options_;
   std::unique_ptr<detail::event_pool> events_;
-  device_buffer<std::uint32_t> flush_;
-  std::uint32_t flush_round_ = 0;
 };
 
 static_assert(ReportsMeasurement<cuda_benchmarker>);

@@ -65,14 +65,14 @@ public:
       // As kernel_arguments::run_once does in-process: zero, snapshot, launch, restore.
       auto once = [&] {
         for (std::size_t i = 0; i < job.params.size(); ++i)
-          if (job.params[i].zero) memset_zero(*ctx_, address(i), job.params[i].extent);
+          if (job.params[i].zero && job.params[i].extent) memory_runtime::zero(*ctx_, address(i), job.params[i].extent);
         for (std::size_t i = 0; i < job.params.size(); ++i)
-          if (saved[i].size()) copy_device(*ctx_, saved[i].data(), address(i), job.params[i].extent);
+          if (saved[i].size()) memory_runtime::copy(*ctx_, saved[i].data(), address(i), job.params[i].extent);
         ctx_->check(api.launch_kernel(function_, job.grid[0], job.grid[1], job.grid[2], job.block[0], job.block[1],
                                       job.block[2], job.shared_bytes, ctx_->stream(), params.data(), nullptr),
                     "launching the candidate in its isolation worker");
         for (std::size_t i = 0; i < job.params.size(); ++i)
-          if (saved[i].size()) copy_device(*ctx_, address(i), saved[i].data(), job.params[i].extent);
+          if (saved[i].size()) memory_runtime::copy(*ctx_, address(i), saved[i].data(), job.params[i].extent);
       };
       std::optional<std::chrono::steady_clock::time_point> deadline;
       if (job.timeout_ms > 0) deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(job.timeout_ms);

@@ -47,6 +47,7 @@
 #include <cotune/bench/measurement.hpp>
 #include <cotune/bench/stopping_rule.hpp>
 #include <cotune/bench/summary.hpp>
+#include <cotune/gpu/device_memory.hpp>
 #include <cotune/knobs/knobs.hpp>
 
 namespace cotune::gpu {
@@ -272,12 +273,15 @@ template <class Timer>
   return m;
 }
 
-/// A GPU benchmarker's `bench` and `measure`, written once for every runtime. `Derived` (a friend)
-/// supplies `context_` (with make_current() and synchronize(what, deadline)), `after_first_run()`,
-/// `ensure_flush_buffer()`, `settings()` and a `timer` (the Timer above) constructed from `Derived&`.
-template <class Derived>
+/// A GPU benchmarker's `bench` and `measure`, its options, L2 flush and warmth, written once for every
+/// runtime. `R` is the runtime's device memory (gpu/device_memory.hpp) and `Derived` (a friend)
+/// supplies `after_first_run()`, `runtime_knobs()` (its `graph` and `flush_factor` knobs) and a
+/// `timer` (the Timer above) constructed from `Derived&`.
+template <class Derived, DeviceMemoryRuntime R>
 class event_benchmarker {
 public:
+  using context_type = typename R::context;
+
   /// do_bench: the summary of `measure`.
   [[nodiscard]] std::vector<double> bench(const std::function<void()>& fn, const bench_options& opts) {
     return measure(fn, opts).times;
@@ -290,23 +294,57 @@ public:
     auto& self = static_cast<Derived&>(*this);
     check_quantiles(opts.quantiles);
     const auto started = std::chrono::steady_clock::now();
-    const auto& ctx = *self.context_;
+    const auto& ctx = *context_;
     ctx.make_current();
     const auto deadline = first_run_deadline(started, knobs().bench.timeout_ms.get());
     fn();
     ctx.make_current();
     ctx.synchronize("the first run of the benchmarked kernel", deadline);
     self.after_first_run();
-    self.ensure_flush_buffer();
+    ensure_flush_buffer();
     typename Derived::timer t{self};
-    measurement m = timed_measurement(t, fn, opts, self.settings());
+    measurement m = timed_measurement(t, fn, opts, settings());
     warmth_.touch();
     m.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     return m;
   }
 
+  /// The stream the timed work must go to.
+  [[nodiscard]] auto stream() const noexcept { return context_->stream(); }
+  [[nodiscard]] int ordinal() const noexcept { return context_->ordinal(); }
+  /// The L2 flush size, in bytes, that the next benchmark will use.
+  [[nodiscard]] std::size_t flush_bytes() const {
+    return options_.flush_bytes(l2_bytes_, Derived::runtime_knobs().flush_factor.get());
+  }
+
 protected:
+  event_benchmarker(const context_type& ctx, std::int64_t l2_bytes, event_bench_options o)
+      : context_(&ctx), l2_bytes_(l2_bytes), options_(o) {}
+
+  [[nodiscard]] timing_settings settings() const {
+    return settings_from(options_, Derived::runtime_knobs().graph.get(), warmth_, knobs().bench.batch_below_us.get(),
+                         knobs().bench.warm_warmup_ms.get(), warm_within_ms);
+  }
+
+  void ensure_flush_buffer() {
+    const std::size_t words = flush_bytes() / 4;
+    if (flush_.size() == words) return;
+    flush_ = device_buffer<R, std::uint32_t>();
+    if (words) flush_ = device_buffer<R, std::uint32_t>(*context_, words);
+  }
+
+  /// Overwrites the flush buffer (on the stream), evicting the timed kernel's data from L2; a new value
+  /// each time, so that no cache can keep the old line.
+  void flush() {
+    if (!flush_.empty()) R::fill32(*context_, flush_.data(), ++flush_round_, flush_.size());
+  }
+
+  const context_type* context_;
+  std::int64_t l2_bytes_;
+  event_bench_options options_;
   device_warmth warmth_; ///< when this benchmarker's device last finished a measurement
+  device_buffer<R, std::uint32_t> flush_;
+  std::uint32_t flush_round_ = 0;
 };
 
 } // namespace cotune::gpu

@@ -5,6 +5,7 @@
 
 #include <cotune/hip/availability.hpp>
 #include <cotune/hip/device.hpp>
+#include <cotune/hip/device_buffer.hpp>
 #include <cotune/hip/hip_api.hpp>
 #include <cotune/hip/hip_backend.hpp>
 #include <cotune/hip/hip_benchmarker.hpp>

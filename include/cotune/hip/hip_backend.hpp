@@ -30,6 +30,7 @@
 #include <cotune/core/kernel_source.hpp>
 #include <cotune/gpu/rtc_backend.hpp>
 #include <cotune/hip/device.hpp>
+#include <cotune/hip/device_buffer.hpp>
 #include <cotune/hip/hip_api.hpp>
 #include <cotune/hip/hip_knobs.hpp>
 #include <cotune/hip/hiprtc_api.hpp>
@@ -235,20 +236,14 @@ public:
     if (r == hip_error_not_found) return std::nullopt;
     ctx->check(r, fmt::format("kernel '{}' with config {{{}}}: hipModuleGetGlobal('{}')", f.module->kernel_name,
                               f.module->config_text, symbol));
-    auto write = [ctx](std::uintptr_t to, const void* from, std::size_t n) {
-      ctx->make_current();
-      ctx->check(ctx->api().memcpy_htod_async(reinterpret_cast<device_ptr>(to), const_cast<void*>(from), n,
-                                              ctx->stream()),
-                 "hipMemcpyHtoDAsync into a module global");
-      ctx->synchronize("writing a module global");
-    };
-    auto read = [ctx](void* to, std::uintptr_t from, std::size_t n) {
-      ctx->make_current();
-      ctx->check(ctx->api().memcpy_dtoh_async(to, reinterpret_cast<device_ptr>(from), n, ctx->stream()),
-                 "hipMemcpyDtoHAsync from a module global");
-      ctx->synchronize("reading a module global");
-    };
-    return module_global{reinterpret_cast<std::uintptr_t>(ptr), bytes, std::move(write), std::move(read)};
+    return module_global{
+        reinterpret_cast<std::uintptr_t>(ptr), bytes,
+        [ctx](std::uintptr_t to, const void* from, std::size_t n) {
+          memory_runtime::upload(*ctx, reinterpret_cast<device_ptr>(to), from, n);
+        },
+        [ctx](void* to, std::uintptr_t from, std::size_t n) {
+          memory_runtime::download(*ctx, to, reinterpret_cast<device_ptr>(from), n);
+        }};
   }
 
   /// A caller's stream (`autotuner::on(stream)`, a hipStream_t); it must belong to the device.
@@ -266,7 +261,8 @@ public:
   void launch_on(hip_stream stream, const function& f, const launch_grid& grid, Args&... args) const {
     static_assert((!HostRange<std::remove_cvref_t<Args>> && ...),
                   "a host container (std::vector, std::array, std::span) cannot be a HIP kernel's argument: its "
-                  "memory is on the host; copy it to device memory and pass a device span");
+                  "memory is on the host; copy it to a hip::device_buffer, or wrap device memory you own with "
+                  "hip::device_view(ptr, count, device)");
     gpu::with_kernel_params([&](void** params) { launch_raw_on(stream, f, grid, params); }, args...);
   }
 

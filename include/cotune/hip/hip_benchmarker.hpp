@@ -19,6 +19,7 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/gpu/event_timing.hpp>
 #include <cotune/hip/device.hpp>
+#include <cotune/hip/device_buffer.hpp>
 #include <cotune/hip/hip_api.hpp>
 #include <cotune/hip/hip_backend.hpp>
 #include <cotune/hip/hip_knobs.hpp>
@@ -30,42 +31,30 @@ namespace cotune::hip {
 using hip_bench_options = gpu::event_bench_options;
 
 /// Times callables on one HIP device.
-class hip_benchmarker : public gpu::event_benchmarker<hip_benchmarker> {
+class hip_benchmarker : public gpu::event_benchmarker<hip_benchmarker, memory_runtime> {
 public:
   using options = hip_bench_options;
 
   explicit hip_benchmarker(const device& d, options o = {})
-      : context_(&runtime().context(d.ordinal)), l2_bytes_(d.l2_bytes), options_(o) {}
+      : event_benchmarker(runtime().context(d.ordinal), d.l2_bytes, o) {}
   hip_benchmarker(const hip_backend&, const device& d, options o = {}) : hip_benchmarker(d, o) {}
-  hip_benchmarker(hip_benchmarker&& o) noexcept
-      : gpu::event_benchmarker<hip_benchmarker>(std::move(o)), context_(o.context_), l2_bytes_(o.l2_bytes_),
-        options_(o.options_), events_(std::move(o.events_)), flush_(std::exchange(o.flush_, nullptr)),
-        flush_words_(o.flush_words_), flush_round_(o.flush_round_) {
+  hip_benchmarker(hip_benchmarker&& o) noexcept : event_benchmarker(std::move(o)), events_(std::move(o.events_)) {
     o.events_.clear();
   }
   hip_benchmarker& operator=(hip_benchmarker&&) = delete;
   hip_benchmarker(const hip_benchmarker&) = delete;
   ~hip_benchmarker() {
+    if (events_.empty()) return;
     const auto& api = context_->api();
     (void)api.set_device(context_->ordinal());
     for (hip_event e : events_) (void)api.event_destroy(e);
-    if (flush_) (void)api.free(flush_);
-  }
-
-  [[nodiscard]] hip_stream stream() const noexcept { return context_->stream(); }
-  /// The L2 flush size, in bytes, that the next benchmark will use.
-  [[nodiscard]] std::size_t flush_bytes() const {
-    return options_.flush_bytes(l2_bytes_, hip_knobs().flush_factor.get());
   }
 
 private:
-  friend class gpu::event_benchmarker<hip_benchmarker>;
+  friend class gpu::event_benchmarker<hip_benchmarker, memory_runtime>;
 
+  [[nodiscard]] static const hip_knob_group& runtime_knobs() { return hip_knobs(); }
   void after_first_run() const {}
-  [[nodiscard]] gpu::timing_settings settings() const {
-    return gpu::settings_from(options_, hip_knobs().graph.get(), warmth_, knobs().bench.batch_below_us.get(),
-                              knobs().bench.warm_warmup_ms.get(), gpu::warm_within_ms);
-  }
 
   /// The GPU layer's Timer over hipEvents and hipGraphs.
   struct timer {
@@ -116,34 +105,7 @@ private:
     }
   };
 
-  void ensure_flush_buffer() {
-    const std::size_t words = flush_bytes() / 4;
-    if (words == flush_words_) return;
-    const auto& api = context_->api();
-    if (flush_) (void)api.free(flush_);
-    flush_ = nullptr;
-    flush_words_ = 0;
-    if (words == 0) return;
-    if (hip_error r = api.malloc(&flush_, words * 4); r != hip_success)
-      context_->check(r, fmt::format("hipMalloc of the {}-byte L2 flush buffer", words * 4));
-    flush_words_ = words;
-  }
-
-  /// Overwrites the flush buffer (on the stream), evicting the timed kernel's data from L2.
-  void flush() {
-    if (!flush_) return;
-    context_->check(context_->api().memset_d32_async(flush_, static_cast<int>(++flush_round_), flush_words_,
-                                                     context_->stream()),
-                    "flushing the L2 (hipMemsetD32Async)");
-  }
-
-  const device_context* context_;
-  std::int64_t l2_bytes_;
-  options options_;
   std::vector<hip_event> events_;
-  void* flush_ = nullptr;
-  std::size_t flush_words_ = 0;
-  std::uint32_t flush_round_ = 0;
 };
 
 static_assert(ReportsMeasurement<hip_benchmarker>);
