@@ -101,9 +101,12 @@ TEST_CASE("a loaded kernel's resources are checked, each failure naming the reso
   const config c({{"BLOCK", 64}});
   const cotune::launch_limits limits{{1024, 1024, 64}, 1024, {2147483647, 65535, 65535}};
   const gpu::device_resources d{1024, std::int64_t{65536}, 48 * 1024, "shared memory"};
-  auto check = [&](gpu::kernel_resources k, cotune::block_dims b) { gpu::check_loaded_kernel(names, c, k, d, b, limits); };
+  auto check = [&](gpu::kernel_resources k, cotune::block_dims b) {
+    gpu::check_loaded_kernel(names.backend, c, k, d, b, limits);
+  };
   CHECK_NOTHROW(check({256, 32, 1024, 1024}, {256, 1, 1}));
   CHECK_THROWS_AS(check({0, 32, 1024, 0}, {0, 1, 1}), cotune::launch_error);
+  CHECK_THROWS_WITH(check({0, 32, 1024, 0}, {0, 1, 1}), Catch::Contains("cuda backend: config {BLOCK: 64, num_warps: 4") && Catch::Contains("asks for 0 threads per block"));
   auto resource = [&](gpu::kernel_resources k, cotune::block_dims b) -> std::string {
     try {
       check(k, b);
@@ -118,8 +121,8 @@ TEST_CASE("a loaded kernel's resources are checked, each failure naming the reso
   CHECK(resource({256, 32, 1024, 64 * 1024}, {256, 1, 1}) == "shared memory 65536/49152");
   // No register limit given (HIP): only the kernel's own limit counts; the LDS is named as such.
   const gpu::device_resources amd{1024, std::nullopt, 64 * 1024, "shared memory (LDS)"};
-  CHECK_NOTHROW(gpu::check_loaded_kernel(names, c, {1024, 128, 1024, 0}, amd, {1024, 1, 1}, limits));
-  CHECK_THROWS_WITH(gpu::check_loaded_kernel(names, c, {256, 8, 1024, 70000}, amd, {256, 1, 1}, limits),
+  CHECK_NOTHROW(gpu::check_loaded_kernel(names.backend, c, {1024, 128, 1024, 0}, amd, {1024, 1, 1}, limits));
+  CHECK_THROWS_WITH(gpu::check_loaded_kernel(names.backend, c, {256, 8, 1024, 70000}, amd, {256, 1, 1}, limits),
                     Catch::Contains("shared memory (LDS)"));
 }
 

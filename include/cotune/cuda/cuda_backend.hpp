@@ -308,7 +308,7 @@ public:
     f.limits = d.limits();
     f.kernel_max_threads = kernel_max_threads;
     // The kernel's own limit also counts register allocation granularity and __launch_bounds__.
-    gpu::check_loaded_kernel({"cuda backend", "NVRTC", {}}, c,
+    gpu::check_loaded_kernel("cuda backend", c,
                              {threads, f.registers, kernel_max_threads, f.static_shared_bytes},
                              {d.max_threads_per_block, std::int64_t{d.max_registers_per_block},
                               d.max_shared_per_block_optin, "shared memory"},

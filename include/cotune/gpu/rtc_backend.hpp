@@ -162,13 +162,13 @@ struct device_resources {
 /// Checks a kernel loaded under config `c` before any launch: threads per block (at least one, the
 /// device's limit, registers x threads, the kernel's own limit), static shared memory, and every block
 /// dimension. Throws launch_error for a config that asks for no threads, out_of_resources naming the
-/// resource and the limit otherwise.
-inline void check_loaded_kernel(const rtc_names& n, const config& c, const kernel_resources& k,
+/// resource and the limit otherwise. `backend` begins the message ("cuda backend").
+inline void check_loaded_kernel(std::string_view backend, const config& c, const kernel_resources& k,
                                 const device_resources& d, const block_dims& block, const launch_limits& limits) {
   if (k.threads <= 0)
     throw launch_error(fmt::format("{}: config {{{}}} asks for {} threads per block; use num_warps >= 1 or "
                                    "threads_per_block >= 1",
-                                   n.backend, c.text(), k.threads));
+                                   backend, c.text(), k.threads));
   if (k.threads > d.max_threads_per_block) throw out_of_resources("threads per block", k.threads, d.max_threads_per_block);
   if (d.max_registers_per_block) {
     const std::int64_t registers = std::int64_t{k.registers} * k.threads;

@@ -214,7 +214,7 @@ public:
     f.block = c.launch().block_shape(d.warp_size);
     f.limits = d.limits();
     f.kernel_max_threads = kernel_max_threads;
-    gpu::check_loaded_kernel({"hip backend", "hiprtc", {}}, c,
+    gpu::check_loaded_kernel("hip backend", c,
                              {threads, f.registers, kernel_max_threads, f.static_shared_bytes},
                              {d.max_threads_per_block, std::nullopt, d.max_shared_per_block, "shared memory (LDS)"},
                              f.block, f.limits);

@@ -464,8 +464,7 @@ private:
   /// Reads what an interrupted run left (this key's journal, this kernel's quarantine) and decides
   /// whether candidates are measured in isolation. Journaling goes on into `cache`.
   void recall(Cache& cache) {
-    journal_cache_ = &cache;
-    journal_.emplace(ctx_.kernel.name, key_text_);
+    journal_.emplace(open_journal{&cache, journal_writer(ctx_.kernel.name, key_text_)});
     try {
       resumed_ = tuning_journal::read(cache, ctx_.kernel.name, pruned_);
       quarantine_cache_.emplace(
@@ -495,9 +494,9 @@ private:
   /// Records the outcomes so far, so that a tuning killed midway resumes from here. A journal that
   /// cannot be written is a warning, once, and journaling stops.
   void journal(const std::vector<candidate_result>& results, std::size_t index) {
-    if (!journal_cache_ || !journal_) return;
-    if (auto failed = journal_->record(*journal_cache_, results, index)) {
-      journal_cache_ = nullptr;
+    if (!journal_) return;
+    if (auto failed = journal_->writer.record(*journal_->cache, results, index)) {
+      journal_.reset();
       ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the journal cannot be written ({}); a tuning killed "
                                                              "midway will measure every candidate again",
                                                              *failed)});
@@ -579,8 +578,13 @@ private:
   std::vector<std::optional<candidate_result>> resumed_; ///< from an interrupted run's journal
   quarantine quarantine_;
   std::optional<Cache> quarantine_cache_;
-  Cache* journal_cache_ = nullptr;
-  std::optional<journal_writer> journal_; ///< from recall(), with the key's text
+  /// The journal recall() opened (the cache it goes into, the writer with the key's text); none
+  /// before, or once a write failed.
+  struct open_journal {
+    Cache* cache;
+    journal_writer writer;
+  };
+  std::optional<open_journal> journal_;
   bool isolate_ = false, warned_isolation_ = false;
 };
 
