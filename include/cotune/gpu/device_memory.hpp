@@ -66,39 +66,59 @@ template <class P>
 template <class R, class T>
 class device_buffer;
 
-/// A non-owning view of `size()` elements of type T in one device's memory. Passed to a kernel it
-/// becomes the device address (declare the parameter as `T*`).
+namespace detail {
+/// What a span and a buffer both are: `size()` elements of T at a device address in one context.
 template <class R, class T>
-class device_span {
-  static_assert(std::is_trivially_copyable_v<T>, "device memory holds trivially copyable elements only");
-
+class device_memory {
 public:
   using runtime = R;
   using context_type = typename R::context;
   using pointer = typename R::pointer;
   using element_type = T;
-  using value_type = std::remove_cv_t<T>;
-  /// A device-side copy, made by `snapshot()`.
-  using snapshot_type = device_buffer<R, value_type>;
-
-  device_span() = default;
-  device_span(const context_type& ctx, pointer ptr, std::size_t size) noexcept : context_(&ctx), ptr_(ptr), size_(size) {}
-  /// A read-only view of a writable span.
-  template <class U>
-    requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
-  device_span(const device_span<R, U>& s) noexcept // NOLINT(google-explicit-constructor)
-      : context_(s.context()), ptr_(s.data()), size_(s.size()) {}
 
   [[nodiscard]] pointer data() const noexcept { return ptr_; }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
   [[nodiscard]] std::string_view element_type_name() const noexcept { return cotune::element_type_name<T>(); }
-  /// The device's context (null for a default-constructed span).
+  /// The device's context (null for a default-constructed one).
   [[nodiscard]] const context_type* context() const noexcept { return context_; }
   [[nodiscard]] int ordinal() const noexcept { return context_ ? context_->ordinal() : -1; }
   /// What a kernel receives.
   [[nodiscard]] pointer kernel_arg() const noexcept { return ptr_; }
+
+protected:
+  device_memory() = default;
+  device_memory(const context_type* ctx, pointer ptr, std::size_t size) noexcept : context_(ctx), ptr_(ptr), size_(size) {}
+
+  const context_type* context_ = nullptr;
+  pointer ptr_{};
+  std::size_t size_ = 0;
+};
+} // namespace detail
+
+/// A non-owning view of `size()` elements of type T in one device's memory. Passed to a kernel it
+/// becomes the device address (declare the parameter as `T*`).
+template <class R, class T>
+class device_span : public detail::device_memory<R, T> {
+  static_assert(std::is_trivially_copyable_v<T>, "device memory holds trivially copyable elements only");
+  using base = detail::device_memory<R, T>;
+  using base::context_, base::ptr_, base::size_;
+
+public:
+  using typename base::context_type;
+  using typename base::pointer;
+  using value_type = std::remove_cv_t<T>;
+  /// A device-side copy, made by `snapshot()`.
+  using snapshot_type = device_buffer<R, value_type>;
+
+  device_span() = default;
+  device_span(const context_type& ctx, pointer ptr, std::size_t size) noexcept : base(&ctx, ptr, size) {}
+  /// A read-only view of a writable span.
+  template <class U>
+    requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
+  device_span(const device_span<R, U>& s) noexcept // NOLINT(google-explicit-constructor)
+      : base(s.context(), s.data(), s.size()) {}
 
   /// Elements [offset, offset + count).
   [[nodiscard]] device_span subspan(std::size_t offset, std::size_t count) const {
@@ -112,13 +132,13 @@ public:
   void zero() const
     requires(!std::is_const_v<T>)
   {
-    if (context_ && size_) R::zero(*context_, ptr_, size_bytes());
+    if (context_ && size_) R::zero(*context_, ptr_, this->size_bytes());
   }
   /// A device-side copy of the contents (queued on the device's stream).
   [[nodiscard]] snapshot_type snapshot() const {
     if (!context_) return {};
     snapshot_type copy(*context_, size_);
-    if (size_) R::copy(*context_, copy.data(), ptr_, size_bytes());
+    if (size_) R::copy(*context_, copy.data(), ptr_, this->size_bytes());
     return copy;
   }
   /// Puts back what `snapshot()` copied (queued on the device's stream; not for const elements).
@@ -127,7 +147,7 @@ public:
   {
     if (s.size() != size_)
       throw error(fmt::format("device_span::restore: the snapshot holds {} elements, the span {}", s.size(), size_));
-    if (context_ && size_) R::copy(*context_, ptr_, s.data(), size_bytes());
+    if (context_ && size_) R::copy(*context_, ptr_, s.data(), this->size_bytes());
   }
 
   /// Copies `host` into the span (sizes must match) and waits for the copy.
@@ -136,13 +156,13 @@ public:
   {
     if (host.size() != size_)
       throw error(fmt::format("device_span::copy_from: {} host elements for a span of {}", host.size(), size_));
-    if (context_ && size_) R::upload(*context_, ptr_, host.data(), size_bytes());
+    if (context_ && size_) R::upload(*context_, ptr_, host.data(), this->size_bytes());
   }
   /// Copies the span into `host` (sizes must match), waiting for earlier work on the stream.
   void copy_to(std::span<value_type> host) const {
     if (host.size() != size_)
       throw error(fmt::format("device_span::copy_to: {} host elements for a span of {}", host.size(), size_));
-    if (context_ && size_) R::download(*context_, host.data(), ptr_, size_bytes());
+    if (context_ && size_) R::download(*context_, host.data(), ptr_, this->size_bytes());
   }
   /// The contents, copied to the host.
   [[nodiscard]] std::vector<value_type> to_vector() const {
@@ -150,25 +170,20 @@ public:
     copy_to(out);
     return out;
   }
-
-private:
-  const context_type* context_ = nullptr;
-  pointer ptr_{};
-  std::size_t size_ = 0;
 };
 
 /// `size()` elements of type T in one device's memory, freed on destruction. Move-only. Allocation
 /// leaves the contents uninitialised (call `zero()` or `copy_from()`).
 template <class R, class T>
-class device_buffer {
+class device_buffer : public detail::device_memory<R, T> {
   static_assert(std::is_trivially_copyable_v<T> && !std::is_const_v<T>,
                 "a device_buffer holds mutable, trivially copyable elements");
+  using base = detail::device_memory<R, T>;
+  using base::context_, base::ptr_, base::size_;
 
 public:
-  using runtime = R;
-  using context_type = typename R::context;
-  using pointer = typename R::pointer;
-  using element_type = T;
+  using typename base::context_type;
+  using typename base::pointer;
   using value_type = T;
   using snapshot_type = device_buffer;
 
@@ -181,7 +196,7 @@ public:
   }
   device_buffer(const typename R::device& d, const std::vector<T>& host) : device_buffer(d, std::span<const T>(host)) {}
   /// Allocates `size` elements in `ctx`'s device.
-  device_buffer(const context_type& ctx, std::size_t size) : context_(&ctx), size_(size) {
+  device_buffer(const context_type& ctx, std::size_t size) : base(&ctx, pointer{}, size) {
     if (size == 0) return;
     if (!R::allocate(ctx, &ptr_, size * sizeof(T)))
       throw error(fmt::format("device_buffer: cannot allocate {} bytes ({} x {}) on {} device {}: out of memory",
@@ -189,8 +204,7 @@ public:
   }
 
   device_buffer(device_buffer&& o) noexcept
-      : context_(std::exchange(o.context_, nullptr)), ptr_(std::exchange(o.ptr_, pointer{})),
-        size_(std::exchange(o.size_, 0)) {}
+      : base(std::exchange(o.context_, nullptr), std::exchange(o.ptr_, pointer{}), std::exchange(o.size_, 0)) {}
   device_buffer& operator=(device_buffer&& o) noexcept {
     if (this != &o) {
       release();
@@ -210,15 +224,6 @@ public:
   operator device_span<R, T>() const noexcept { return span(); }       // NOLINT(google-explicit-constructor)
   operator device_span<R, const T>() const noexcept { return span(); } // NOLINT(google-explicit-constructor)
 
-  [[nodiscard]] pointer data() const noexcept { return ptr_; }
-  [[nodiscard]] std::size_t size() const noexcept { return size_; }
-  [[nodiscard]] std::size_t size_bytes() const noexcept { return size_ * sizeof(T); }
-  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
-  [[nodiscard]] std::string_view element_type_name() const noexcept { return cotune::element_type_name<T>(); }
-  [[nodiscard]] const context_type* context() const noexcept { return context_; }
-  [[nodiscard]] int ordinal() const noexcept { return context_ ? context_->ordinal() : -1; }
-  [[nodiscard]] pointer kernel_arg() const noexcept { return ptr_; }
-
   void zero() { span().zero(); }
   [[nodiscard]] snapshot_type snapshot() const { return span().snapshot(); }
   void restore(const snapshot_type& s) { span().restore(s); }
@@ -232,10 +237,6 @@ private:
     R::release(*context_, ptr_); // errors ignored: after a sticky error the memory goes with the context
     ptr_ = pointer{};
   }
-
-  const context_type* context_ = nullptr;
-  pointer ptr_{};
-  std::size_t size_ = 0;
 };
 
 } // namespace cotune::gpu
