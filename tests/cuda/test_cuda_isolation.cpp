@@ -1,5 +1,5 @@
-// Tests of CUDA isolation (cuda/isolation.hpp, cuda/isolation_worker.hpp, cuda/isolation_protocol.hpp,
-// tune/isolated_measure.hpp). The protocol, the worker's start from this very executable and the
+// Tests of CUDA isolation (gpu/isolation.hpp, gpu/isolation_worker.hpp, gpu/isolation_protocol.hpp, their
+// CUDA side in cuda/isolation*.hpp, tune/isolated_measure.hpp). The protocol, the worker's start from this very executable and the
 // mapping of endings to statuses run everywhere; the faults (an illegal address, a trap, a kernel that
 // never ends) are [gpu] tests that skip without a device. The GPU tests also print the issue 10 item 4
 // figures as `FIGURE {json}` lines (respawn p50/p99, configs lost per fault, isolation overhead).
@@ -16,14 +16,16 @@
 #include <cotune/cuda/cuda.hpp>
 #include <cotune/tune/isolated_measure.hpp>
 
+#include "../support/fault_kernel.hpp"
 #include "../support/temp_dir.hpp"
 
 namespace cuda = cotune::cuda;
+namespace gpu = cotune::gpu;
 using cotune::config;
 using cotune::kernel_source;
 
 TEST_CASE("an isolation job survives its encoding byte for byte", "[cuda][isolation]") {
-  cuda::detail::worker_job j;
+  gpu::detail::worker_job j;
   j.timed = true;
   j.image = std::string("\x7f" "ELF\0cubin", 9);
   j.symbol = "_Z6kernelPf";
@@ -35,11 +37,11 @@ TEST_CASE("an isolation job survives its encoding byte for byte", "[cuda][isolat
   j.flush_factor = 1.5;
   j.batch_below_us = 100;
   j.graph = true;
-  cuda::detail::worker_param dev{.device = true, .offset = 256, .extent = 4096, .zero = true, .restore = false};
+  gpu::detail::worker_param dev{.device = true, .offset = 256, .extent = 4096, .zero = true, .restore = false};
   dev.handle[0] = 'h';
   dev.handle[63] = 'z';
   j.params = {dev, {.bytes = std::string("\x01\x00\x00\x00", 4)}};
-  const auto back = cuda::detail::decode_job(cuda::detail::encode(j));
+  const auto back = gpu::detail::decode_job(gpu::detail::encode(j));
   CHECK(back.timed);
   CHECK(back.image == j.image);
   CHECK(back.symbol == j.symbol);
@@ -67,31 +69,31 @@ TEST_CASE("an isolation job survives its encoding byte for byte", "[cuda][isolat
   CHECK(back.params[1].bytes == j.params[1].bytes);
 
   const std::vector<double> v{1.5, 0.25, 7.0};
-  CHECK(cuda::detail::decode_values(cuda::detail::encode_values(v)) == v);
+  CHECK(gpu::detail::decode_values(gpu::detail::encode_values(v)) == v);
 }
 
 TEST_CASE("a truncated or padded isolation message is refused, not misread", "[cuda][isolation]") {
-  cuda::detail::worker_job j;
+  gpu::detail::worker_job j;
   j.image = "cubin";
   j.params = {{.bytes = "abcd"}};
-  const std::string bytes = cuda::detail::encode(j);
+  const std::string bytes = gpu::detail::encode(j);
   for (std::size_t cut : {std::size_t{0}, std::size_t{1}, bytes.size() / 2, bytes.size() - 1})
-    CHECK_THROWS_WITH(cuda::detail::decode_job(std::string_view(bytes).substr(0, cut)), Catch::Contains("truncated"));
-  CHECK_THROWS_WITH(cuda::detail::decode_job(bytes + "x"), Catch::Contains("trailing"));
-  CHECK_THROWS(cuda::detail::decode_values(cuda::detail::encode_values({1.0}) + "y"));
+    CHECK_THROWS_WITH(gpu::detail::decode_job(std::string_view(bytes).substr(0, cut)), Catch::Contains("truncated"));
+  CHECK_THROWS_WITH(gpu::detail::decode_job(bytes + "x"), Catch::Contains("trailing"));
+  CHECK_THROWS(gpu::detail::decode_values(gpu::detail::encode_values({1.0}) + "y"));
 }
 
 TEST_CASE("the worker variable names a descriptor and a device", "[cuda][isolation]") {
-  CHECK(cuda::detail::parse_worker_env("3:0") == std::pair<int, int>{3, 0});
-  CHECK(cuda::detail::parse_worker_env("12:7") == std::pair<int, int>{12, 7});
+  CHECK(gpu::detail::parse_worker_env("3:0") == std::pair<int, int>{3, 0});
+  CHECK(gpu::detail::parse_worker_env("12:7") == std::pair<int, int>{12, 7});
   for (const char* bad : {"", "3", "3:", ":0", "a:0", "3:-1", "3:0:1", "99999999999:0"})
-    CHECK(!cuda::detail::parse_worker_env(bad));
+    CHECK(!gpu::detail::parse_worker_env(bad));
 }
 
 TEST_CASE("an isolation worker starts from this executable before main and answers", "[cuda][isolation]") {
   // A fresh process, exec'd from /proc/self/exe: this test program becomes a worker before Catch2's
   // main. Without a GPU it says why it cannot serve; with one it reports ready.
-  cuda::detail::isolation_worker w(0);
+  gpu::detail::isolation_worker w(cuda::detail::isolation_worker_kind, 0);
   const auto why = w.ready();
   if (cuda::devices().empty()) {
     REQUIRE(why);
@@ -165,22 +167,7 @@ TEST_CASE("a CUDA tuning with hooks that only its process can run is not sent to
 
 namespace {
 
-/// MODE 1 writes far outside any allocation, 2 traps, 3 never ends; 0 is good (TAG tells good ones apart).
-const kernel_source faulty{.name = "iso_faulty",
-                           .code = R"(
-extern "C" __global__ void iso_faulty(const float* x, float* out, int n) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-#if MODE == 1
-  if (i == 0) out[(1ull << 40)] = 1.0f;
-#elif MODE == 2
-  if (i == 0) __trap();
-#elif MODE == 3
-  if (i == 0) while (((volatile const float*)x)[0] >= 0.0f) {} // x[0] is 0: a volatile read forever
-#endif
-  if (i < n) out[i] = 2.0f * x[i] + 0.0f * TAG;
-}
-)",
-                           .entry = "iso_faulty"};
+const kernel_source faulty = cotune_test::fault_kernel("iso_faulty", "__trap");
 
 const kernel_source check_kernel{.name = "iso_check",
                                  .code = R"(
@@ -233,7 +220,7 @@ TEST_CASE("with COTUNE_ISOLATE=on an illegal address, a trap and an endless kern
   std::vector<float> xs(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) xs[std::size_t(i)] = static_cast<float>(i % 97);
   cuda::device_buffer<float> x(d, xs), out(d, std::size_t(n));
-  const std::size_t replaced_before = cuda::detail::isolation_pool::instance().replaced();
+  const std::size_t replaced_before = cuda::detail::isolation_workers().replaced();
 
   const std::vector<config> configs{mode(0, 0), mode(1, 0), mode(2, 0), mode(3, 0), mode(0, 1)};
   cotune::autotuner<iso_signature, cuda::cuda_backend> tuner{faulty, configs, options(n)};
@@ -254,7 +241,7 @@ TEST_CASE("with COTUNE_ISOLATE=on an illegal address, a trap and an endless kern
   const auto lost = std::count_if(result.candidates.begin(), result.candidates.end(),
                                   [](const auto& c) { return c.status != candidate_status::ok; });
   CHECK(lost == 3);
-  CHECK(cuda::detail::isolation_pool::instance().replaced() - replaced_before == 3);
+  CHECK(cuda::detail::isolation_workers().replaced() - replaced_before == 3);
 
   // The parent's context is untouched: its own kernel runs, then the winner.
   cuda::cuda_backend backend;
@@ -285,7 +272,7 @@ TEST_CASE("isolation figures: worker respawn time and the overhead on a small tu
   const auto& d = devices.front();
   std::vector<double> starts;
   for (int i = 0; i < 12; ++i) {
-    cuda::detail::isolation_worker w(d.ordinal);
+    gpu::detail::isolation_worker w(cuda::detail::isolation_worker_kind, d.ordinal);
     REQUIRE(!w.ready());
     starts.push_back(w.start_ms());
   }

@@ -42,6 +42,10 @@ template <class Ours, class Theirs>
 struct abi_same<const Ours*, const Theirs*> : abi_same<Ours, Theirs> {};
 template <>
 struct abi_same<chip::device_properties, hipDeviceProp_t> : std::true_type {}; // checked field by field below
+template <>
+struct abi_same<chip::ipc_mem_handle, hipIpcMemHandle_t>
+    : std::bool_constant<sizeof(chip::ipc_mem_handle) == sizeof(hipIpcMemHandle_t) &&
+                         alignof(chip::ipc_mem_handle) == alignof(hipIpcMemHandle_t)> {};
 template <class Ours, class Theirs>
 struct all_abi_same : std::false_type {}; // parameter lists of different lengths
 template <class... A1, class... A2>

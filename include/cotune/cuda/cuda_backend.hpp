@@ -10,13 +10,10 @@
 /// on the grid the caller gives, on cotune's stream or, through `launch_on`, the caller's.
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -41,6 +38,8 @@
 #include <cotune/cuda/isolation.hpp>
 #include <cotune/cuda/nvrtc_api.hpp>
 #include <cotune/detail/isolated_run.hpp>
+#include <cotune/gpu/isolation.hpp>
+#include <cotune/gpu/loaded_kernel.hpp>
 #include <cotune/gpu/rtc_backend.hpp>
 #include <cotune/knobs/knobs.hpp>
 
@@ -48,27 +47,51 @@ namespace cotune::cuda {
 
 namespace detail {
 
-/// A loaded module, unloaded when the last function that uses it goes.
-struct loaded_module {
-  const device_context* context;
-  CUmodule module;
-  std::string kernel_name;
-  std::string config_text;
-  /// Dynamic shared memory the function may use now (raised by opting in, never lowered).
-  std::atomic<int> dynamic_shared_allowed{0};
-  std::mutex opt_in_mutex; ///< serialises opting in, so the attribute only grows
+/// The driver calls a loaded kernel makes (gpu/loaded_kernel.hpp).
+struct kernel_calls {
+  using context = device_context;
+  using module = CUmodule;
+  using function = CUfunction;
+  using stream = CUstream;
+  using result = CUresult;
+  using memory = memory_runtime;
+  static constexpr std::string_view backend = "cuda backend", shared_name = "shared memory",
+                                    entry_call = "cuModuleGetFunction", attribute_call = "cuFuncGetAttribute",
+                                    global_call = "cuModuleGetGlobal";
 
-  loaded_module(const device_context& ctx, CUmodule m, std::string name, std::string cfg)
-      : context(&ctx), module(m), kernel_name(std::move(name)), config_text(std::move(cfg)) {}
-  loaded_module(const loaded_module&) = delete;
-  loaded_module& operator=(const loaded_module&) = delete;
-  ~loaded_module() {
-    // Errors are ignored: after a sticky error the context is lost and the module with it.
+  [[nodiscard]] static bool ok(CUresult r) noexcept { return r == CUDA_SUCCESS; }
+  [[nodiscard]] static bool sticky(CUresult r) noexcept { return is_sticky_error(r); }
+  [[nodiscard]] static bool not_found(CUresult r) noexcept { return r == CUDA_ERROR_NOT_FOUND; }
+  static CUresult load(const device_context& ctx, const std::string& image, CUmodule* m) {
+    return ctx.api().module_load_data(m, image.c_str());
+  }
+  static void unload(const device_context& ctx, CUmodule m) noexcept {
     CUcontext current = nullptr;
-    const auto& api = context->api();
-    if (api.ctx_get_current(&current) != CUDA_SUCCESS || current != context->context())
-      (void)api.ctx_set_current(context->context());
-    (void)api.module_unload(module);
+    const auto& api = ctx.api();
+    if (api.ctx_get_current(&current) != CUDA_SUCCESS || current != ctx.context()) (void)api.ctx_set_current(ctx.context());
+    (void)api.module_unload(m);
+  }
+  static CUresult entry(const device_context& ctx, CUfunction* f, CUmodule m, const char* symbol) {
+    return ctx.api().module_get_function(f, m, symbol);
+  }
+  static CUresult attribute(const device_context& ctx, int* v, gpu::kernel_attribute a, CUfunction f) {
+    using gpu::kernel_attribute;
+    const CUfunction_attribute which = a == kernel_attribute::registers             ? CU_FUNC_ATTRIBUTE_NUM_REGS
+                                       : a == kernel_attribute::static_shared_bytes ? CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+                                       : a == kernel_attribute::local_bytes         ? CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
+                                                                                    : CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
+    return ctx.api().func_get_attribute(v, which, f);
+  }
+  static CUresult global(const device_context& ctx, CUdeviceptr* p, std::size_t* bytes, CUmodule m, const char* name) {
+    return ctx.api().module_get_global(p, bytes, m, name);
+  }
+  static CUresult allow_shared(const device_context& ctx, CUfunction f, int bytes) {
+    return ctx.api().func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+  }
+  static CUresult launch(const device_context& ctx, CUfunction f, const launch_grid& g, const block_dims& b,
+                         CUstream stream, void** params) {
+    return ctx.api().launch_kernel(f, g.x, g.y, g.z, static_cast<unsigned>(b.x), static_cast<unsigned>(b.y),
+                                   static_cast<unsigned>(b.z), g.shared_bytes, stream, params, nullptr);
   }
 };
 
@@ -117,7 +140,7 @@ public:
   /// cotune/cuda/cuda_benchmarker.hpp, or cotune/cuda/cuda.hpp, to use it).
   using default_benchmarker_type = cuda_benchmarker;
   /// Candidates can be measured in an isolation worker process per device (COTUNE_ISOLATE;
-  /// cuda/isolation.hpp): `run_in_worker`.
+  /// gpu/isolation.hpp): `run_in_worker`.
   static constexpr bool worker_isolation = true;
   /// Candidates may be split between devices only when they are the same model.
   [[nodiscard]] static bool interchangeable(const device& a, const device& b) { return cuda::interchangeable(a, b); }
@@ -132,19 +155,7 @@ public:
   };
 
   /// A loaded kernel, bound to one device. Copies share the module.
-  struct function {
-    std::shared_ptr<detail::loaded_module> module;
-    CUfunction handle = nullptr;
-    const device_context* context = nullptr;
-    unsigned threads_per_block = 0;
-    block_dims block{};                  ///< the config's block shape
-    int kernel_max_threads = 0;          ///< the kernel's own limit (registers, __launch_bounds__)
-    launch_limits limits{};              ///< the device's, to name the dimension when a launch is refused
-    int registers = 0;                   ///< per thread
-    int static_shared_bytes = 0;
-    int local_bytes = 0;                 ///< per thread (spills and stack)
-    std::int64_t max_dynamic_shared = 0; ///< the opt-in limit minus static shared memory
-  };
+  using function = gpu::loaded_kernel<detail::kernel_calls>;
 
   /// How the backend starts.
   struct options {
@@ -278,66 +289,22 @@ public:
     } catch (const error& e) {
       throw launch_error(fmt::format("cuda backend: cannot load kernel '{}' on {}: {}", k.name, device_name(d), e.what()));
     }
-    ctx->make_current();
-    const auto& api = ctx->api();
-    const std::string what = fmt::format("loading kernel '{}' with config {{{}}}", k.name, c.text());
-    CUmodule mod = nullptr;
-    if (CUresult r = api.module_load_data(&mod, bin.image.c_str()); r != CUDA_SUCCESS) {
-      if (is_sticky_error(r)) ctx->check(r, what);
-      throw launch_error(fmt::format("cuda backend: {} on {} failed: {} (the binary is {} for {})", what, device_name(d),
-                                     ctx->library().error_text(r), bin.is_ptx ? "PTX" : "a cubin", bin.arch));
-    }
-    auto module = std::make_shared<detail::loaded_module>(*ctx, mod, k.name, c.text());
-    function f;
-    f.module = module;
-    f.context = ctx;
-    if (CUresult r = api.module_get_function(&f.handle, mod, bin.lowered_name.c_str()); r != CUDA_SUCCESS)
-      ctx->check(r, fmt::format("{}: cuModuleGetFunction('{}')", what, bin.lowered_name));
-    auto attribute = [&](CUfunction_attribute a, const char* name) {
-      int v = 0;
-      ctx->check(api.func_get_attribute(&v, a, f.handle), fmt::format("{}: cuFuncGetAttribute({})", what, name));
-      return v;
-    };
-    f.registers = attribute(CU_FUNC_ATTRIBUTE_NUM_REGS, "NUM_REGS");
-    f.static_shared_bytes = attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "SHARED_SIZE_BYTES");
-    f.local_bytes = attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "LOCAL_SIZE_BYTES");
-    const int kernel_max_threads = attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "MAX_THREADS_PER_BLOCK");
-
-    const int threads = c.launch().threads(d.warp_size);
-    f.block = c.launch().block_shape(d.warp_size);
-    f.limits = d.limits();
-    f.kernel_max_threads = kernel_max_threads;
-    // The kernel's own limit also counts register allocation granularity and __launch_bounds__.
-    gpu::check_loaded_kernel("cuda backend", c,
-                             {threads, f.registers, kernel_max_threads, f.static_shared_bytes},
-                             {d.max_threads_per_block, std::int64_t{d.max_registers_per_block},
-                              d.max_shared_per_block_optin, "shared memory"},
-                             f.block, f.limits);
-    f.threads_per_block = static_cast<unsigned>(threads);
-    f.max_dynamic_shared = d.max_shared_per_block_optin - f.static_shared_bytes;
-    module->dynamic_shared_allowed.store(
-        static_cast<int>(std::max<std::int64_t>(0, d.max_shared_per_block - f.static_shared_bytes)),
-        std::memory_order_relaxed);
-    return f;
+    return gpu::load_kernel<detail::kernel_calls>(
+        *ctx, bin.image, bin.lowered_name,
+        fmt::format("the binary is {} for {}", bin.is_ptx ? "PTX" : "a cubin", bin.arch), k, c,
+        {.name = device_name(d),
+         .warp_size = d.warp_size,
+         .resources = {d.max_threads_per_block, std::int64_t{d.max_registers_per_block}, d.max_shared_per_block_optin,
+                       "shared memory"},
+         .shared_without_opt_in = d.max_shared_per_block,
+         .limits = d.limits()});
   }
 
   /// The global variable `name` (a `__constant__` or `__device__` array at global namespace scope) of
   /// `f`'s module, through cuModuleGetGlobal, or nothing when the module has none. Its copies go to the
   /// device's stream and wait for it (`tune_options::on_load` runs before the module's first launch).
   [[nodiscard]] std::optional<module_global> find_global(const function& f, std::string_view name) const {
-    const device_context* ctx = f.context;
-    ctx->make_current();
-    CUdeviceptr ptr = 0;
-    std::size_t bytes = 0;
-    const std::string symbol(name);
-    const CUresult r = ctx->api().module_get_global(&ptr, &bytes, f.module->module, symbol.c_str());
-    if (r == CUDA_ERROR_NOT_FOUND) return std::nullopt;
-    ctx->check(r, fmt::format("kernel '{}' with config {{{}}}: cuModuleGetGlobal('{}')", f.module->kernel_name,
-                              f.module->config_text, symbol));
-    return module_global{
-        static_cast<std::uintptr_t>(ptr), bytes,
-        [ctx](std::uintptr_t to, const void* from, std::size_t n) { memory_runtime::upload(*ctx, to, from, n); },
-        [ctx](void* to, std::uintptr_t from, std::size_t n) { memory_runtime::download(*ctx, to, from, n); }};
+    return gpu::find_global(f, name);
   }
 
   /// A caller's stream (`autotuner::on(stream)`); it must belong to the device's primary context.
@@ -372,16 +339,7 @@ public:
 
   /// `launch_raw` on the caller's `stream`.
   void launch_raw_on(CUstream stream, const function& f, const launch_grid& grid, void** params) const {
-    const device_context& ctx = *f.context;
-    ctx.make_current();
-    if (static_cast<int>(grid.shared_bytes) > f.module->dynamic_shared_allowed.load(std::memory_order_relaxed))
-      opt_in_dynamic_shared(f, grid.shared_bytes);
-    const block_dims& b = grid.block ? *grid.block : f.block;
-    CUresult r = ctx.api().launch_kernel(f.handle, grid.x, grid.y, grid.z, static_cast<unsigned>(b.x),
-                                         static_cast<unsigned>(b.y), static_cast<unsigned>(b.z), grid.shared_bytes,
-                                         stream, params, nullptr);
-    if (r != CUDA_SUCCESS) [[unlikely]]
-      launch_failed(ctx, r, f, grid, b);
+    gpu::launch_kernel(stream, f, grid, params);
   }
 
   /// Runs `bin` (loaded and checked here as `f`) in `f`'s device's isolation worker: once, or measured
@@ -396,36 +354,8 @@ public:
                                                               const bench_options& o, Args&... args) const {
     static_assert((!HostRange<std::remove_cvref_t<Args>> && ...),
                   "a host container cannot be a CUDA kernel's argument (see launch_on)");
-    if (static_cast<std::int64_t>(grid.shared_bytes) > f.max_dynamic_shared)
-      throw out_of_resources("shared memory", std::int64_t{f.static_shared_bytes} + grid.shared_bytes,
-                             std::int64_t{f.static_shared_bytes} + f.max_dynamic_shared);
-    const device_context& ctx = *f.context;
-    detail::worker_job job;
-    job.timed = task.timed;
-    job.image = bin.image;
-    job.symbol = bin.lowered_name;
-    job.grid = {grid.x, grid.y, grid.z};
-    const block_dims& b = grid.block ? *grid.block : f.block;
-    job.block = {static_cast<std::uint32_t>(b.x), static_cast<std::uint32_t>(b.y), static_cast<std::uint32_t>(b.z)};
-    job.shared_bytes = grid.shared_bytes;
-    job.timeout_ms = task.timeout_ms;
-    job.bench = o;
-    job.flush_factor = cuda_knobs().flush_factor.get();
-    job.graph = cuda_knobs().graph.get();
-    job.batch_below_us = knobs().bench.batch_below_us.get();
-    std::string why = detail::describe_arguments(ctx, task, job.params, args...);
-    auto& pool = detail::isolation_pool::instance();
-    if (!why.empty()) {
-      cotune::detail::isolated_result out;
-      out.end = cotune::detail::isolated_result::ending::refused;
-      out.detail = fmt::format("COTUNE_ISOLATE: kernel '{}' is measured in-process, not in an isolation worker: {}",
-                               f.module->kernel_name, why);
-      pool.warn_once(out.detail);
-      return out;
-    }
-    ctx.make_current();
-    ctx.synchronize("waiting for the device before measuring in the isolation worker");
-    return pool.run(ctx.ordinal(), job);
+    return gpu::detail::run_in_worker<detail::isolation_worker_kind, detail::ipc_sharing>(
+        f, bin.image, bin.lowered_name, grid, task, o, cuda_knobs().flush_factor.get(), cuda_knobs().graph.get(), args...);
   }
 
   /// True while `stream` is being captured into a graph (an implicit capture of the legacy stream
@@ -461,7 +391,7 @@ public:
   [[nodiscard]] std::vector<std::string> take_warnings() const {
     const auto* nv = try_nvrtc();
     auto out = nv ? nv->take_warnings() : std::vector<std::string>{};
-    for (auto& w : detail::isolation_pool::instance().take_warnings()) out.push_back(std::move(w));
+    for (auto& w : detail::isolation_workers().take_warnings()) out.push_back(std::move(w));
     return out;
   }
 
@@ -484,28 +414,6 @@ private:
 
   // Names the dimension and the limit when the driver refuses a launch's geometry (it says only
   // "invalid value"); the checks cost nothing on launches that succeed.
-  [[noreturn]] static void launch_failed(const device_context& ctx, CUresult r, const function& f,
-                                         const launch_grid& grid, const block_dims& b) {
-    if (!is_sticky_error(r)) {
-      check_grid(grid, f.limits);
-      check_block(b, f.limits, f.kernel_max_threads);
-    }
-    ctx.check(r, gpu::launch_text(f.module->kernel_name, f.module->config_text, grid, b));
-    throw launch_error(fmt::format("launching kernel '{}' failed", f.module->kernel_name)); // check always throws
-  }
-
-  static void opt_in_dynamic_shared(const function& f, unsigned bytes) {
-    if (static_cast<std::int64_t>(bytes) > f.max_dynamic_shared)
-      throw out_of_resources("shared memory", std::int64_t{f.static_shared_bytes} + bytes,
-                             std::int64_t{f.static_shared_bytes} + f.max_dynamic_shared);
-    std::lock_guard lock(f.module->opt_in_mutex);
-    if (static_cast<int>(bytes) <= f.module->dynamic_shared_allowed.load(std::memory_order_relaxed)) return;
-    f.context->check(f.context->api().func_set_attribute(f.handle, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                          static_cast<int>(bytes)),
-                     fmt::format("opting kernel '{}' into {} bytes of dynamic shared memory", f.module->kernel_name,
-                                 bytes));
-    f.module->dynamic_shared_allowed.store(static_cast<int>(bytes), std::memory_order_relaxed);
-  }
 };
 
 // The optional capabilities the CUDA backend means to offer (a misspelt member fails here).

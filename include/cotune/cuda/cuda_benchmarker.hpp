@@ -150,5 +150,5 @@ static_assert(ReportsMeasurement<cuda_benchmarker>);
 } // namespace cotune::cuda
 
 // The isolation worker's entry runs before main() in every program that can measure on CUDA (it
-// needs cuda_benchmarker, so it comes after it; cuda/isolation.hpp says why a worker is this program).
+// needs cuda_benchmarker, so it comes after it; gpu/isolation.hpp says why a worker is this program).
 #include <cotune/cuda/isolation_worker.hpp>

@@ -1,472 +1,70 @@
 #pragma once
-/// \file CUDA isolation (COTUNE_ISOLATE): candidates are benchmarked in a worker process per device,
-/// with its own CUDA context, so that an illegal address, a trap, an abort, a segfault or a kernel
-/// that never ends costs that candidate alone. The parent's context never runs the candidate: after
-/// a fault it still runs its own kernels and the winner.
-///
-/// How a worker starts: fork + exec of /proc/self/exe with COTUNE_CUDA_ISOLATION_WORKER set, which a
-/// constructor in cuda/isolation_worker.hpp (included by cuda_benchmarker.hpp) recognises before
-/// main() and turns into the worker loop (the gtest death-test trick). Chosen over a server forked
-/// before CUDA is initialised (detail/fork_server.hpp, as the NVRTC compile server is) because that
-/// works only if the server is forked before the program's first CUDA call, which a library cannot
-/// promise: a program that made a device buffer before its first tuning has an initialised driver,
-/// and a forked copy of it cannot use CUDA. An exec'd worker is a fresh process at any time. What it
-/// costs: the program's own static initialisers of higher priority run in the worker too (cotune's
-/// runs at priority 101, before the default ones), and a program that is not the executable (a
-/// plugin loaded by Python) has no worker: then, and whenever a worker cannot start, one warning
-/// says so and candidates are measured in-process.
-///
-/// Arguments reach the worker as CUDA IPC memory handles of the parent's allocations (cuMemAlloc and
-/// cudaMalloc memory; pool and cuMemCreate memory are not IPC-capable, and such a tuning is measured
-/// in-process with a warning naming the argument), scalars by value, the kernel as its cubin bytes.
-/// reset_to_zero and restore_value run in the worker on the shared memory, as in-process; the parent
-/// verifies (tune_options::verify) the worker's output in its own memory. User hooks (pre_hook,
-/// post_hook, a config's pre-hook, on_load) are host code that only the parent can run: a tuning
-/// with any is measured in-process (tune/isolated_measure.hpp says so once).
+/// \file CUDA's isolation worker (COTUNE_ISOLATE; gpu/isolation.hpp is how isolation works): its name
+/// and variable, and how the parent's device memory reaches it, as CUDA IPC memory handles of
+/// cuMemAlloc and cudaMalloc allocations. Pool memory (cudaMallocAsync, cuMemAllocFromPoolAsync) and
+/// cuMemCreate memory are not IPC-capable: a tuning with such an argument is measured in-process,
+/// with a warning naming the argument.
 
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
-#include <csignal>
 #include <cstdint>
 #include <cstring>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <string_view>
-#include <type_traits>
-#include <vector>
-
-#include <fcntl.h>
-#include <poll.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cuda.h>
 #include <fmt/format.h>
 
-#include <cotune/core/buffer.hpp>
 #include <cotune/cuda/driver_api.hpp>
-#include <cotune/cuda/isolation_protocol.hpp>
-#include <cotune/detail/fork_process.hpp>
-#include <cotune/detail/isolated_run.hpp>
-#include <cotune/detail/unique_fd.hpp>
-
-extern char** environ;
+#include <cotune/gpu/isolation.hpp>
+#include <cotune/gpu/isolation_protocol.hpp>
 
 namespace cotune::cuda::detail {
 
-/// How long a new worker may take to report ready: exec, the driver's cuInit and a context on its
-/// device. On the H200 test machine a respawn took well under a second (bench_cuda_isolation prints
-/// p50/p99); 30 s leaves room for a loaded 8-GPU host and still says "cannot start" in bounded time.
-inline constexpr std::chrono::seconds worker_start_limit{30};
-/// The parent's backstop past the worker's own first-run deadline (COTUNE_BENCH_TIMEOUT_MS), for a
-/// worker stuck inside the driver: hangs are detected at the bench timeout plus at most this.
-inline constexpr std::chrono::milliseconds hang_slack{900};
+inline constexpr gpu::detail::worker_kind isolation_worker_kind{
+    "CUDA", "COTUNE_CUDA_ISOLATION_WORKER", "cotune-cuda-isolation-worker", "cotune/cuda/cuda_benchmarker.hpp"};
 
-/// One received frame, or why none came.
-struct frame {
-  enum class ending { ok, closed, timed_out } end = ending::closed;
-  char tag = 0;
-  std::string payload{};
-};
-
-inline bool send_frame(int fd, char tag, std::string_view payload) {
-  return cotune::detail::fork_process::write_record(fd, tag, payload.size(), payload);
+/// The process's CUDA isolation workers, one per device.
+[[nodiscard]] inline gpu::detail::isolation_pool& isolation_workers() {
+  return gpu::detail::isolation_pool::of<isolation_worker_kind>();
 }
 
-/// Reads one frame, waiting at most until `deadline`.
-[[nodiscard]] inline frame receive_frame(int fd, std::chrono::steady_clock::time_point deadline) {
-  frame f;
-  auto wait = [&]() -> bool {
-    for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() < 0) return false;
-      pollfd p{fd, POLLIN, 0};
-      const int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count() + 1, 1000)));
-      if (r < 0 && errno == EINTR) continue;
-      if (r > 0) return true;
-    }
-  };
-  if (!wait()) {
-    f.end = frame::ending::timed_out;
-    return f;
-  }
-  char head[9];
-  if (!cotune::detail::fork_process::read_all(fd, head, sizeof head)) return f; // closed
-  std::uint64_t size = 0;
-  std::memcpy(&size, head + 1, sizeof size);
-  if (size > (std::uint64_t{1} << 32)) return f;
-  f.payload.resize(size);
-  if (size && !cotune::detail::fork_process::read_all(fd, f.payload.data(), size)) return f;
-  f.tag = head[0];
-  f.end = frame::ending::ok;
-  return f;
-}
+/// How CUDA device memory goes to a worker (gpu::detail::Shares).
+struct ipc_sharing {
+  using pointer = CUdeviceptr;
 
-/// One worker process serving one device.
-class isolation_worker {
-public:
-  /// Starts a worker for device `ordinal` (does not wait for it: `ready` does). Throws
-  /// std::runtime_error when the process cannot be spawned.
-  explicit isolation_worker(int ordinal) : ordinal_(ordinal) {
-    int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-      throw std::runtime_error(fmt::format("socketpair: {}", std::strerror(errno)));
-    socket_.reset(sv[0]);
-    // The child's end goes to descriptor 3 there; one that already is 3 here would stay close-on-exec.
-    int child = sv[1];
-    if (child <= 3) {
-      child = ::fcntl(sv[1], F_DUPFD_CLOEXEC, 4);
-      ::close(sv[1]);
-    }
-    cotune::detail::unique_fd child_end(child);
-    std::vector<std::string> env_text;
-    for (char** e = environ; e && *e; ++e)
-      if (!std::string_view(*e).starts_with(std::string(worker_env) + "=")) env_text.emplace_back(*e);
-    env_text.push_back(fmt::format("{}=3:{}", worker_env, ordinal));
-    std::vector<char*> envp;
-    for (auto& s : env_text) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    std::string arg0 = "cotune-cuda-isolation-worker";
-    char* argv[] = {arg0.data(), nullptr};
-    posix_spawn_file_actions_t actions;
-    ::posix_spawn_file_actions_init(&actions);
-    ::posix_spawn_file_actions_adddup2(&actions, child_end.get(), 3);
-    ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    started_ = std::chrono::steady_clock::now();
-    const int rc = ::posix_spawn(&pid_, "/proc/self/exe", &actions, nullptr, argv, envp.data());
-    ::posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      pid_ = -1;
-      throw std::runtime_error(fmt::format("posix_spawn of /proc/self/exe: {}", std::strerror(rc)));
-    }
-  }
-  isolation_worker(const isolation_worker&) = delete;
-  isolation_worker& operator=(const isolation_worker&) = delete;
-  ~isolation_worker() { kill(); }
+  [[nodiscard]] static pointer from_raw(const void* p) noexcept { return reinterpret_cast<CUdeviceptr>(p); }
 
-  /// Waits for the worker's ready report (once); nothing when ready, else why it cannot serve.
-  [[nodiscard]] std::optional<std::string> ready() {
-    if (ready_) return std::nullopt;
-    if (why_not_) return why_not_;
-    frame f = receive_frame(socket_.get(), started_ + worker_start_limit);
-    if (f.end == frame::ending::ok && f.tag == tag_ready) {
-      ready_ = true;
-      start_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
+  /// Describes device address `ptr` of `ctx` as an IPC-mapped parameter; nothing, with `why` set, when
+  /// its memory cannot be shared with another process.
+  [[nodiscard]] static std::optional<gpu::detail::worker_param> shareable(const device_context& ctx, CUdeviceptr ptr,
+                                                                          std::uint64_t extent, std::string& why) {
+    ctx.make_current();
+    const auto& api = ctx.api();
+    CUdeviceptr base = 0;
+    std::size_t size = 0;
+    if (CUresult r = api.mem_get_address_range(&base, &size, ptr); r != CUDA_SUCCESS) {
+      why = fmt::format("its address {:#x} is not device memory of CUDA device {} (cuMemGetAddressRange: {})", ptr,
+                        ctx.ordinal(), ctx.library().error_text(r));
       return std::nullopt;
     }
-    if (f.end == frame::ending::ok && f.tag == tag_not_ready) why_not_ = f.payload;
-    else if (f.end == frame::ending::timed_out)
-      why_not_ = fmt::format("it did not report ready within {} s", worker_start_limit.count());
-    else why_not_ = fmt::format("it ended before reporting ready ({}); is the program's executable built with "
-                                "cotune/cuda/cuda_benchmarker.hpp (the worker's entry)?",
-                                reap());
-    kill();
-    return why_not_;
-  }
-
-  /// Milliseconds from spawning to ready.
-  [[nodiscard]] double start_ms() const noexcept { return start_ms_; }
-  [[nodiscard]] int ordinal() const noexcept { return ordinal_; }
-
-  /// Runs one job: sends it and waits for the reply, killing the worker at the deadline. An ending
-  /// other than returned or threw means the worker is gone (`alive()` is false).
-  [[nodiscard]] cotune::detail::isolated_result run(const worker_job& job) {
-    using cotune::detail::isolated_result;
-    isolated_result out;
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto first_limit = std::chrono::milliseconds(job.timeout_ms > 0 ? job.timeout_ms : 3'600'000) + hang_slack;
-    auto deadline = t0 + first_limit;
-    if (!send_frame(socket_.get(), tag_job, encode(job))) {
-      out.end = isolated_result::ending::crashed;
-      out.detail = fmt::format("its isolation worker (pid {}) could not be sent the job: {}", pid_, reap());
-      return out;
+    CUipcMemHandle h{};
+    if (CUresult r = api.ipc_get_mem_handle(&h, base); r != CUDA_SUCCESS) {
+      why = fmt::format("its memory cannot be shared with the isolation worker through CUDA IPC (cuIpcGetMemHandle: "
+                        "{}); memory from a pool (cudaMallocAsync, cuMemAllocFromPoolAsync) or from cuMemCreate is "
+                        "not IPC-capable: allocate it with cuMemAlloc or cudaMalloc (cuda::device_buffer does)",
+                        ctx.library().error_text(r));
+      return std::nullopt;
     }
-    for (;;) {
-      frame f = receive_frame(socket_.get(), deadline);
-      if (f.end == frame::ending::timed_out) {
-        kill();
-        out.end = isolated_result::ending::hung;
-        out.detail = fmt::format("still running after {} ms (COTUNE_BENCH_TIMEOUT_MS = {} ms); its isolation worker "
-                                 "was killed and is replaced",
-                                 std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count(),
-                                 job.timeout_ms);
-        return out;
-      }
-      if (f.end == frame::ending::closed) {
-        out.end = isolated_result::ending::crashed;
-        out.detail = fmt::format("its isolation worker (pid {}) was {} without replying; it is replaced", pid_, reap());
-        return out;
-      }
-      if (f.tag == tag_first_run) {
-        // The kernel ends: the rest of the benchmark is bounded by its budgets (warm-up, repetitions,
-        // the batch estimate), generously, plus the timeout once more.
-        const double budget = 4 * (job.bench.warmup_ms + job.bench.rep_ms) + 1000;
-        deadline = std::chrono::steady_clock::now() + first_limit + std::chrono::milliseconds(static_cast<long long>(budget));
-        continue;
-      }
-      if (f.tag == tag_values) {
-        out.end = isolated_result::ending::returned;
-        out.values = decode_values(f.payload);
-        return out;
-      }
-      if (f.tag == tag_failed && !f.payload.empty()) {
-        const auto kind = static_cast<worker_failure>(f.payload[0]);
-        std::string message = f.payload.substr(1);
-        if (kind == worker_failure::timeout) {
-          kill();
-          out.end = isolated_result::ending::hung;
-          out.detail = fmt::format("{}; its isolation worker was killed and is replaced", message);
-        } else if (kind == worker_failure::context_lost) {
-          kill();
-          out.end = isolated_result::ending::crashed;
-          out.detail = fmt::format("{} (in its isolation worker, whose CUDA context it lost; the tuning's own "
-                                   "context is untouched and the worker is replaced)",
-                                   message);
-        } else {
-          out.end = isolated_result::ending::threw;
-          out.kind = kind == worker_failure::launch ? 'l' : 'e';
-          out.detail = std::move(message);
-        }
-        return out;
-      }
-      kill();
-      out.end = isolated_result::ending::crashed;
-      out.detail = fmt::format("its isolation worker sent a malformed reply (tag {}); it is replaced", static_cast<int>(f.tag));
-      return out;
-    }
+    gpu::detail::worker_param p;
+    p.device = true;
+    static_assert(sizeof h == sizeof p.handle);
+    std::memcpy(p.handle.data(), &h, sizeof h);
+    p.offset = ptr - base;
+    p.extent = std::min<std::uint64_t>(extent, size - p.offset);
+    return p;
   }
-
-  [[nodiscard]] bool alive() const noexcept { return pid_ > 0; }
-
-  /// Kills the worker (if it still runs) and collects it.
-  void kill() noexcept {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    (void)reap();
-  }
-
-private:
-  /// Collects the worker's exit: "killed by signal 6 (Aborted)" or "exited with status 3".
-  std::string reap() noexcept {
-    if (pid_ <= 0) return "gone";
-    int status = 0;
-    pid_t r;
-    while ((r = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-    socket_.reset();
-    if (r < 0) return "gone";
-    if (WIFSIGNALED(status)) {
-      const char* name = ::sigdescr_np(WTERMSIG(status));
-      return fmt::format("killed by signal {} ({})", WTERMSIG(status), name ? name : "unknown signal");
-    }
-    return fmt::format("exited with status {}", WEXITSTATUS(status));
-  }
-
-  int ordinal_;
-  pid_t pid_ = -1;
-  cotune::detail::unique_fd socket_;
-  std::chrono::steady_clock::time_point started_{};
-  bool ready_ = false;
-  std::optional<std::string> why_not_;
-  double start_ms_ = 0;
 };
 
-/// Process-wide: one worker per device, replaced after each crash or hang, and the warnings for the
-/// backend's take_warnings(). Thread-safe; jobs for one device run one at a time.
-class isolation_pool {
-public:
-  static isolation_pool& instance() {
-    static auto* pool = new isolation_pool; // never destroyed: workers end with the process (EOF)
-    return *pool;
-  }
-
-  /// Runs `job` on device `ordinal`'s worker. `refused` with the reason when no worker can run
-  /// there (then the caller measures in-process; the first such reason is also a warning).
-  [[nodiscard]] cotune::detail::isolated_result run(int ordinal, const worker_job& job) {
-    slot& s = slot_for(ordinal);
-    std::lock_guard lock(s.mutex);
-    cotune::detail::isolated_result out;
-    if (!s.unavailable.empty()) {
-      out.end = cotune::detail::isolated_result::ending::refused;
-      out.detail = s.unavailable;
-      return out;
-    }
-    if (!s.worker || !s.worker->alive()) {
-      try {
-        s.worker = std::make_unique<isolation_worker>(ordinal);
-      } catch (const std::exception& e) {
-        return refuse(s, ordinal, e.what());
-      }
-    }
-    if (auto why = s.worker->ready()) return refuse(s, ordinal, *why);
-    if (s.worker->start_ms() > 0 && !s.counted) {
-      s.counted = true;
-      std::lock_guard l(mutex_);
-      start_ms_.push_back(s.worker->start_ms());
-    }
-    out = s.worker->run(job);
-    if (!s.worker->alive()) {
-      // Started at once, so that its cuInit overlaps with whatever the tuning does next.
-      try {
-        s.worker = std::make_unique<isolation_worker>(ordinal);
-        s.counted = false;
-      } catch (...) {
-        s.worker.reset();
-      }
-      std::lock_guard l(mutex_);
-      ++replaced_;
-    }
-    return out;
-  }
-
-  /// Milliseconds each worker took from spawn to ready (the first and every replacement).
-  [[nodiscard]] std::vector<double> start_times() const {
-    std::lock_guard l(mutex_);
-    return start_ms_;
-  }
-  /// Workers replaced after a crash or a hang.
-  [[nodiscard]] std::size_t replaced() const {
-    std::lock_guard l(mutex_);
-    return replaced_;
-  }
-  /// The warnings since the last call.
-  [[nodiscard]] std::vector<std::string> take_warnings() {
-    std::lock_guard l(mutex_);
-    return std::exchange(warnings_, {});
-  }
-  /// Queues a warning (once per distinct text).
-  void warn_once(std::string text) {
-    std::lock_guard l(mutex_);
-    if (std::find(warned_.begin(), warned_.end(), text) != warned_.end()) return;
-    warned_.push_back(text);
-    warnings_.push_back(std::move(text));
-  }
-
-private:
-  struct slot {
-    std::mutex mutex;
-    std::unique_ptr<isolation_worker> worker;
-    std::string unavailable;
-    bool counted = false;
-  };
-
-  slot& slot_for(int ordinal) {
-    std::lock_guard l(mutex_);
-    auto& s = slots_[ordinal];
-    if (!s) s = std::make_unique<slot>();
-    return *s;
-  }
-
-  cotune::detail::isolated_result refuse(slot& s, int ordinal, const std::string& why) {
-    s.worker.reset();
-    s.unavailable = fmt::format("COTUNE_ISOLATE: cannot start a CUDA isolation worker for device {} ({}); its "
-                                "candidates are measured in-process, where a crash or a hang of one takes the "
-                                "program's CUDA context (or the program) with it",
-                                ordinal, why);
-    warn_once(s.unavailable);
-    cotune::detail::isolated_result out;
-    out.end = cotune::detail::isolated_result::ending::refused;
-    out.detail = s.unavailable;
-    return out;
-  }
-
-  mutable std::mutex mutex_;
-  std::map<int, std::unique_ptr<slot>> slots_;
-  std::vector<double> start_ms_;
-  std::size_t replaced_ = 0;
-  std::vector<std::string> warnings_, warned_;
-};
-
-/// Describes device address `ptr` of `ctx` as an IPC-mapped parameter; nothing, with `why` set, when
-/// its memory cannot be shared with another process.
-[[nodiscard]] inline std::optional<worker_param> shareable(const device_context& ctx, CUdeviceptr ptr,
-                                                           std::uint64_t extent, std::string& why) {
-  ctx.make_current();
-  const auto& api = ctx.api();
-  CUdeviceptr base = 0;
-  std::size_t size = 0;
-  if (CUresult r = api.mem_get_address_range(&base, &size, ptr); r != CUDA_SUCCESS) {
-    why = fmt::format("its address {:#x} is not device memory of CUDA device {} (cuMemGetAddressRange: {})", ptr,
-                      ctx.ordinal(), ctx.library().error_text(r));
-    return std::nullopt;
-  }
-  CUipcMemHandle h{};
-  if (CUresult r = api.ipc_get_mem_handle(&h, base); r != CUDA_SUCCESS) {
-    why = fmt::format("its memory cannot be shared with the isolation worker through CUDA IPC (cuIpcGetMemHandle: "
-                      "{}); memory from a pool (cudaMallocAsync, cuMemAllocFromPoolAsync) or from cuMemCreate is not "
-                      "IPC-capable: allocate it with cuMemAlloc or cudaMalloc (cuda::device_buffer does)",
-                      ctx.library().error_text(r));
-    return std::nullopt;
-  }
-  worker_param p;
-  p.device = true;
-  static_assert(sizeof h == sizeof p.handle);
-  std::memcpy(p.handle.data(), &h, sizeof h);
-  p.offset = ptr - base;
-  p.extent = std::min<std::uint64_t>(extent, size - p.offset);
-  return p;
-}
-
-/// The kernel arguments as a worker job's parameters (`params`): device memory (buffers, raw device
-/// pointers) as IPC handles, the rest by value, reset_to_zero and restore_value flagged from `task`.
-/// Returns why they cannot go to a worker (empty when they can).
-template <class... Args>
-[[nodiscard]] std::string describe_arguments(const device_context& ctx, const cotune::detail::worker_task& task,
-                                             std::vector<worker_param>& params, Args&... args) {
-  std::string why;
-  std::size_t i = 0;
-  auto describe = [&](auto& a) {
-    using A = std::remove_cvref_t<decltype(a)>;
-    const bool zero = i < task.zero.size() && task.zero[i], restore = i < task.restore.size() && task.restore[i];
-    const std::size_t at = i++;
-    if (!why.empty()) return;
-    auto device_memory = [&](CUdeviceptr p, std::uint64_t extent) {
-      if ((zero || restore) && extent == 0 && p) {
-        why = fmt::format("argument {} is zeroed or restored, but its byte size is unknown", at);
-        return;
-      }
-      if (!p) { // a null pointer or an empty buffer: nothing to share
-        params.push_back({.bytes = std::string(sizeof p, '\0')});
-        return;
-      }
-      std::string reason;
-      auto param = detail::shareable(ctx, p, extent, reason);
-      if (!param) {
-        why = fmt::format("argument {}: {}", at, reason);
-        return;
-      }
-      param->zero = zero;
-      param->restore = restore;
-      params.push_back(*std::move(param));
-    };
-    if constexpr (AnyBuffer<A>) {
-      const auto v = cotune::kernel_arg(a);
-      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(v)>, CUdeviceptr>) {
-        const auto& buf = as_buffer(a);
-        std::uint64_t extent = 0;
-        if constexpr (requires { buf.size_bytes(); }) extent = buf.size_bytes();
-        device_memory(v, extent);
-      } else {
-        why = fmt::format("argument {} is a buffer whose kernel argument is not a CUdeviceptr", at);
-      }
-    } else if constexpr (std::is_pointer_v<A>) {
-      device_memory(reinterpret_cast<CUdeviceptr>(a), 0); // a raw device pointer: mapped, never zeroed
-    } else {
-      const auto v = cotune::kernel_arg(a);
-      static_assert(std::is_trivially_copyable_v<std::remove_cvref_t<decltype(v)>>,
-                    "a CUDA kernel argument is passed by value: it must be trivially copyable");
-      params.push_back({.bytes = std::string(reinterpret_cast<const char*>(&v), sizeof v)});
-    }
-  };
-  (describe(args), ...);
-  return why;
-}
+static_assert(gpu::detail::Shares<ipc_sharing, device_context>);
 
 } // namespace cotune::cuda::detail

@@ -42,6 +42,11 @@ using hip_graph_exec = void*;   ///< hipGraphExec_t
 using hip_graph_node = void*;   ///< hipGraphNode_t
 using device_ptr = void*;       ///< hipDeviceptr_t
 
+/// hipIpcMemHandle_t: 64 opaque bytes, passed by value.
+struct ipc_mem_handle {
+  char reserved[64];
+};
+
 inline constexpr hip_error hip_success = 0;
 inline constexpr hip_error hip_error_out_of_memory = 2;
 inline constexpr hip_error hip_error_no_device = 100;
@@ -56,6 +61,21 @@ inline constexpr int hip_func_attribute_max_threads_per_block = 0;
 inline constexpr int hip_func_attribute_shared_size_bytes = 1;
 inline constexpr int hip_func_attribute_local_size_bytes = 3;
 inline constexpr int hip_func_attribute_num_regs = 4;
+
+/// True for errors after which the device's work in this process cannot go on (the HIP values of
+/// CUDA's sticky errors).
+[[nodiscard]] constexpr bool is_sticky_error(hip_error r) noexcept {
+  switch (r) {
+  case 214: // hipErrorECCNotCorrectable
+  case 700: // hipErrorIllegalAddress
+  case 702: // hipErrorLaunchTimeOut
+  case 709: // hipErrorContextIsDestroyed
+  case 710: // hipErrorAssert
+  case 719: // hipErrorLaunchFailure
+    return true;
+  default: return false;
+  }
+}
 
 /// hipDeviceProp_t in the layout HIP 5 fills (`hipDeviceProp_tR0000` in HIP 6), up to gcnArchName;
 /// the rest is room the runtime writes into and cotune does not read.
@@ -133,7 +153,11 @@ struct device_properties {
   X(event_record, hipEventRecord, hip_error(hip_event, hip_stream))                                        \
   X(event_synchronize, hipEventSynchronize, hip_error(hip_event))                                          \
   X(event_elapsed_time, hipEventElapsedTime, hip_error(float*, hip_event, hip_event))                      \
-  X(event_destroy, hipEventDestroy, hip_error(hip_event))
+  X(event_destroy, hipEventDestroy, hip_error(hip_event))                                                  \
+  X(mem_get_address_range, hipMemGetAddressRange, hip_error(device_ptr*, std::size_t*, device_ptr))         \
+  X(ipc_get_mem_handle, hipIpcGetMemHandle, hip_error(ipc_mem_handle*, void*))                             \
+  X(ipc_open_mem_handle, hipIpcOpenMemHandle, hip_error(void**, ipc_mem_handle, unsigned))                 \
+  X(ipc_close_mem_handle, hipIpcCloseMemHandle, hip_error(void*))
 
 /// The HIP runtime functions that HIP's C++ headers overload (hipMalloc has a template for typed
 /// pointers): cotune declares the C function, and the check names its signature.

@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -28,31 +27,64 @@
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/kernel_source.hpp>
+#include <cotune/detail/isolated_run.hpp>
+#include <cotune/gpu/isolation.hpp>
+#include <cotune/gpu/loaded_kernel.hpp>
 #include <cotune/gpu/rtc_backend.hpp>
 #include <cotune/hip/device.hpp>
 #include <cotune/hip/device_buffer.hpp>
 #include <cotune/hip/hip_api.hpp>
 #include <cotune/hip/hip_knobs.hpp>
 #include <cotune/hip/hiprtc_api.hpp>
+#include <cotune/hip/isolation.hpp>
 #include <cotune/knobs/knobs.hpp>
 
 namespace cotune::hip {
 
 namespace detail {
 
-/// A loaded module, unloaded when the last function that uses it goes.
-struct loaded_module {
-  const device_context* context;
-  hip_module module;
-  std::string kernel_name;
-  std::string config_text;
-  loaded_module(const device_context& ctx, hip_module m, std::string name, std::string cfg)
-      : context(&ctx), module(m), kernel_name(std::move(name)), config_text(std::move(cfg)) {}
-  loaded_module(const loaded_module&) = delete;
-  loaded_module& operator=(const loaded_module&) = delete;
-  ~loaded_module() {
-    (void)context->api().set_device(context->ordinal());
-    (void)context->api().module_unload(module);
+/// The runtime calls a loaded kernel makes (gpu/loaded_kernel.hpp).
+struct kernel_calls {
+  using context = device_context;
+  using module = hip_module;
+  using function = hip_function;
+  using stream = hip_stream;
+  using result = hip_error;
+  using memory = memory_runtime;
+  static constexpr std::string_view backend = "hip backend", shared_name = "shared memory (LDS)",
+                                    entry_call = "hipModuleGetFunction", attribute_call = "hipFuncGetAttribute",
+                                    global_call = "hipModuleGetGlobal";
+
+  [[nodiscard]] static bool ok(hip_error r) noexcept { return r == hip_success; }
+  [[nodiscard]] static bool sticky(hip_error r) noexcept { return is_sticky_error(r); }
+  [[nodiscard]] static bool not_found(hip_error r) noexcept { return r == hip_error_not_found; }
+  static hip_error load(const device_context& ctx, const std::string& image, hip_module* m) {
+    return ctx.api().module_load_data(m, image.data());
+  }
+  static void unload(const device_context& ctx, hip_module m) noexcept {
+    (void)ctx.api().set_device(ctx.ordinal());
+    (void)ctx.api().module_unload(m);
+  }
+  static hip_error entry(const device_context& ctx, hip_function* f, hip_module m, const char* symbol) {
+    return ctx.api().module_get_function(f, m, symbol);
+  }
+  static hip_error attribute(const device_context& ctx, int* v, gpu::kernel_attribute a, hip_function f) {
+    using gpu::kernel_attribute;
+    const int which = a == kernel_attribute::registers             ? hip_func_attribute_num_regs
+                      : a == kernel_attribute::static_shared_bytes ? hip_func_attribute_shared_size_bytes
+                      : a == kernel_attribute::local_bytes         ? hip_func_attribute_local_size_bytes
+                                                                   : hip_func_attribute_max_threads_per_block;
+    return ctx.api().func_get_attribute(v, which, f);
+  }
+  static hip_error global(const device_context& ctx, device_ptr* p, std::size_t* bytes, hip_module m, const char* name) {
+    return ctx.api().module_get_global(p, bytes, m, name);
+  }
+  /// Never called: a kernel may use the device's whole LDS without opting in (load_kernel says so).
+  static hip_error allow_shared(const device_context&, hip_function, int) noexcept { return hip_success; }
+  static hip_error launch(const device_context& ctx, hip_function f, const launch_grid& g, const block_dims& b,
+                          hip_stream stream, void** params) {
+    return ctx.api().module_launch_kernel(f, g.x, g.y, g.z, static_cast<unsigned>(b.x), static_cast<unsigned>(b.y),
+                                          static_cast<unsigned>(b.z), g.shared_bytes, stream, params, nullptr);
   }
 };
 
@@ -73,6 +105,9 @@ class hip_backend {
 public:
   using device = hip::device;
   using default_benchmarker_type = hip_benchmarker;
+  /// Candidates can be measured in an isolation worker process per device (COTUNE_ISOLATE;
+  /// gpu/isolation.hpp): `run_in_worker`.
+  static constexpr bool worker_isolation = true;
   [[nodiscard]] static bool interchangeable(const device& a, const device& b) { return hip::interchangeable(a, b); }
 
   /// A compiled kernel: the code object and its symbol.
@@ -84,19 +119,7 @@ public:
   };
 
   /// A loaded kernel, bound to one device. Copies share the module.
-  struct function {
-    std::shared_ptr<detail::loaded_module> module;
-    hip_function handle = nullptr;
-    const device_context* context = nullptr;
-    unsigned threads_per_block = 0;
-    block_dims block{};          ///< the config's block shape
-    int kernel_max_threads = 0;  ///< the kernel's own limit
-    launch_limits limits{};      ///< the device's, to name the dimension when a launch is refused
-    int registers = 0;
-    int static_shared_bytes = 0;
-    int local_bytes = 0;
-    std::int64_t max_dynamic_shared = 0;
-  };
+  using function = gpu::loaded_kernel<detail::kernel_calls>;
 
   hip_backend() { (void)hip_knobs(); }
 
@@ -188,62 +211,20 @@ public:
     } catch (const error& e) {
       throw launch_error(fmt::format("hip backend: cannot load kernel '{}' on {}: {}", k.name, device_name(d), e.what()));
     }
-    ctx->make_current();
-    const auto& api = ctx->api();
-    const std::string what = fmt::format("loading kernel '{}' with config {{{}}}", k.name, c.text());
-    hip_module mod = nullptr;
-    if (hip_error r = api.module_load_data(&mod, bin.image.data()); r != hip_success)
-      throw launch_error(fmt::format("hip backend: {} on {} failed: {} (the code object is for {})", what,
-                                     device_name(d), ctx->library().error_text(r), bin.arch));
-    auto module = std::make_shared<detail::loaded_module>(*ctx, mod, k.name, c.text());
-    function f;
-    f.module = module;
-    f.context = ctx;
-    ctx->check(api.module_get_function(&f.handle, mod, bin.lowered_name.c_str()),
-               fmt::format("{}: hipModuleGetFunction('{}')", what, bin.lowered_name));
-    auto attribute = [&](int a, const char* name) {
-      int v = 0;
-      ctx->check(api.func_get_attribute(&v, a, f.handle), fmt::format("{}: hipFuncGetAttribute({})", what, name));
-      return v;
-    };
-    f.registers = attribute(hip_func_attribute_num_regs, "NUM_REGS");
-    f.static_shared_bytes = attribute(hip_func_attribute_shared_size_bytes, "SHARED_SIZE_BYTES");
-    f.local_bytes = attribute(hip_func_attribute_local_size_bytes, "LOCAL_SIZE_BYTES");
-    const int kernel_max_threads = attribute(hip_func_attribute_max_threads_per_block, "MAX_THREADS_PER_BLOCK");
-    const int threads = c.launch().threads(d.warp_size);
-    f.block = c.launch().block_shape(d.warp_size);
-    f.limits = d.limits();
-    f.kernel_max_threads = kernel_max_threads;
-    gpu::check_loaded_kernel("hip backend", c,
-                             {threads, f.registers, kernel_max_threads, f.static_shared_bytes},
-                             {d.max_threads_per_block, std::nullopt, d.max_shared_per_block, "shared memory (LDS)"},
-                             f.block, f.limits);
-    f.threads_per_block = static_cast<unsigned>(threads);
-    f.max_dynamic_shared = d.max_shared_per_block - f.static_shared_bytes;
-    return f;
+    return gpu::load_kernel<detail::kernel_calls>(
+        *ctx, bin.image, bin.lowered_name, fmt::format("the code object is for {}", bin.arch), k, c,
+        {.name = device_name(d),
+         .warp_size = d.warp_size,
+         .resources = {d.max_threads_per_block, std::nullopt, d.max_shared_per_block, "shared memory (LDS)"},
+         .shared_without_opt_in = d.max_shared_per_block,
+         .limits = d.limits()});
   }
 
   /// The global variable `name` (a `__constant__` or `__device__` array at global namespace scope) of
   /// `f`'s module, through hipModuleGetGlobal, or nothing when the module has none. Its copies go to the
   /// device's stream and wait for it (`tune_options::on_load` runs before the module's first launch).
   [[nodiscard]] std::optional<module_global> find_global(const function& f, std::string_view name) const {
-    const device_context* ctx = f.context;
-    ctx->make_current();
-    device_ptr ptr = nullptr;
-    std::size_t bytes = 0;
-    const std::string symbol(name);
-    const hip_error r = ctx->api().module_get_global(&ptr, &bytes, f.module->module, symbol.c_str());
-    if (r == hip_error_not_found) return std::nullopt;
-    ctx->check(r, fmt::format("kernel '{}' with config {{{}}}: hipModuleGetGlobal('{}')", f.module->kernel_name,
-                              f.module->config_text, symbol));
-    return module_global{
-        reinterpret_cast<std::uintptr_t>(ptr), bytes,
-        [ctx](std::uintptr_t to, const void* from, std::size_t n) {
-          memory_runtime::upload(*ctx, reinterpret_cast<device_ptr>(to), from, n);
-        },
-        [ctx](void* to, std::uintptr_t from, std::size_t n) {
-          memory_runtime::download(*ctx, to, reinterpret_cast<device_ptr>(from), n);
-        }};
+    return gpu::find_global(f, name);
   }
 
   /// A caller's stream (`autotuner::on(stream)`, a hipStream_t); it must belong to the device.
@@ -272,20 +253,22 @@ public:
 
   /// `launch_raw` on the caller's `stream`.
   void launch_raw_on(hip_stream stream, const function& f, const launch_grid& grid, void** params) const {
-    const device_context& ctx = *f.context;
-    ctx.make_current();
-    if (static_cast<std::int64_t>(grid.shared_bytes) > f.max_dynamic_shared)
-      throw out_of_resources("shared memory (LDS)", std::int64_t{f.static_shared_bytes} + grid.shared_bytes,
-                             std::int64_t{f.static_shared_bytes} + f.max_dynamic_shared);
-    const block_dims& b = grid.block ? *grid.block : f.block;
-    hip_error r = ctx.api().module_launch_kernel(f.handle, grid.x, grid.y, grid.z, static_cast<unsigned>(b.x),
-                                                 static_cast<unsigned>(b.y), static_cast<unsigned>(b.z),
-                                                 grid.shared_bytes, stream, params, nullptr);
-    if (r != hip_success) [[unlikely]] {
-      check_grid(grid, f.limits); // names the dimension and the limit (the runtime says only "invalid value")
-      check_block(b, f.limits, f.kernel_max_threads);
-      ctx.check(r, gpu::launch_text(f.module->kernel_name, f.module->config_text, grid, b));
-    }
+    gpu::launch_kernel(stream, f, grid, params);
+  }
+
+  /// Runs `bin` (loaded and checked here as `f`) in `f`'s device's isolation worker: once, or measured
+  /// with `o` (`task.timed`), zeroing and restoring the flagged arguments there. Device memory goes as
+  /// HIP IPC handles, the rest by value. `refused` (and a warning, once) when an argument's memory
+  /// cannot be shared or no worker can start: the caller measures in-process then.
+  template <class... Args>
+  [[nodiscard]] cotune::detail::isolated_result run_in_worker(const binary& bin, const function& f,
+                                                              const launch_grid& grid,
+                                                              const cotune::detail::worker_task& task,
+                                                              const bench_options& o, Args&... args) const {
+    static_assert((!HostRange<std::remove_cvref_t<Args>> && ...),
+                  "a host container cannot be a HIP kernel's argument (see launch_on)");
+    return gpu::detail::run_in_worker<detail::isolation_worker_kind, detail::ipc_sharing>(
+        f, bin.image, bin.lowered_name, grid, task, o, hip_knobs().flush_factor.get(), hip_knobs().graph.get(), args...);
   }
 
   /// True while `stream` is being captured into a graph (an implicit capture of the null stream counts);
@@ -315,10 +298,13 @@ public:
     f.context->synchronize("synchronizing");
   }
 
-  /// Warnings about how compiles run (hiprtc's compile server could not start, or was lost).
+  /// Warnings about how compiles run (hiprtc's compile server could not start, or was lost) and how
+  /// candidates are isolated (an isolation worker could not start, an argument it cannot reach).
   [[nodiscard]] std::vector<std::string> take_warnings() const {
     const auto* rtc = try_hiprtc();
-    return rtc ? rtc->take_warnings() : std::vector<std::string>{};
+    auto out = rtc ? rtc->take_warnings() : std::vector<std::string>{};
+    for (auto& w : detail::isolation_workers().take_warnings()) out.push_back(std::move(w));
+    return out;
   }
 
   [[nodiscard]] hip_stream stream(const device& d) const { return runtime().context(d.ordinal).stream(); }

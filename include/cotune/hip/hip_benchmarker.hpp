@@ -111,3 +111,7 @@ private:
 static_assert(ReportsMeasurement<hip_benchmarker>);
 
 } // namespace cotune::hip
+
+// The isolation worker's entry runs before main() in every program that can measure on HIP (it needs
+// hip_benchmarker, so it comes after it; gpu/isolation.hpp says why a worker is this program).
+#include <cotune/hip/isolation_worker.hpp>

@@ -94,8 +94,10 @@ struct autotuning_knob_group {
   // (the quarantine) turns isolation on for that kernel; otherwise candidates run in-process, which
   // costs nothing and keeps user hooks' side effects (a fork per candidate costs ~1 ms here).
   knob<std::string> isolate{{.name = "autotuning.isolate", .env = "COTUNE_ISOLATE", .fallback = "auto",
-                             .doc = "benchmark each candidate in a forked process, so a crash or hang costs that "
-                                    "candidate alone (host backend): off, on, or auto (after a crash)",
+                             .doc = "benchmark each candidate in another process, so that a crash or a hang costs that "
+                                    "candidate alone (host: a forked copy; CUDA, HIP: a worker process per device "
+                                    "with its own context): `off`, `on`, or `auto` (on for a kernel after a crash: a "
+                                    "journal left by a process that died mid-tuning, or a quarantined candidate)",
                              .validate = [](const std::string& v) {
                                if (v != "off" && v != "on" && v != "auto")
                                  throw knob_error(fmt::format("COTUNE_ISOLATE={} is not one of off, on, auto", v));

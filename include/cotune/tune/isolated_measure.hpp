@@ -1,7 +1,7 @@
 #pragma once
 /// \file How COTUNE_ISOLATE measures one candidate away from the tuning's own process: in a forked
 /// copy (backends with `fork_isolation`: the host, detail/isolated_run.hpp) or in the backend's own
-/// worker process (`worker_isolation`: CUDA, cuda/isolation.hpp), and how each ending becomes the
+/// worker process (`worker_isolation`: CUDA and HIP, gpu/isolation.hpp), and how each ending becomes the
 /// candidate's status (crashed, hung, wrong result, launch error).
 
 #include <algorithm>

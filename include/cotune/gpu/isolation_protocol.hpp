@@ -1,9 +1,9 @@
 #pragma once
-/// \file What the parent and a CUDA isolation worker (cuda/isolation.hpp) say to each other: a job
-/// (the kernel's cubin and symbol, its launch geometry, its arguments as bytes or as CUDA IPC
-/// handles, the benchmark options) and the worker's replies. Plain bytes in the machine's own layout:
-/// both ends are the same executable on the same machine. Nothing here touches CUDA, so the encoding
-/// is tested on machines without a GPU.
+/// \file What the parent and a GPU isolation worker (gpu/isolation.hpp) say to each other: a job (the
+/// kernel's image and symbol, its launch geometry, its arguments as bytes or as IPC memory handles,
+/// the benchmark options) and the worker's replies. The same for CUDA and HIP. Plain bytes in the
+/// machine's own layout: both ends are the same executable on the same machine. Nothing here touches
+/// a GPU runtime, so the encoding is tested on machines without a GPU.
 ///
 /// Frames on the stream socket: a tag byte, a u64 payload size, the payload (detail::write_record).
 /// Parent to worker: 'J' job. Worker to parent: 'H' ready (or 'h' + why it cannot serve), then per
@@ -22,7 +22,7 @@
 
 #include <cotune/bench/benchmarker.hpp>
 
-namespace cotune::cuda::detail {
+namespace cotune::gpu::detail {
 
 inline constexpr char tag_job = 'J', tag_ready = 'H', tag_not_ready = 'h', tag_first_run = 'F', tag_values = 'R',
                       tag_failed = 'E';
@@ -32,15 +32,15 @@ enum class worker_failure : char {
   error = 'e',        ///< any other error (cotune::error)
   launch = 'l',       ///< a launch failed without harming the context (launch_error)
   timeout = 't',      ///< the first run did not end by the bench timeout: the worker is killed (hung)
-  context_lost = 'c', ///< a sticky CUDA error (illegal address, trap, assert): the worker exits (crashed)
+  context_lost = 'c', ///< a sticky error (illegal address, trap, assert): the worker exits (crashed)
 };
 
-/// One kernel argument: its bytes, or device memory of the parent mapped through a CUDA IPC handle
+/// One kernel argument: its bytes, or device memory of the parent mapped through an IPC memory handle
 /// (the worker passes base + offset to the kernel, and zeroes or restores `extent` bytes there).
 struct worker_param {
   bool device = false;
   std::string bytes{};               ///< the value the kernel receives (when !device)
-  std::array<char, 64> handle{};     ///< CUipcMemHandle of the allocation (when device)
+  std::array<char, 64> handle{};     ///< the allocation's CUipcMemHandle or hipIpcMemHandle_t (when device)
   std::uint64_t offset = 0;          ///< of the argument's address in that allocation
   std::uint64_t extent = 0;          ///< bytes a buffer argument spans (0 for a raw pointer)
   bool zero = false, restore = false; ///< reset_to_zero, restore_value
@@ -49,13 +49,13 @@ struct worker_param {
 /// One measurement (or, when !timed, one run) of a loaded kernel.
 struct worker_job {
   bool timed = false;
-  std::string image{};  ///< cubin or PTX, as cuModuleLoadData takes it
+  std::string image{};  ///< cubin or PTX (cuModuleLoadData), or an AMD code object (hipModuleLoadData)
   std::string symbol{}; ///< the entry's lowered name
   std::array<std::uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   std::uint32_t shared_bytes = 0;
   std::int64_t timeout_ms = 0; ///< the first run's deadline (COTUNE_BENCH_TIMEOUT_MS), 0 = none
   bench_options bench{};
-  /// The parent's CUDA timing knobs (cuda.flush_factor, cuda.graph, bench.batch_below_us), which it
+  /// The parent's timing knobs (cuda./hip.flush_factor and graph, bench.batch_below_us), which it
   /// may have set in code, where the worker's environment would not show them.
   double flush_factor = 2.0, batch_below_us = 0.0;
   bool graph = false;
@@ -205,10 +205,9 @@ std::optional<T> get_optional(wire_reader& r) {
   return v;
 }
 
-/// The worker's environment variable: "<socket fd>:<device ordinal>". Its presence makes the
-/// executable a worker before main() (cuda/isolation_worker.hpp).
-inline constexpr const char* worker_env = "COTUNE_CUDA_ISOLATION_WORKER";
-
+/// A worker's environment variable (COTUNE_CUDA_ISOLATION_WORKER, COTUNE_HIP_ISOLATION_WORKER) holds
+/// "<socket fd>:<device ordinal>"; its presence makes the executable a worker before main()
+/// (gpu/isolation_worker.hpp).
 /// Parses the variable's value; nothing if malformed.
 [[nodiscard]] inline std::optional<std::pair<int, int>> parse_worker_env(std::string_view v) {
   const auto colon = v.find(':');
@@ -227,4 +226,4 @@ inline constexpr const char* worker_env = "COTUNE_CUDA_ISOLATION_WORKER";
   return std::pair<int, int>{*fd, *ordinal};
 }
 
-} // namespace cotune::cuda::detail
+} // namespace cotune::gpu::detail

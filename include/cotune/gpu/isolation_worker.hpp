@@ -1,0 +1,228 @@
+#pragma once
+/// \file A GPU isolation worker's side (gpu/isolation.hpp says why workers exist and how they start),
+/// for CUDA and HIP alike. Each runtime's isolation_worker.hpp has a constructor of priority 101, run
+/// before the program's ordinary static initialisers and before main(), which calls
+/// `become_worker_if_asked<W>()`: in a worker (the runtime's variable is set) it opens the runtime,
+/// makes a context on its device, reports ready and serves jobs until the parent closes the socket,
+/// then leaves with _exit: the program's main() never runs there. In every other process it returns
+/// at once.
+///
+/// A job: load the image (kept while the next job has the same one), map the arguments' IPC handles
+/// (kept while the next job uses them), run once and wait for it with the bench timeout as the
+/// deadline, then (timed jobs) measure with the runtime's benchmarker exactly as in-process. A sticky
+/// error (illegal address, trap, assert) is reported and the worker exits: its context is lost.
+///
+/// What a runtime `W` provides (cuda/isolation_worker.hpp and hip/isolation_worker.hpp are the two):
+///
+///     using memory = ...;        // its DeviceMemoryRuntime (context, device, pointer)
+///     using benchmarker = ...;   // constructible from (const device&, gpu::event_bench_options)
+///     using module = ...; using function = ...;
+///     static constexpr const worker_kind& kind;
+///     static device open(int ordinal);                                  // throws why it cannot
+///     static module load(const context&, const std::string& image);     // throws launch_error
+///     static void unload(const context&, module) noexcept;
+///     static function entry(const context&, module, const std::string& symbol);
+///     static void allow_shared(const context&, function, std::uint32_t bytes);  // dynamic shared memory
+///     static pointer open_ipc(const context&, const std::array<char, 64>& handle);
+///     static void close_ipc(const context&, pointer) noexcept;
+///     static void launch(const context&, function, const worker_job&, void** params);
+///     static std::optional<std::string> lost(const context&);  // after a failure: the sticky error, if any
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cotune/bench/measurement.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/detail/fork_process.hpp>
+#include <cotune/gpu/device_memory.hpp>
+#include <cotune/gpu/event_timing.hpp>
+#include <cotune/gpu/isolation.hpp>
+#include <cotune/gpu/isolation_protocol.hpp>
+
+namespace cotune::gpu::detail {
+
+/// A worker's state between jobs.
+template <class W>
+class isolation_server {
+public:
+  using memory = typename W::memory;
+  using context = typename memory::context;
+  using device = typename memory::device;
+  using pointer = typename memory::pointer;
+
+  isolation_server(const context& ctx, device d) : ctx_(&ctx), device_(std::move(d)) {}
+  isolation_server(const isolation_server&) = delete;
+  isolation_server& operator=(const isolation_server&) = delete;
+  ~isolation_server() {
+    if (module_) W::unload(*ctx_, module_);
+  }
+
+  /// Runs one job and answers on `fd`; false when the worker must end (its context is lost or a
+  /// kernel may still be running).
+  bool serve(int fd, const worker_job& job) {
+    try {
+      ctx_->make_current();
+      load(job);
+      std::vector<std::string> values = map_params(job);
+      std::vector<void*> params;
+      for (auto& v : values) params.push_back(v.data());
+      params.push_back(nullptr);
+      std::vector<device_buffer<memory, std::uint8_t>> saved(job.params.size());
+      for (std::size_t i = 0; i < job.params.size(); ++i)
+        if (job.params[i].restore && job.params[i].extent)
+          saved[i] = device_buffer<memory, std::uint8_t>(*ctx_, job.params[i].extent);
+      auto address = [&](std::size_t i) {
+        pointer p{};
+        std::memcpy(&p, values[i].data(), sizeof p);
+        return p;
+      };
+      // As kernel_arguments::run_once does in-process: zero, snapshot, launch, restore.
+      auto once = [&] {
+        for (std::size_t i = 0; i < job.params.size(); ++i)
+          if (job.params[i].zero && job.params[i].extent) memory::zero(*ctx_, address(i), job.params[i].extent);
+        for (std::size_t i = 0; i < job.params.size(); ++i)
+          if (saved[i].size()) memory::copy(*ctx_, saved[i].data(), address(i), job.params[i].extent);
+        W::launch(*ctx_, function_, job, params.data());
+        for (std::size_t i = 0; i < job.params.size(); ++i)
+          if (saved[i].size()) memory::copy(*ctx_, address(i), saved[i].data(), job.params[i].extent);
+      };
+      std::optional<std::chrono::steady_clock::time_point> deadline;
+      if (job.timeout_ms > 0) deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(job.timeout_ms);
+      once();
+      ctx_->synchronize("the candidate's first run", deadline);
+      if (!job.timed) return send_frame(fd, tag_values, encode_values({}));
+      if (!send_frame(fd, tag_first_run, {})) return false;
+      const event_bench_options o{.graph = job.graph, .flush_factor = job.flush_factor,
+                                  .batch_below_us = job.batch_below_us};
+      if (!bench_ || o.graph != bench_options_.graph || o.flush_factor != bench_options_.flush_factor ||
+          o.batch_below_us != bench_options_.batch_below_us) {
+        bench_.emplace(device_, o);
+        bench_options_ = o;
+      }
+      const measurement m = bench_->measure(once, job.bench);
+      return send_frame(fd, tag_values, encode_values(as_values(m)));
+    } catch (const timeout_error& e) {
+      (void)send_frame(fd, tag_failed, std::string(1, static_cast<char>(worker_failure::timeout)) + e.what());
+      return false;
+    } catch (const std::exception& e) {
+      if (auto lost = W::lost(*ctx_)) { // the in-process message speaks of this process's context
+        (void)send_frame(fd, tag_failed, std::string(1, static_cast<char>(worker_failure::context_lost)) +
+                                             fmt::format("it failed with {}", *lost));
+        return false;
+      }
+      const auto kind = dynamic_cast<const launch_error*>(&e) ? worker_failure::launch : worker_failure::error;
+      (void)send_frame(fd, tag_failed, std::string(1, static_cast<char>(kind)) + e.what());
+      return true;
+    }
+  }
+
+private:
+  void load(const worker_job& job) {
+    if (!module_ || job.image != image_ || job.symbol != symbol_) {
+      if (module_) W::unload(*ctx_, module_);
+      module_ = {};
+      image_.clear();
+      module_ = W::load(*ctx_, job.image);
+      image_ = job.image;
+      symbol_ = job.symbol;
+      shared_allowed_ = 0;
+      function_ = W::entry(*ctx_, module_, job.symbol);
+    }
+    if (job.shared_bytes > shared_allowed_) {
+      W::allow_shared(*ctx_, function_, job.shared_bytes);
+      shared_allowed_ = job.shared_bytes;
+    }
+  }
+
+  /// The kernel's parameter values, device addresses mapped into this process. Mappings the job
+  /// does not use are closed (the parent may have freed that memory).
+  std::vector<std::string> map_params(const worker_job& job) {
+    std::map<std::string, pointer> used;
+    std::vector<std::string> out;
+    for (const auto& p : job.params) {
+      if (!p.device) {
+        out.push_back(p.bytes);
+        continue;
+      }
+      const std::string key(p.handle.data(), p.handle.size());
+      auto it = mapped_.find(key);
+      pointer base{};
+      if (it != mapped_.end()) {
+        base = it->second;
+      } else {
+        base = W::open_ipc(*ctx_, p.handle);
+        mapped_.emplace(key, base);
+      }
+      used.emplace(key, base);
+      const pointer ptr = gpu::detail::advance(base, p.offset);
+      out.emplace_back(reinterpret_cast<const char*>(&ptr), sizeof ptr);
+    }
+    for (auto& [key, base] : mapped_)
+      if (!used.count(key)) W::close_ipc(*ctx_, base);
+    mapped_ = std::move(used);
+    return out;
+  }
+
+  const context* ctx_;
+  device device_;
+  std::optional<typename W::benchmarker> bench_; ///< remade when the parent's timing knobs change
+  event_bench_options bench_options_{};
+  typename W::module module_{};
+  typename W::function function_{};
+  std::string image_, symbol_;
+  std::uint32_t shared_allowed_ = 0;
+  std::map<std::string, pointer> mapped_;
+};
+
+/// The worker's whole life; never returns.
+template <class W>
+[[noreturn]] void isolation_worker_main(int fd, int ordinal) {
+  cotune::detail::fork_process::close_inherited(fd);
+  std::optional<isolation_server<W>> server;
+  try {
+    auto d = W::open(ordinal);
+    server.emplace(W::memory::context_of(ordinal), std::move(d));
+  } catch (const std::exception& e) {
+    (void)send_frame(fd, tag_not_ready, fmt::format("{} device {} in the worker: {}", W::kind.runtime, ordinal, e.what()));
+    ::_exit(2);
+  }
+  if (!send_frame(fd, tag_ready, {})) ::_exit(0);
+  for (;;) {
+    frame f = receive_frame(fd, std::chrono::steady_clock::time_point::max());
+    if (f.end != frame::ending::ok) ::_exit(0); // the parent is gone or done
+    if (f.tag != tag_job) ::_exit(3);
+    worker_job job;
+    try {
+      job = decode_job(f.payload);
+    } catch (const std::exception& e) {
+      (void)send_frame(fd, tag_failed, std::string(1, static_cast<char>(worker_failure::error)) + e.what());
+      continue;
+    }
+    if (!server->serve(fd, job)) ::_exit(0);
+  }
+}
+
+/// Becomes `W`'s worker when the parent asked for one (its variable is set); else returns at once.
+template <class W>
+void become_worker_if_asked() {
+  const char* v = std::getenv(W::kind.variable);
+  if (!v) return;
+  const auto parsed = parse_worker_env(v);
+  ::unsetenv(W::kind.variable); // processes this one starts are not workers
+  if (!parsed) return;
+  isolation_worker_main<W>(parsed->first, parsed->second);
+}
+
+} // namespace cotune::gpu::detail
