@@ -263,6 +263,40 @@ TEST_CASE("with COTUNE_ISOLATE=on an illegal address, a trap and an endless kern
               static_cast<long>(lost), static_cast<double>(lost) / 3.0, wall_s);
 }
 
+TEST_CASE("an argument the isolation worker cannot map is refused there, so it is measured in-process",
+          "[cuda][isolation][gpu]") {
+  const auto devices = cuda::devices();
+  if (devices.empty()) {
+    WARN("skipped: no CUDA device here (" << cuda::availability().message << ")");
+    return;
+  }
+  const auto& d = devices.front();
+  cuda::cuda_backend backend;
+  const config c1({}, cotune::launch_options{.num_warps = 4});
+  const auto bin = backend.compile(check_kernel, c1, d);
+  gpu::detail::worker_job job;
+  job.timed = false;
+  job.image = bin.image;
+  job.symbol = bin.lowered_name;
+  job.block = {128, 1, 1};
+  gpu::detail::worker_param forged{.device = true};
+  forged.handle.fill('\x5a'); // no process exported this handle
+  const int zero = 0;
+  const gpu::detail::worker_param n{.bytes = std::string(reinterpret_cast<const char*>(&zero), sizeof zero)};
+  job.params = {forged, n};
+  auto& pool = cuda::detail::isolation_workers();
+  (void)pool.take_warnings();
+  const auto refused = pool.run(d.ordinal, job);
+  INFO(refused.detail);
+  CHECK(refused.end == cotune::detail::isolated_result::ending::refused);
+  CHECK_THAT(refused.detail, Catch::Contains("cannot map an argument's memory") && Catch::Contains("in-process"));
+  const auto warnings = pool.take_warnings();
+  CHECK(warnings.size() == 1);
+  // The worker goes on: the same kernel with a null pointer (n = 0, nothing written) runs there.
+  job.params = {{.bytes = std::string(sizeof(CUdeviceptr), '\0')}, n};
+  CHECK(pool.run(d.ordinal, job).end == cotune::detail::isolated_result::ending::returned);
+}
+
 TEST_CASE("isolation figures: worker respawn time and the overhead on a small tuning", "[cuda][isolation][gpu]") {
   const auto devices = cuda::devices();
   if (devices.empty()) {

@@ -32,7 +32,7 @@ inline constexpr gpu::detail::worker_kind isolation_worker_kind{
 struct ipc_sharing {
   using pointer = CUdeviceptr;
 
-  [[nodiscard]] static pointer from_raw(const void* p) noexcept { return reinterpret_cast<CUdeviceptr>(p); }
+  [[nodiscard]] static pointer from_raw(const volatile void* p) noexcept { return reinterpret_cast<CUdeviceptr>(p); }
 
   /// Describes device address `ptr` of `ctx` as an IPC-mapped parameter; nothing, with `why` set, when
   /// its memory cannot be shared with another process.

@@ -49,9 +49,10 @@ struct worker_runtime {
     ctx.check(ctx.api().module_get_function(&f, m, symbol.c_str()), "cuModuleGetFunction");
     return f;
   }
-  /// Opts into dynamic shared memory past the default 48 KiB.
+  /// Opts into `bytes` of dynamic shared memory (needed past 48 KiB less the kernel's static shared
+  /// memory; harmless below).
   static void allow_shared(const device_context& ctx, function f, std::uint32_t bytes) {
-    if (bytes <= 48 * 1024) return;
+    if (bytes == 0) return;
     ctx.check(ctx.api().func_set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)),
               "opting into dynamic shared memory");
   }

@@ -40,7 +40,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <stdexcept>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -238,6 +240,11 @@ public:
           kill();
           out.end = isolated_result::ending::hung;
           out.detail = fmt::format("{}; its isolation worker was killed and is replaced", message);
+        } else if (kind == worker_failure::unmappable) {
+          out.end = isolated_result::ending::refused;
+          out.detail = fmt::format("COTUNE_ISOLATE: the {} isolation worker cannot map an argument's memory ({}); "
+                                   "candidates are measured in-process",
+                                   kind_->runtime, message);
         } else if (kind == worker_failure::context_lost) {
           kill();
           out.end = isolated_result::ending::crashed;
@@ -331,6 +338,7 @@ public:
       start_ms_.push_back(s.worker->start_ms());
     }
     out = s.worker->run(job);
+    if (out.end == cotune::detail::isolated_result::ending::refused) warn_once(out.detail);
     if (!s.worker->alive()) {
       // Started at once, so that its cuInit overlaps with whatever the tuning does next.
       try {
@@ -411,7 +419,7 @@ private:
 template <class S, class Context>
 concept Shares = requires(const Context& ctx, typename S::pointer p, std::uint64_t extent, std::string& why) {
   { S::shareable(ctx, p, extent, why) } -> std::same_as<std::optional<worker_param>>;
-  { S::from_raw(static_cast<const void*>(nullptr)) } -> std::same_as<typename S::pointer>;
+  { S::from_raw(static_cast<const volatile void*>(nullptr)) } -> std::same_as<typename S::pointer>;
 };
 
 /// The kernel arguments as a worker job's parameters (`params`): device memory (buffers, raw device

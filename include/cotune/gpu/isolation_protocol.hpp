@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <cotune/bench/benchmarker.hpp>
@@ -33,6 +34,7 @@ enum class worker_failure : char {
   launch = 'l',       ///< a launch failed without harming the context (launch_error)
   timeout = 't',      ///< the first run did not end by the bench timeout: the worker is killed (hung)
   context_lost = 'c', ///< a sticky error (illegal address, trap, assert): the worker exits (crashed)
+  unmappable = 'u',   ///< an argument's memory could not be mapped there: measured in-process instead
 };
 
 /// One kernel argument: its bytes, or device memory of the parent mapped through an IPC memory handle

@@ -35,6 +35,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,6 +53,11 @@
 #include <cotune/gpu/isolation_protocol.hpp>
 
 namespace cotune::gpu::detail {
+
+/// An argument's memory that this worker cannot map (its IPC handle does not open here).
+struct unmappable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 /// A worker's state between jobs.
 template <class W>
@@ -116,6 +122,9 @@ public:
     } catch (const timeout_error& e) {
       (void)send_frame(fd, tag_failed, std::string(1, static_cast<char>(worker_failure::timeout)) + e.what());
       return false;
+    } catch (const unmappable& e) { // the same for every candidate: the parent measures in-process
+      (void)send_frame(fd, tag_failed, std::string(1, static_cast<char>(worker_failure::unmappable)) + e.what());
+      return true;
     } catch (const std::exception& e) {
       if (auto lost = W::lost(*ctx_)) { // the in-process message speaks of this process's context
         (void)send_frame(fd, tag_failed, std::string(1, static_cast<char>(worker_failure::context_lost)) +
@@ -135,10 +144,10 @@ private:
       module_ = {};
       image_.clear();
       module_ = W::load(*ctx_, job.image);
-      image_ = job.image;
-      symbol_ = job.symbol;
       shared_allowed_ = 0;
       function_ = W::entry(*ctx_, module_, job.symbol);
+      image_ = job.image; // only once the entry is found: a failed lookup is retried, never launched
+      symbol_ = job.symbol;
     }
     if (job.shared_bytes > shared_allowed_) {
       W::allow_shared(*ctx_, function_, job.shared_bytes);
@@ -162,7 +171,11 @@ private:
       if (it != mapped_.end()) {
         base = it->second;
       } else {
-        base = W::open_ipc(*ctx_, p.handle);
+        try {
+          base = W::open_ipc(*ctx_, p.handle);
+        } catch (const std::exception& e) {
+          throw unmappable(e.what());
+        }
         mapped_.emplace(key, base);
       }
       used.emplace(key, base);

@@ -152,7 +152,7 @@ void allow_dynamic_shared(const loaded_kernel<K>& f, unsigned bytes) {
                            std::int64_t{f.static_shared_bytes} + bytes,
                            std::int64_t{f.static_shared_bytes} + f.max_dynamic_shared);
   std::lock_guard lock(f.module->opt_in_mutex);
-  if (static_cast<int>(bytes) <= f.module->dynamic_shared_allowed.load(std::memory_order_relaxed)) return;
+  if (std::int64_t{bytes} <= f.module->dynamic_shared_allowed.load(std::memory_order_relaxed)) return;
   f.context->check(K::allow_shared(*f.context, f.handle, static_cast<int>(bytes)),
                    fmt::format("opting kernel '{}' into {} bytes of dynamic shared memory", f.module->kernel_name, bytes));
   f.module->dynamic_shared_allowed.store(static_cast<int>(bytes), std::memory_order_relaxed);
@@ -164,7 +164,7 @@ void allow_dynamic_shared(const loaded_kernel<K>& f, unsigned bytes) {
 template <class K>
 void launch_kernel(typename K::stream stream, const loaded_kernel<K>& f, const launch_grid& grid, void** params) {
   f.context->make_current();
-  if (static_cast<int>(grid.shared_bytes) > f.module->dynamic_shared_allowed.load(std::memory_order_relaxed))
+  if (std::int64_t{grid.shared_bytes} > f.module->dynamic_shared_allowed.load(std::memory_order_relaxed))
     detail::allow_dynamic_shared(f, grid.shared_bytes);
   const block_dims& b = grid.block ? *grid.block : f.block;
   if (auto r = K::launch(*f.context, f.handle, grid, b, stream, params); !K::ok(r)) [[unlikely]]

@@ -48,6 +48,7 @@ struct ipc_mem_handle {
 };
 
 inline constexpr hip_error hip_success = 0;
+inline constexpr hip_error hip_error_invalid_value = 1;
 inline constexpr hip_error hip_error_out_of_memory = 2;
 inline constexpr hip_error hip_error_no_device = 100;
 inline constexpr hip_error hip_error_not_found = 500;

@@ -30,7 +30,7 @@ inline constexpr gpu::detail::worker_kind isolation_worker_kind{
 struct ipc_sharing {
   using pointer = device_ptr;
 
-  [[nodiscard]] static pointer from_raw(const void* p) noexcept { return const_cast<void*>(p); }
+  [[nodiscard]] static pointer from_raw(const volatile void* p) noexcept { return const_cast<void*>(p); }
 
   /// Describes device address `ptr` of `ctx` as an IPC-mapped parameter; nothing, with `why` set, when
   /// its memory cannot be shared with another process.

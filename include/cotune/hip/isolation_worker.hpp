@@ -8,6 +8,7 @@
 /// aborts): in a worker that is a crash the parent records, as for a segfault.
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -55,11 +56,18 @@ struct worker_runtime {
     ipc_mem_handle h{};
     static_assert(sizeof h == sizeof handle);
     std::memcpy(&h, handle.data(), sizeof h);
-    // hipIpcMemLazyEnablePeerAccess: 0 in HIP 5's headers, 1 from HIP 6 on.
-    const unsigned lazy_peer_access = ctx.library().version() >= 60000000 ? 1u : 0u;
+    // hipIpcMemLazyEnablePeerAccess is 0 in HIP 5.2's headers and 1 in later ones, and the runtime
+    // refuses any other value: the one that worked is kept, the other tried on hipErrorInvalidValue.
+    static std::atomic<unsigned> lazy_peer_access{ctx.library().version() >= 60000000 ? 1u : 0u};
     void* base = nullptr;
-    ctx.check(ctx.api().ipc_open_mem_handle(&base, h, lazy_peer_access),
-              "mapping an argument's memory (hipIpcOpenMemHandle)");
+    unsigned flags = lazy_peer_access.load(std::memory_order_relaxed);
+    hip_error r = ctx.api().ipc_open_mem_handle(&base, h, flags);
+    if (r == hip_error_invalid_value) {
+      flags ^= 1u;
+      if ((r = ctx.api().ipc_open_mem_handle(&base, h, flags)) == hip_success)
+        lazy_peer_access.store(flags, std::memory_order_relaxed);
+    }
+    ctx.check(r, "mapping an argument's memory (hipIpcOpenMemHandle)");
     return base;
   }
   static void close_ipc(const device_context& ctx, device_ptr p) noexcept { (void)ctx.api().ipc_close_mem_handle(p); }
