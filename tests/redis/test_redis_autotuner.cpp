@@ -2,6 +2,7 @@
 // through a real redis-server on loopback, and one tuning per key across processes.
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,11 @@ struct child_role {
                 tuner.cached_tunings(), tuner.compiles(), out,
                 static_cast<unsigned long long>(backend.stats().round_trips));
     std::fflush(stdout);
-    std::_Exit(out == 4000 * 3999 / 2 ? 0 : 3);
+    // The output is right for whichever config won (the winner is a measurement, which a loaded
+    // machine may turn around); that every process got the same winner is checked by the parent.
+    auto sum_below = [](long long m) { return static_cast<int>(m * (m - 1) / 2); };
+    const bool right = out == sum_below(4000LL * 6) || out == sum_below(4000LL * 1) || out == sum_below(4000LL * 3);
+    std::_Exit(right ? 0 : 3);
   }
 } const run_as_child_if_asked;
 
@@ -94,6 +99,11 @@ TEST_CASE("4 processes tuning one untuned key tune it once through Redis", "[red
   }
   CHECK(measured == 1);
   CHECK(cached == 3);
+  // Every process runs the one winner: the tuning's, or the one Redis served.
+  std::set<std::string> winners;
+  for (const auto& o : outputs)
+    if (auto at = o.find("out="); at != std::string::npos) winners.insert(o.substr(at, o.find(' ', at) - at));
+  CHECK(winners.size() == 1);
 }
 
 TEST_CASE("a new process with an empty local cache is served results and binaries from Redis",
