@@ -12,6 +12,7 @@
 
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/detail/hashing.hpp>
+#include <cotune/knobs/knobs.hpp>
 
 namespace {
 

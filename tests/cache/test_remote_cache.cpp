@@ -15,6 +15,7 @@
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/cache/remote_backend.hpp>
 #include <cotune/cache/remote_cache.hpp>
+#include <cotune/detail/files.hpp>
 
 #include "../support/temp_dir.hpp"
 

@@ -19,3 +19,11 @@
 #include <cotune/cache/file_cache.ipp>
 #include <cotune/job/tuning_database.ipp>
 #include <cotune/job/shipped_database.ipp>
+
+// The default (host) tuner's job and table of keys: declared `extern template` by <cotune/defaults.hpp>.
+#include <cotune/defaults.hpp>
+
+namespace cotune {
+template class tuning_job<host_backend, host_benchmarker, file_cache>;
+template class detail::tuned_keys<host_backend, host_benchmarker, file_cache>;
+} // namespace cotune

@@ -1,15 +1,14 @@
 #pragma once
 /// \file `cotune::autotuner`: Triton's Autotuner (spec §3, §4) over the Backend, Benchmarker and
 /// CacheManager concepts, driven by Boost.Asio coroutines. The autotuner keeps the table of tuned
-/// keys, the hot path (a key, a lookup, a launch) and single flight; each new key's tuning is a
-/// `tuning_job` (tune/tuning_job.hpp) over the tuner's `tuning_context`.
+/// keys and single flight (tune/tuned_keys.hpp) and the hot path (a key, a lookup, a launch); each
+/// new key's tuning is a `typed_tuning_job` (tune/typed_tuning_job.hpp) over the tuner's `tuning_context`.
 
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -29,24 +28,20 @@
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/kernel_source.hpp>
-#include <cotune/detail/read_mostly_map.hpp>
-#include <cotune/detail/shared_result.hpp>
 #include <cotune/tune/backend_traits.hpp>
 #include <cotune/tune/engine.hpp>
 #include <cotune/tune/kernel_arguments.hpp>
 #include <cotune/tune/tune_options.hpp>
 #include <cotune/tune/tuning_context.hpp>
-#include <cotune/tune/tuning_job.hpp>
+#include <cotune/tune/tuned_keys.hpp>
+#include <cotune/tune/typed_tuning_job.hpp>
+#include <cotune/tune/warm_up.hpp>
 #include <cotune/tune/tuning_key.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 namespace cotune {
 
 namespace detail {
-
-struct tuning_key_hasher {
-  std::size_t operator()(const tuning_key& k) const noexcept { return k.hash(); }
-};
 
 template <class>
 inline constexpr bool always_false = false;
@@ -101,7 +96,7 @@ public:
     const tuning_key key = ctx_.arguments.make_key(args...);
     entry* e = table_.find(key);
     if (!e) [[unlikely]] {
-      e = boost::asio::co_spawn(ctx_.eng.coordinator(), ensure_tuned(key, args...), boost::asio::use_future).get();
+      e = table_.tune_blocking(ctx_.eng, key, job_for(args...));
       ctx_.arguments.reset_buffers(args...); // Triton's reset-only pre-hook before the real launch
     }
     launch(*e, args...);
@@ -139,7 +134,7 @@ public:
     const tuning_key key = ctx_.arguments.make_key(args...);
     entry* e = table_.find(key);
     if (!e) {
-      auto tuning = ensure_tuned(key, args...); // named: see detail/run_on.hpp
+      auto tuning = table_.ensure_tuned(key, job_for(args...)); // named: see detail/run_on.hpp
       e = co_await std::move(tuning);
     }
     co_return e->result.get();
@@ -186,15 +181,8 @@ public:
 
 private:
   using context = tuning_context<B, Bench, Cache, Args...>;
-  using job = tuning_job<B, Bench, Cache, Args...>;
-
-  struct entry {
-    const config* cfg = nullptr;
-    function_type fn;
-    std::shared_ptr<const tuning_result> result;
-  };
-  /// One tuning in progress: its leader sets the outcome, later callers of the key await it.
-  using flight = detail::shared_result<entry*>;
+  using keys = detail::tuned_keys<B, Bench, Cache>;
+  using entry = typename keys::entry;
 
   void launch(const entry& e, Args&... args) const {
     ctx_.arguments.config_pre_hook(*e.cfg, args...);
@@ -217,7 +205,7 @@ private:
             "(tuner.warmup(args...) only compiles)",
             ctx_.kernel.name, ctx_.arguments.key_text(args...)));
       ctx_.backend.synchronize_stream(stream); // the caller's work on its buffers comes first
-      e = boost::asio::co_spawn(ctx_.eng.coordinator(), ensure_tuned(key, args...), boost::asio::use_future).get();
+      e = table_.tune_blocking(ctx_.eng, key, job_for(args...));
       ctx_.arguments.reset_buffers(args...);
       ctx_.backend.synchronize(e->fn); // the zeroing, on cotune's stream, before the launch on the caller's
     }
@@ -226,55 +214,14 @@ private:
     ctx_.backend.launch_on(stream, e->fn, g, args...);
   }
 
-  /// Single flight: the first caller of a key runs its tuning job, the others await that job's shared
-  /// result. (Each awaitable is built in a named variable first: see detail/run_on.hpp for the GCC 12
-  /// reason.)
-  boost::asio::awaitable<entry*> ensure_tuned(tuning_key key, Args... args) {
-    std::shared_ptr<flight> f;
-    bool leader = false;
-    {
-      std::lock_guard lock(flights_mutex_);
-      if (entry* e = table_.find(key)) co_return e;
-      auto& slot = flights_[key];
-      if (!slot) {
-        slot = std::make_shared<flight>(&copy_error); // each waiter throws its own copy of a failure
-        leader = true;
-      }
-      f = slot;
-    }
-    if (!leader) {
-      auto waiting = f->wait();
-      co_return co_await std::move(waiting);
-    }
-    std::exception_ptr error;
-    entry* result = nullptr;
-    try {
-      job tuning(ctx_, args...);
-      auto running = tuning.run();
-      auto done = co_await std::move(running);
-      const config* best = &done.result->best();
-      result = &table_.insert(key, entry{best, std::move(done.fn), std::move(done.result)});
-    } catch (...) {
-      error = std::current_exception();
-    }
-    {
-      // Leave the table of flights first: a caller arriving after this finds the entry (or, after a
-      // failure, starts a new tuning) instead of joining a finished flight.
-      std::lock_guard lock(flights_mutex_);
-      flights_.erase(key);
-    }
-    if (error) {
-      f->set_exception(error);
-      std::rethrow_exception(error);
-    }
-    f->set_value(result);
-    co_return result;
+  /// What makes this key's tuning job, for its first caller (single flight: tune/tuned_keys.hpp).
+  std::function<std::shared_ptr<typename keys::job>()> job_for(Args&... args) {
+    context* ctx = &ctx_;
+    return [ctx, args...] { return std::make_shared<typed_tuning_job<B, Bench, Cache, Args...>>(*ctx, args...); };
   }
 
   context ctx_;
-  detail::read_mostly_map<tuning_key, entry> table_;
-  std::mutex flights_mutex_;
-  std::unordered_map<tuning_key, std::shared_ptr<flight>, detail::tuning_key_hasher> flights_;
+  keys table_;
 };
 
 } // namespace cotune

@@ -4,9 +4,13 @@
 /// compiles every candidate on the compile pool, measures each on a free device thread as the
 /// measure strategy says, selects the winner, stores the result and loads the winner on the launch
 /// device. The autotuner runs one job per new key and keeps what it hands back.
+///
+/// The job is written over `tuning_core` and knows nothing of the kernel's argument types: what needs
+/// them (the key's text, pruning, loading with on_load, one timed run) is a protected virtual that
+/// `typed_tuning_job<..., Args...>` (tune/typed_tuning_job.hpp) implements. So its coroutines, the
+/// bulk of a tuner's code, are compiled once per backend, benchmarker and cache.
 
 #include <algorithm>
-#include <any>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -15,7 +19,6 @@
 #include <optional>
 #include <stop_token>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -30,7 +33,6 @@
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/detail/async_queue.hpp>
-#include <cotune/detail/isolated_run.hpp>
 #include <cotune/detail/run_on.hpp>
 #include <cotune/knobs/knob.hpp>
 #include <cotune/search/search.hpp>
@@ -38,24 +40,22 @@
 #include <cotune/tune/binary_cache.hpp>
 #include <cotune/tune/coordination.hpp>
 #include <cotune/tune/events.hpp>
-#include <cotune/tune/interleaved_finals.hpp>
-#include <cotune/tune/isolated_measure.hpp>
 #include <cotune/tune/measure_strategy.hpp>
-#include <cotune/tune/tuning_context.hpp>
+#include <cotune/tune/tuning_core.hpp>
 #include <cotune/tune/tuning_journal.hpp>
 #include <cotune/tune/result_store.hpp>
 #include <cotune/tune/tuning_result.hpp>
-#include <cotune/tune/warm_up.hpp>
 #include <cotune/tune/winner_source.hpp>
 
 namespace cotune {
 
-/// One key's tuning over a tuner's context. Every co_await awaits a named awaitable (see
-/// detail/run_on.hpp for the GCC 12 reason).
-template <Backend B, class Bench, CacheManager Cache, class... Args>
-class tuning_job {
+/// One key's tuning over a tuner's core; made (as a shared object: the tasks it posts hold it) by
+/// `typed_tuning_job`. Every co_await awaits a named awaitable (see detail/run_on.hpp for the GCC 12
+/// reason).
+template <Backend B, class Bench, CacheManager Cache>
+class tuning_job : public std::enable_shared_from_this<tuning_job<B, Bench, Cache>> {
 public:
-  using context = tuning_context<B, Bench, Cache, Args...>;
+  using core = tuning_core<B, Bench, Cache>;
   using function_type = typename B::function;
   using binary_entry = cached_binary<typename B::binary>;
 
@@ -65,120 +65,17 @@ public:
     function_type fn;
   };
 
-  /// The arguments are copied (buffers are views: their data must outlive the job).
-  tuning_job(context& ctx, Args... args) : ctx_(ctx), args_(std::forward<Args>(args)...) {}
+  explicit tuning_job(core& ctx) : ctx_(ctx) {}
+  virtual ~tuning_job() = default;
+  tuning_job(const tuning_job&) = delete;
+  tuning_job& operator=(const tuning_job&) = delete;
 
-  boost::asio::awaitable<outcome> run() {
-    start_ = clock::now();
-    knob_registry::instance().check(); // one error naming every bad setting, before any candidate runs
-    key_text_ = std::apply([&](const Args&... a) { return ctx_.arguments.key_text(a...); }, args_);
-    pruned_ = std::apply([&](const Args&... a) { return ctx_.prune(a...); }, args_);
-    resumed_.assign(pruned_.size(), std::nullopt);
-    decide_isolation(false); // `on` applies without a cache; recall() decides again with one
+  /// Tunes the key (or takes its result from a cache, another process or a shipped database). Its
+  /// members are defined below the class, not in it, so that COTUNE_SEPARATE_COMPILATION can compile
+  /// the host backend's job once (an explicit instantiation; an inline member would be compiled again).
+  boost::asio::awaitable<outcome> run();
 
-    std::optional<Cache> cache;
-    std::shared_ptr<void> lease; // held while this process tunes a key others may be waiting for
-    bool shipped_tried = false;
-    if (ctx_.cache_results()) {
-      try {
-        const std::string rkey = ctx_.result_key(key_text_, pruned_);
-        cache.emplace(rkey);
-        auto reading = read_result(*cache);
-        if (auto stored = co_await std::move(reading)) {
-          ctx_.emit(cache_hit{ctx_.kernel.name, key_text_, "result"});
-          auto finishing = finish_from_cache(std::move(*stored));
-          co_return co_await std::move(finishing);
-        }
-        // A result measured here wins over a shipped one; without it, a shipped winner saves the tuning.
-        shipped_tried = true;
-        if (auto shipped = shipped_winner()) {
-          auto finishing = finish_from_cache(*std::move(shipped));
-          co_return co_await std::move(finishing);
-        }
-        if constexpr (CoordinatingCache<Cache>) {
-          // One tuning per key across processes: take the key's lease or wait for its holder's result.
-          Cache* c = &*cache;
-          const std::string file = ctx_.result_file();
-          std::function<bool()> ready = [c, file] {
-            auto text = c->get(file);
-            return text && tuning_result::from_json(*text).has_value();
-          };
-          auto coordinating = coordinate_tuning(*cache, rkey, ready);
-          tuning_coordination coord = co_await std::move(coordinating);
-          if (coord.result_ready) {
-            auto rereading = read_result(*cache);
-            if (auto stored = co_await std::move(rereading)) {
-              ctx_.emit(cache_hit{ctx_.kernel.name, key_text_, "result (tuned by another process)"});
-              auto finishing = finish_from_cache(std::move(*stored));
-              co_return co_await std::move(finishing);
-            }
-          }
-          lease = std::move(coord.guard);
-        }
-      } catch (const cache_error& e) {
-        ctx_.emit(tuning_warning{ctx_.kernel.name,
-                                 fmt::format("the tuning-result cache is unusable ({}); tuning without it", e.what())});
-        cache.reset();
-      }
-    }
-
-    if (!shipped_tried)
-      if (auto shipped = shipped_winner()) {
-        auto finishing = finish_from_cache(*std::move(shipped));
-        co_return co_await std::move(finishing);
-      }
-    if (cache) recall(*cache);
-    auto measuring = measure();
-    auto state = co_await std::move(measuring);
-    remember_crashes(state->results);
-
-    tuning_result result;
-    result.kernel = ctx_.kernel.name;
-    result.key_text = key_text_;
-    result.candidates = std::move(state->results);
-    result.launch_options = detail::uses_launch_options<B>();
-    result.made = provenance::here(ctx_.backend.device_name(ctx_.devices[ctx_.opts.device]));
-    auto best = select_best(result.candidates);
-    if (!best) {
-      std::string list;
-      for (const auto& c : result.candidates)
-        list += fmt::format("\n  {{{}}}: {}: {}", result.shown(c.cfg), to_string(c.status), c.reason.substr(0, 2000));
-      throw autotuner_error(fmt::format("autotuner for '{}': every candidate failed for key ({}):{}", ctx_.kernel.name,
-                                        key_text_, list));
-    }
-    result.winner = *best;
-    result.wall_ms = std::chrono::duration<double, std::milli>(clock::now() - start_).count();
-    if (cache) {
-      auto storing = store_result(*cache, result);
-      co_await std::move(storing);
-    }
-    lease.reset(); // the result is stored: waiters elsewhere can read it
-    ++ctx_.measured;
-    std::optional<function_type> fn = std::move(state->loaded[result.winner]);
-    auto finishing = finish(std::move(result), std::move(fn));
-    co_return co_await std::move(finishing);
-  }
-
-private:
-  using clock = std::chrono::steady_clock;
-
-  /// A winner shipped with the application (a tuning database, tune/winner_source.hpp) for this key,
-  /// device and candidates, reported as a cache hit; nothing (after a warning, if the source failed).
-  std::optional<tuning_result> shipped_winner() const {
-    const auto& source = shipped_winner_source();
-    if (!source) return std::nullopt;
-    std::optional<tuning_result> shipped;
-    try {
-      shipped = source(ctx_.kernel.name, key_text_, ctx_.backend.device_name(ctx_.devices[ctx_.opts.device]), pruned_);
-    } catch (const std::exception& e) {
-      ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the shipped tuning database is unusable ({}); tuning "
-                                                             "instead",
-                                                             e.what())});
-    }
-    if (shipped) ctx_.emit(cache_hit{ctx_.kernel.name, key_text_, "shipped tuning database"});
-    return shipped;
-  }
-
+protected:
   /// Everything the job shares between its coroutine and the tasks on the pools.
   struct shared_state {
     struct event {
@@ -193,385 +90,88 @@ private:
     std::stop_source stop;
   };
 
+  // What needs the kernel's arguments (typed_tuning_job):
+  /// The text of this job's key.
+  [[nodiscard]] virtual std::string arguments_key_text() const = 0;
+  /// The candidates worth measuring for this job's arguments (tuning_context::prune).
+  [[nodiscard]] virtual std::vector<config> prune() const = 0;
+  /// Whether COTUNE_ISOLATE isolates these candidates (detail::isolation_applies over the options).
+  [[nodiscard]] virtual bool isolation_applies(bool wanted, const std::string& mode, const std::vector<config>& pruned,
+                                               std::string& why_not) const = 0;
+  /// Makes this job's arguments for device `d` (tune_options::args_for_device), before it measures there.
+  virtual void add_device(std::size_t d) = 0;
+  /// On device `d`'s thread: loads a binary there and runs on_load with that device's arguments.
+  [[nodiscard]] virtual function_type load(const binary_entry& bin, const config& c, std::size_t d) const = 0;
+  /// On device `d`'s thread: times candidate `c`, loaded there as `fn` (verifying its outputs first
+  /// when the options say so; in isolation when `isolate`; once, untimed, when it is the only one).
+  [[nodiscard]] virtual measurement time(const binary_entry& bin, const function_type& fn, const config& c,
+                                         std::size_t d, const bench_options& o, std::size_t n, bool isolate) = 0;
+  /// On device `d`'s thread: the fair finals of `finalists`, all loaded there (interleaved_finals.hpp).
+  virtual void measure_finals(shared_state& state, const std::vector<std::size_t>& finalists, std::size_t d,
+                              const bench_options& full) = 0;
+
+  /// A config as this backend sees it (no launch options where it has none).
+  [[nodiscard]] static std::string shown(const config& c) {
+    return detail::uses_launch_options<B>() ? c.text() : c.params_text();
+  }
+
+private:
+  using clock = std::chrono::steady_clock;
+
+  /// A winner shipped with the application (a tuning database, tune/winner_source.hpp) for this key,
+  /// device and candidates, reported as a cache hit; nothing (after a warning, if the source failed).
+  std::optional<tuning_result> shipped_winner() const;
+
   /// Compiles every candidate on the pool and measures each compiled one on a free device as soon as
   /// it is compiled (GPU backends) or once all are compiled (the host backend, whose benchmarks would
   /// compete with compiles): a first pass over every candidate, then the finals the measure strategy
   /// asks for (screening by default).
-  boost::asio::awaitable<std::shared_ptr<shared_state>> measure() {
-    const std::size_t n = pruned_.size();
-    const std::size_t launch_dev = ctx_.opts.device;
-    auto state = std::make_shared<shared_state>(n);
-    for (auto& c : pruned_) state->results.push_back(candidate_result{c});
-    // Candidates an interrupted run already measured, and those quarantined for this kernel, are not
-    // compiled or measured again.
-    std::vector<std::size_t> skipped;
-    for (std::size_t i = 0; i < n; ++i) {
-      auto& r = state->results[i];
-      if (resumed_[i]) {
-        r = *resumed_[i];
-        skipped.push_back(i);
-      } else if (const auto* q = quarantine_.find(pruned_[i])) {
-        r.status = q->status;
-        r.reason = fmt::format("quarantined: it {} before with this kernel and toolchain ({}); it is skipped until "
-                               "either changes",
-                               q->status == candidate_status::hung ? "hung" : "crashed", q->reason);
-        skipped.push_back(i);
-      }
-    }
-
-    // Devices measuring this job: the launch device, plus identical ones when arguments can be made for them.
-    std::vector<std::size_t> devs{launch_dev};
-    std::vector<std::optional<std::tuple<Args...>>> dev_args(ctx_.devices.size());
-    if (ctx_.opts.args_for_device && n > 1) {
-      for (std::size_t d = 0; d < ctx_.devices.size(); ++d)
-        if (d != launch_dev && ctx_.interchangeable(ctx_.devices[launch_dev], ctx_.devices[d])) {
-          dev_args[d].emplace(
-              std::apply([&](const Args&... a) { return ctx_.opts.args_for_device(d, a...); }, args_));
-          devs.push_back(d);
-        }
-    }
-    ctx_.emit(tuning_started{ctx_.kernel.name, key_text_, n, devs.size()});
-
-    // The search proposes batches; each is compiled on the pool and measured as below. Exhaustive
-    // search without a budget proposes every candidate in one batch: the tuning it always was.
-    const auto search = ctx_.search();
-    const search_settings budget = ctx_.search_budget();
-    const bool whole = search->evaluates_all() && !budget.evaluations && budget.wall_ms <= 0;
-    const search_space space = whole ? search_space({}) : search_space(pruned_);
-    const std::size_t depth = detail::overlaps_compile<B>() ? 2 : 1; // the host measures once a batch is compiled
-    // A batch: one per compile thread or two per device, whichever is more, so that both stay busy.
-    const std::size_t batch = whole ? n : std::max<std::size_t>(ctx_.eng.compile_threads(), 2 * devs.size());
-    std::unique_ptr<search_session> session;
-    if (!whole) {
-      session = search->start(space, budget, depth);
-      for (auto i : skipped) session->known({i, state->results[i].time[0], state->results[i].status == candidate_status::ok});
-    }
-    std::vector<bool> taken(n, false), done(n, false);
-    for (auto i : skipped) taken[i] = done[i] = true;
-    std::vector<std::vector<std::size_t>> flight;
-    std::size_t posted = skipped.size(), compiled = skipped.size(), finished = skipped.size();
-
-    context* ctx = &ctx_;
-    auto post_compile = [&](std::size_t i) {
-      taken[i] = true;
-      ++posted;
-      boost::asio::post(ctx_.eng.compile_executor(), [ctx, state, i, launch_dev] {
-        auto& r = state->results[i];
-        const auto t0 = clock::now();
-        try {
-          state->binaries[i] = ctx->compile(r.cfg, ctx->devices[launch_dev], state->stop.get_token());
-          r.binary_from_cache = state->binaries[i]->from_cache;
-        } catch (...) {
-          detail::record_failure(r, std::current_exception());
-        }
-        r.compile_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-        state->events.push(typename shared_state::event{true, i, 0});
-      });
-    };
-    auto refill = [&] {
-      while (!flight.empty() && std::all_of(flight.front().begin(), flight.front().end(), [&](auto i) { return done[i]; }))
-        flight.erase(flight.begin());
-      while (flight.size() < depth) {
-        std::vector<std::size_t> b;
-        if (session) b = session->propose(batch);
-        else
-          for (std::size_t i = 0; i < n && b.size() < batch; ++i)
-            if (!taken[i]) b.push_back(i);
-        if (b.empty()) break;
-        for (auto i : b) post_compile(i);
-        flight.push_back(std::move(b));
-      }
-    };
-    auto outcome = [&](std::size_t i) {
-      done[i] = true;
-      const auto& r = state->results[i];
-      if (session) session->tell({i, r.time[0], r.status == candidate_status::ok});
-    };
-
-    const bench_options full = ctx_.bench_settings();
-    const screening_measure knob_screening = screening_measure::from_knobs();
-    const measure_strategy& strategy = ctx_.opts.measure ? *ctx_.opts.measure : knob_screening;
-    const bench_options first_pass = strategy.first_pass(full, n);
-    std::vector<std::size_t> ready, idle(devs.rbegin(), devs.rend());
-    for (auto i : skipped) {
-      const auto& r = state->results[i];
-      if (r.status == candidate_status::ok) ctx_.emit(candidate_measured{ctx_.kernel.name, key_text_, i, n, &r});
-      else ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, i, n, &r});
-    }
-    const bool isolate = isolate_;
-    auto dispatch = [&](const bench_options& bopts) {
-      std::sort(ready.begin(), ready.end(), std::greater<>()); // measure in config order
-      while (!ready.empty() && !idle.empty()) {
-        const std::size_t i = ready.back(), d = idle.back();
-        ready.pop_back();
-        idle.pop_back();
-        std::tuple<Args...>* a = d == launch_dev ? &args_ : &*dev_args[d];
-        boost::asio::post(ctx_.eng.device_executor(ctx_.device_ids[d]), [ctx, state, i, d, a, launch_dev, bopts, n, isolate] {
-          measure_one(*ctx, *state, i, d, *a, launch_dev, bopts, n, isolate);
-        });
-      }
-    };
-    refill();
-    while (finished < posted) {
-      auto popping = state->events.pop();
-      auto ev = co_await std::move(popping);
-      auto& r = state->results[ev.index];
-      if (ev.compiled) {
-        ++compiled;
-        if (!state->binaries[ev.index]) {
-          ++finished;
-          outcome(ev.index);
-          ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, ev.index, n, &r});
-          journal(state->results, ev.index); // a compile failure is an outcome too
-        } else {
-          ctx_.emit(candidate_compiled{ctx_.kernel.name, key_text_, ev.index, n, &r.cfg, r.compile_ms,
-                                       r.binary_from_cache});
-          ready.push_back(ev.index);
-        }
-      } else {
-        ++finished;
-        outcome(ev.index);
-        idle.push_back(ev.device);
-        if (r.status == candidate_status::ok) ctx_.emit(candidate_measured{ctx_.kernel.name, key_text_, ev.index, n, &r});
-        else ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, ev.index, n, &r});
-        journal(state->results, ev.index);
-      }
-      refill();
-      if (detail::overlaps_compile<B>() || compiled == posted) dispatch(first_pass);
-    }
-    for (std::size_t i = 0; i < n; ++i)
-      if (!taken[i]) {
-        auto& r = state->results[i];
-        r.status = candidate_status::not_evaluated;
-        r.reason = fmt::format("the {} search evaluated {} of {} candidates (its budget: tune_options::search_budget "
-                               "or COTUNE_SEARCH_BUDGET / COTUNE_SEARCH_TIME_MS) and did not propose this one",
-                               search->name(), posted, n);
-      }
-    report_uncached(state->binaries);
-    if constexpr (ReportsWarnings<B>)
-      for (auto& w : ctx_.backend.take_warnings()) ctx_.emit(tuning_warning{ctx_.kernel.name, std::move(w)});
-
-    if (auto finalists = strategy.finalists(state->results, full); !finalists.empty()) {
-      for (std::size_t i = 0; i < n; ++i)
-        if (state->results[i].status == candidate_status::ok) state->results[i].screened_only = true;
-      for (auto i : finalists) state->results[i].screened_only = false;
-      // A finalist taken from the journal has no binary yet (normally a binary-cache hit).
-      std::vector<std::size_t> runnable;
-      for (auto i : finalists) {
-        if (!state->binaries[i]) {
-          std::exception_ptr failure;
-          try {
-            const auto& dev = ctx_.devices[launch_dev];
-            auto compiling = detail::run_on(ctx_.eng.compile_executor(), [&] { return ctx_.compile(pruned_[i], dev, {}); });
-            state->binaries[i] = co_await std::move(compiling);
-          } catch (...) {
-            failure = std::current_exception();
-          }
-          if (failure) {
-            detail::record_failure(state->results[i], failure);
-            continue;
-          }
-        }
-        runnable.push_back(i);
-      }
-      finalists = std::move(runnable);
-      if (finalists.size() >= 2 && !isolate) { // fair finals: interleaved rounds on the launch device
-        auto finals = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[launch_dev]), [&] {
-          const auto loaded = ctx_.load_finalists(*state, finalists, launch_dev, args_); // on_load runs first
-          measure_finals(ctx_, *state, loaded, args_, launch_dev, full);
-        });
-        co_await std::move(finals);
-      } else {
-        ready = finalists;
-        dispatch(full);
-        for (std::size_t k = 0; k < finalists.size(); ++k) {
-          auto popping = state->events.pop();
-          auto ev = co_await std::move(popping);
-          idle.push_back(ev.device);
-          dispatch(full);
-        }
-      }
-    }
-    co_return state;
-  }
+  boost::asio::awaitable<std::shared_ptr<shared_state>> measure();
 
   /// On device `d`'s thread: loads candidate `i` there and times it (one candidate: runs it once).
   /// `isolate`: in a forked copy of the process or the backend's worker (tune/isolated_measure.hpp),
   /// where a crash or a hang costs this candidate alone; a forked copy's writes do not come back.
-  static void measure_one(context& ctx, shared_state& state, std::size_t i, std::size_t d, std::tuple<Args...>& args,
-                          std::size_t launch_dev, const bench_options& bopts, std::size_t n, bool isolate) {
-    auto& r = state.results[i];
-    r.device = static_cast<int>(d);
-    r.resumed = false; // measured now
-    try {
-      auto fn = ctx.load(*state.binaries[i], r.cfg, d, args); // runs on_load
-      Bench& bench = ctx.benchmarker(d); // made here: the isolated copy inherits it
-      std::apply(
-          [&](Args&... xs) {
-            const launch_grid g = ctx.opts.grid ? ctx.opts.grid(r.cfg, xs...) : launch_grid{};
-            std::vector<std::any> saved(sizeof...(Args));
-            auto once = [&] { ctx.arguments.run_once(ctx.backend, fn, r.cfg, g, saved, xs...); };
-            // One candidate: nothing to choose, so nothing to measure (as in Triton): it runs once.
-            auto timed = [&]() -> std::vector<double> {
-              if (ctx.opts.verify) { // one run, then its outputs are checked before any timing
-                once();
-                if (auto wrong = ctx.opts.verify(r.cfg, xs...))
-                  throw wrong_result(fmt::format("{}kernel '{}' with config {{{}}}: {}", detail::wrong_prefix, ctx.kernel.name,
-                                                 shown(r.cfg), *wrong));
-              }
-              if (n == 1) {
-                if (!ctx.opts.verify) once();
-                return {0.0, 0.0, 0.0};
-              }
-              bench_options o = bopts;
-              if (ctx.arguments.runs_host_work(r.cfg)) o.capturable = false; // no graph replay of host hooks
-              // How it was measured travels with the times, so that it comes back from an isolated run.
-              if constexpr (ReportsMeasurement<Bench>) return as_values(bench.measure(once, o));
-              else {
-                auto t = bench.bench(once, o);
-                if (t.size() > 3) t.resize(3); // median, p20, p80: only these are read
-                return t;
-              }
-            };
-            std::optional<measurement> in_worker; // nothing: not isolated in a worker, or refused there
-            if constexpr (detail::worker_isolation<B>())
-              if (isolate)
-                in_worker = detail::measure_in_worker(ctx, state.binaries[i]->binary, fn, r.cfg, g, bopts, n,
-                                                      shown(r.cfg), xs...);
-            const measurement m =
-                in_worker ? *std::move(in_worker)
-                          : measurement_of_values(isolate && detail::fork_isolation<B>()
-                                                      ? detail::fork_measure(ctx.kernel.name, shown(r.cfg), timed)
-                                                      : timed());
-            if (m.times.size() < 3) throw error("the benchmarker returned fewer than 3 quantiles");
-            r.time = {m.times[0], m.times[1], m.times[2]};
-            r.method = m.method;
-            r.rsd = m.rsd;
-            r.samples = m.samples;
-          },
-          args);
-      r.status = candidate_status::ok;
-      if (d == launch_dev) state.loaded[i].emplace(std::move(fn));
-    } catch (...) {
-      detail::record_failure(r, std::current_exception());
-    }
-    state.events.push(typename shared_state::event{false, i, d});
-  }
+  void measure_one(shared_state& state, std::size_t i, std::size_t d, std::size_t launch_dev, const bench_options& bopts,
+                   std::size_t n, bool isolate);
 
-  /// A config as this backend sees it (no launch options where it has none).
-  static std::string shown(const config& c) { return detail::uses_launch_options<B>() ? c.text() : c.params_text(); }
+  /// On device `d`'s thread, before interleaved finals there: loads each finalist not loaded there yet
+  /// (measured on another device in the first pass), so that on_load runs on it first; one that fails
+  /// to load or set up is recorded as failed and left out. Returns the rest.
+  [[nodiscard]] std::vector<std::size_t> load_finalists(shared_state& state, const std::vector<std::size_t>& finalists,
+                                                        std::size_t d) const;
 
   /// Reads what an interrupted run left (this key's journal, this kernel's quarantine) and decides
   /// whether candidates are measured in isolation. Journaling goes on into `cache`.
-  void recall(Cache& cache) {
-    journal_.emplace(open_journal{&cache, journal_writer(ctx_.kernel.name, key_text_)});
-    try {
-      resumed_ = tuning_journal::read(cache, ctx_.kernel.name, pruned_);
-      quarantine_cache_.emplace(
-          quarantine::key(ctx_.backend.fingerprint(ctx_.devices[ctx_.opts.device]), ctx_.kernel.digest()));
-      if (auto text = quarantine_cache_->get(quarantine::file(ctx_.kernel.name)))
-        quarantine_ = quarantine::from_json(*text);
-    } catch (const cache_error& e) {
-      ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the journal cannot be read ({}); measuring every "
-                                                             "candidate",
-                                                             e.what())});
-    }
-    const bool interrupted = std::any_of(resumed_.begin(), resumed_.end(), [](const auto& r) { return r.has_value(); });
-    decide_isolation(interrupted || !quarantine_.entries.empty());
-  }
+  void recall(Cache& cache);
 
   /// COTUNE_ISOLATE: `on`, or `auto` when `crashed_before` (an interrupted run, a quarantine), where
   /// the backend can and the options allow (else a warning says why not).
-  void decide_isolation(bool crashed_before) {
-    const std::string mode = knobs().autotuning.isolate.get();
-    std::string why_not;
-    isolate_ = detail::isolation_applies<B>(mode == "on" || (mode == "auto" && crashed_before), mode, ctx_.opts,
-                                            pruned_, why_not);
-    if (!why_not.empty() && !warned_isolation_) ctx_.emit(tuning_warning{ctx_.kernel.name, std::move(why_not)});
-    warned_isolation_ = warned_isolation_ || !why_not.empty();
-  }
+  void decide_isolation(bool crashed_before);
 
   /// Records the outcomes so far, so that a tuning killed midway resumes from here. A journal that
   /// cannot be written is a warning, once, and journaling stops.
-  void journal(const std::vector<candidate_result>& results, std::size_t index) {
-    if (!journal_) return;
-    if (auto failed = journal_->writer.record(*journal_->cache, results, index)) {
-      journal_.reset();
-      ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the journal cannot be written ({}); a tuning killed "
-                                                             "midway will measure every candidate again",
-                                                             *failed)});
-    }
-  }
+  void journal(const std::vector<candidate_result>& results, std::size_t index);
 
   /// Adds this run's crashed and hung candidates to the kernel's quarantine.
-  void remember_crashes(const std::vector<candidate_result>& results) {
-    if (!quarantine_cache_) return;
-    if (auto failed = quarantine_.add_crashes(*quarantine_cache_, ctx_.kernel.name, results))
-      ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the quarantine cannot be written ({})", *failed)});
-  }
+  void remember_crashes(const std::vector<candidate_result>& results);
 
   /// One warning per tuning when the cache could not take some binaries (they ran from a private
   /// location instead): the tuning is unharmed, but the next run will compile them again.
-  void report_uncached(const std::vector<std::optional<binary_entry>>& binaries) const {
-    std::size_t uncached = 0, built = 0;
-    std::string_view why;
-    for (const auto& b : binaries) {
-      if (!b) continue;
-      ++built;
-      if (!b->not_cached.empty() && !uncached++) why = b->not_cached;
-    }
-    if (uncached)
-      ctx_.emit(tuning_warning{ctx_.kernel.name,
-                               fmt::format("{} of {} compiled binaries could not be stored in the cache ({}); they "
-                                           "were loaded from a private temporary location, and the next run will "
-                                           "compile them again",
-                                           uncached, built, why)});
-  }
+  void report_uncached(const std::vector<std::optional<binary_entry>>& binaries) const;
 
   /// A stored result for exactly these candidates, or nothing.
-  boost::asio::awaitable<std::optional<tuning_result>> read_result(Cache& cache) const {
-    auto reading = read_stored_result(cache, ctx_.result_file(), pruned_);
-    co_return co_await std::move(reading);
-  }
+  boost::asio::awaitable<std::optional<tuning_result>> read_result(Cache& cache) const;
 
   /// Stores the result; a failure is a warning (the tuning itself succeeded).
-  boost::asio::awaitable<void> store_result(Cache& cache, const tuning_result& result) const {
-    // The winner's binary goes beside the result where the cache keeps companions (one round trip to read both).
-    auto winner = ctx_.binaries.companion(ctx_.kernel, result.best(), ctx_.devices[ctx_.opts.device]);
-    auto storing = store_tuning_result(cache, ctx_.result_file(), result, std::move(winner));
-    if (auto failed = co_await std::move(storing))
-      ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("could not store the tuning result: {}", *failed)});
-  }
+  boost::asio::awaitable<void> store_result(Cache& cache, const tuning_result& result) const;
 
   /// A result-cache hit: only the winner is compiled (normally a binary-cache hit) and loaded.
-  boost::asio::awaitable<outcome> finish_from_cache(tuning_result stored) {
-    stored.launch_options = detail::uses_launch_options<B>();
-    // The stored configs lack hook functions: use the user's equal configs.
-    for (std::size_t i = 0; i < pruned_.size(); ++i) stored.candidates[i].cfg = pruned_[i];
-    ++ctx_.cached;
-    stored.wall_ms = std::chrono::duration<double, std::milli>(clock::now() - start_).count();
-    auto finishing = finish(std::move(stored), std::nullopt);
-    co_return co_await std::move(finishing);
-  }
+  boost::asio::awaitable<outcome> finish_from_cache(tuning_result stored);
 
   /// Loads the winner on the launch device if the measurement did not, and reports the selection.
-  boost::asio::awaitable<outcome> finish(tuning_result result, std::optional<function_type> fn) {
-    auto shared = std::make_shared<const tuning_result>(std::move(result));
-    if (!fn) {
-      const config& best = shared->best();
-      const auto& dev = ctx_.devices[ctx_.opts.device];
-      auto compiling = detail::run_on(ctx_.eng.compile_executor(), [&] { return ctx_.compile(best, dev, {}); });
-      auto bin = co_await std::move(compiling);
-      auto loading = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[ctx_.opts.device]),
-                                    [&] { return ctx_.load(bin, best, ctx_.opts.device, args_); });
-      fn.emplace(co_await std::move(loading));
-    }
-    ctx_.emit(tuning_selected{shared.get()});
-    co_return outcome{std::move(shared), *std::move(fn)};
-  }
+  boost::asio::awaitable<outcome> finish(tuning_result result, std::optional<function_type> fn);
 
-  context& ctx_;
-  std::tuple<Args...> args_;
+  core& ctx_;
   clock::time_point start_{};
   std::string key_text_;
   std::vector<config> pruned_;
@@ -587,5 +187,454 @@ private:
   std::optional<open_journal> journal_;
   bool isolate_ = false, warned_isolation_ = false;
 };
+
+template <Backend B, class Bench, CacheManager Cache>
+auto tuning_job<B, Bench, Cache>::run() -> boost::asio::awaitable<outcome> {
+  start_ = clock::now();
+  knob_registry::instance().check(); // one error naming every bad setting, before any candidate runs
+  key_text_ = arguments_key_text();
+  pruned_ = prune();
+  resumed_.assign(pruned_.size(), std::nullopt);
+  decide_isolation(false); // `on` applies without a cache; recall() decides again with one
+
+  std::optional<Cache> cache;
+  std::shared_ptr<void> lease; // held while this process tunes a key others may be waiting for
+  bool shipped_tried = false;
+  if (ctx_.cache_results()) {
+    try {
+      const std::string rkey = ctx_.result_key(key_text_, pruned_);
+      cache.emplace(rkey);
+      auto reading = read_result(*cache);
+      if (auto stored = co_await std::move(reading)) {
+        ctx_.emit(cache_hit{ctx_.kernel.name, key_text_, "result"});
+        auto finishing = finish_from_cache(std::move(*stored));
+        co_return co_await std::move(finishing);
+      }
+      // A result measured here wins over a shipped one; without it, a shipped winner saves the tuning.
+      shipped_tried = true;
+      if (auto shipped = shipped_winner()) {
+        auto finishing = finish_from_cache(*std::move(shipped));
+        co_return co_await std::move(finishing);
+      }
+      if constexpr (CoordinatingCache<Cache>) {
+        // One tuning per key across processes: take the key's lease or wait for its holder's result.
+        Cache* c = &*cache;
+        const std::string file = ctx_.result_file();
+        std::function<bool()> ready = [c, file] {
+          auto text = c->get(file);
+          return text && tuning_result::from_json(*text).has_value();
+        };
+        auto coordinating = coordinate_tuning(*cache, rkey, ready);
+        tuning_coordination coord = co_await std::move(coordinating);
+        if (coord.result_ready) {
+          auto rereading = read_result(*cache);
+          if (auto stored = co_await std::move(rereading)) {
+            ctx_.emit(cache_hit{ctx_.kernel.name, key_text_, "result (tuned by another process)"});
+            auto finishing = finish_from_cache(std::move(*stored));
+            co_return co_await std::move(finishing);
+          }
+        }
+        lease = std::move(coord.guard);
+      }
+    } catch (const cache_error& e) {
+      ctx_.emit(tuning_warning{ctx_.kernel.name,
+                               fmt::format("the tuning-result cache is unusable ({}); tuning without it", e.what())});
+      cache.reset();
+    }
+  }
+
+  if (!shipped_tried)
+    if (auto shipped = shipped_winner()) {
+      auto finishing = finish_from_cache(*std::move(shipped));
+      co_return co_await std::move(finishing);
+    }
+  if (cache) recall(*cache);
+  auto measuring = measure();
+  auto state = co_await std::move(measuring);
+  remember_crashes(state->results);
+
+  tuning_result result;
+  result.kernel = ctx_.kernel.name;
+  result.key_text = key_text_;
+  result.candidates = std::move(state->results);
+  result.launch_options = detail::uses_launch_options<B>();
+  result.made = provenance::here(ctx_.backend.device_name(ctx_.devices[ctx_.settings.device]));
+  auto best = select_best(result.candidates);
+  if (!best) {
+    std::string list;
+    for (const auto& c : result.candidates)
+      list += fmt::format("\n  {{{}}}: {}: {}", result.shown(c.cfg), to_string(c.status), c.reason.substr(0, 2000));
+    throw autotuner_error(fmt::format("autotuner for '{}': every candidate failed for key ({}):{}", ctx_.kernel.name,
+                                      key_text_, list));
+  }
+  result.winner = *best;
+  result.wall_ms = std::chrono::duration<double, std::milli>(clock::now() - start_).count();
+  if (cache) {
+    auto storing = store_result(*cache, result);
+    co_await std::move(storing);
+  }
+  lease.reset(); // the result is stored: waiters elsewhere can read it
+  ++ctx_.measured;
+  std::optional<function_type> fn = std::move(state->loaded[result.winner]);
+  auto finishing = finish(std::move(result), std::move(fn));
+  co_return co_await std::move(finishing);
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+std::optional<tuning_result> tuning_job<B, Bench, Cache>::shipped_winner() const {
+  const auto& source = shipped_winner_source();
+  if (!source) return std::nullopt;
+  std::optional<tuning_result> shipped;
+  try {
+    shipped = source(ctx_.kernel.name, key_text_, ctx_.backend.device_name(ctx_.devices[ctx_.settings.device]), pruned_);
+  } catch (const std::exception& e) {
+    ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the shipped tuning database is unusable ({}); tuning "
+                                                           "instead",
+                                                           e.what())});
+  }
+  if (shipped) ctx_.emit(cache_hit{ctx_.kernel.name, key_text_, "shipped tuning database"});
+  return shipped;
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::shared_ptr<shared_state>> {
+  const std::size_t n = pruned_.size();
+  const std::size_t launch_dev = ctx_.settings.device;
+  auto state = std::make_shared<shared_state>(n);
+  for (auto& c : pruned_) state->results.push_back(candidate_result{c});
+  // Candidates an interrupted run already measured, and those quarantined for this kernel, are not
+  // compiled or measured again.
+  std::vector<std::size_t> skipped;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto& r = state->results[i];
+    if (resumed_[i]) {
+      r = *resumed_[i];
+      skipped.push_back(i);
+    } else if (const auto* q = quarantine_.find(pruned_[i])) {
+      r.status = q->status;
+      r.reason = fmt::format("quarantined: it {} before with this kernel and toolchain ({}); it is skipped until "
+                             "either changes",
+                             q->status == candidate_status::hung ? "hung" : "crashed", q->reason);
+      skipped.push_back(i);
+    }
+  }
+
+  // Devices measuring this job: the launch device, plus identical ones when arguments can be made for them.
+  std::vector<std::size_t> devs{launch_dev};
+  if (ctx_.settings.per_device_arguments && n > 1) {
+    for (std::size_t d = 0; d < ctx_.devices.size(); ++d)
+      if (d != launch_dev && ctx_.interchangeable(ctx_.devices[launch_dev], ctx_.devices[d])) {
+        add_device(d);
+        devs.push_back(d);
+      }
+  }
+  ctx_.emit(tuning_started{ctx_.kernel.name, key_text_, n, devs.size()});
+
+  // The search proposes batches; each is compiled on the pool and measured as below. Exhaustive
+  // search without a budget proposes every candidate in one batch: the tuning it always was.
+  const auto search = ctx_.search();
+  const search_settings budget = ctx_.search_budget();
+  const bool whole = search->evaluates_all() && !budget.evaluations && budget.wall_ms <= 0;
+  const search_space space = whole ? search_space({}) : search_space(pruned_);
+  const std::size_t depth = detail::overlaps_compile<B>() ? 2 : 1; // the host measures once a batch is compiled
+  // A batch: one per compile thread or two per device, whichever is more, so that both stay busy.
+  const std::size_t batch = whole ? n : std::max<std::size_t>(ctx_.eng.compile_threads(), 2 * devs.size());
+  std::unique_ptr<search_session> session;
+  if (!whole) {
+    session = search->start(space, budget, depth);
+    for (auto i : skipped) session->known({i, state->results[i].time[0], state->results[i].status == candidate_status::ok});
+  }
+  std::vector<bool> taken(n, false), done(n, false);
+  for (auto i : skipped) taken[i] = done[i] = true;
+  std::vector<std::vector<std::size_t>> flight;
+  std::size_t posted = skipped.size(), compiled = skipped.size(), finished = skipped.size();
+
+  core* ctx = &ctx_;
+  auto post_compile = [&](std::size_t i) {
+    taken[i] = true;
+    ++posted;
+    boost::asio::post(ctx_.eng.compile_executor(), [ctx, state, i, launch_dev] {
+      auto& r = state->results[i];
+      const auto t0 = clock::now();
+      try {
+        state->binaries[i] = ctx->compile(r.cfg, ctx->devices[launch_dev], state->stop.get_token());
+        r.binary_from_cache = state->binaries[i]->from_cache;
+      } catch (...) {
+        detail::record_failure(r, std::current_exception());
+      }
+      r.compile_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+      state->events.push(typename shared_state::event{true, i, 0});
+    });
+  };
+  auto refill = [&] {
+    while (!flight.empty() && std::all_of(flight.front().begin(), flight.front().end(), [&](auto i) { return done[i]; }))
+      flight.erase(flight.begin());
+    while (flight.size() < depth) {
+      std::vector<std::size_t> b;
+      if (session) b = session->propose(batch);
+      else
+        for (std::size_t i = 0; i < n && b.size() < batch; ++i)
+          if (!taken[i]) b.push_back(i);
+      if (b.empty()) break;
+      for (auto i : b) post_compile(i);
+      flight.push_back(std::move(b));
+    }
+  };
+  auto outcome = [&](std::size_t i) {
+    done[i] = true;
+    const auto& r = state->results[i];
+    if (session) session->tell({i, r.time[0], r.status == candidate_status::ok});
+  };
+
+  const bench_options full = ctx_.bench_settings();
+  const screening_measure knob_screening = screening_measure::from_knobs();
+  const measure_strategy& strategy = ctx_.settings.measure ? *ctx_.settings.measure : knob_screening;
+  const bench_options first_pass = strategy.first_pass(full, n);
+  std::vector<std::size_t> ready, idle(devs.rbegin(), devs.rend());
+  for (auto i : skipped) {
+    const auto& r = state->results[i];
+    if (r.status == candidate_status::ok) ctx_.emit(candidate_measured{ctx_.kernel.name, key_text_, i, n, &r});
+    else ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, i, n, &r});
+  }
+  const bool isolate = isolate_;
+  auto self = this->shared_from_this(); // the tasks hold the job: its arguments outlive them
+  auto dispatch = [&](const bench_options& bopts) {
+    std::sort(ready.begin(), ready.end(), std::greater<>()); // measure in config order
+    while (!ready.empty() && !idle.empty()) {
+      const std::size_t i = ready.back(), d = idle.back();
+      ready.pop_back();
+      idle.pop_back();
+      boost::asio::post(ctx_.eng.device_executor(ctx_.device_ids[d]), [self, state, i, d, launch_dev, bopts, n, isolate] {
+        self->measure_one(*state, i, d, launch_dev, bopts, n, isolate);
+      });
+    }
+  };
+  refill();
+  while (finished < posted) {
+    auto popping = state->events.pop();
+    auto ev = co_await std::move(popping);
+    auto& r = state->results[ev.index];
+    if (ev.compiled) {
+      ++compiled;
+      if (!state->binaries[ev.index]) {
+        ++finished;
+        outcome(ev.index);
+        ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, ev.index, n, &r});
+        journal(state->results, ev.index); // a compile failure is an outcome too
+      } else {
+        ctx_.emit(candidate_compiled{ctx_.kernel.name, key_text_, ev.index, n, &r.cfg, r.compile_ms,
+                                     r.binary_from_cache});
+        ready.push_back(ev.index);
+      }
+    } else {
+      ++finished;
+      outcome(ev.index);
+      idle.push_back(ev.device);
+      if (r.status == candidate_status::ok) ctx_.emit(candidate_measured{ctx_.kernel.name, key_text_, ev.index, n, &r});
+      else ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, ev.index, n, &r});
+      journal(state->results, ev.index);
+    }
+    refill();
+    if (detail::overlaps_compile<B>() || compiled == posted) dispatch(first_pass);
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (!taken[i]) {
+      auto& r = state->results[i];
+      r.status = candidate_status::not_evaluated;
+      r.reason = fmt::format("the {} search evaluated {} of {} candidates (its budget: tune_options::search_budget "
+                             "or COTUNE_SEARCH_BUDGET / COTUNE_SEARCH_TIME_MS) and did not propose this one",
+                             search->name(), posted, n);
+    }
+  report_uncached(state->binaries);
+  if constexpr (ReportsWarnings<B>)
+    for (auto& w : ctx_.backend.take_warnings()) ctx_.emit(tuning_warning{ctx_.kernel.name, std::move(w)});
+
+  if (auto finalists = strategy.finalists(state->results, full); !finalists.empty()) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (state->results[i].status == candidate_status::ok) state->results[i].screened_only = true;
+    for (auto i : finalists) state->results[i].screened_only = false;
+    // A finalist taken from the journal has no binary yet (normally a binary-cache hit).
+    std::vector<std::size_t> runnable;
+    for (auto i : finalists) {
+      if (!state->binaries[i]) {
+        std::exception_ptr failure;
+        try {
+          const auto& dev = ctx_.devices[launch_dev];
+          auto compiling = detail::run_on(ctx_.eng.compile_executor(), [&] { return ctx_.compile(pruned_[i], dev, {}); });
+          state->binaries[i] = co_await std::move(compiling);
+        } catch (...) {
+          failure = std::current_exception();
+        }
+        if (failure) {
+          detail::record_failure(state->results[i], failure);
+          continue;
+        }
+      }
+      runnable.push_back(i);
+    }
+    finalists = std::move(runnable);
+    if (finalists.size() >= 2 && !isolate) { // fair finals: interleaved rounds on the launch device
+      auto finals = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[launch_dev]), [&] {
+        const auto loaded = load_finalists(*state, finalists, launch_dev); // on_load runs first
+        measure_finals(*state, loaded, launch_dev, full);
+      });
+      co_await std::move(finals);
+    } else {
+      ready = finalists;
+      dispatch(full);
+      for (std::size_t k = 0; k < finalists.size(); ++k) {
+        auto popping = state->events.pop();
+        auto ev = co_await std::move(popping);
+        idle.push_back(ev.device);
+        dispatch(full);
+      }
+    }
+  }
+  co_return state;
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+void tuning_job<B, Bench, Cache>::measure_one(shared_state& state, std::size_t i, std::size_t d, std::size_t launch_dev,
+                                              const bench_options& bopts, std::size_t n, bool isolate) {
+  auto& r = state.results[i];
+  r.device = static_cast<int>(d);
+  r.resumed = false; // measured now
+  try {
+    auto fn = load(*state.binaries[i], r.cfg, d); // runs on_load
+    const measurement m = time(*state.binaries[i], fn, r.cfg, d, bopts, n, isolate);
+    if (m.times.size() < 3) throw error("the benchmarker returned fewer than 3 quantiles");
+    r.time = {m.times[0], m.times[1], m.times[2]};
+    r.method = m.method;
+    r.rsd = m.rsd;
+    r.samples = m.samples;
+    r.status = candidate_status::ok;
+    if (d == launch_dev) state.loaded[i].emplace(std::move(fn));
+  } catch (...) {
+    detail::record_failure(r, std::current_exception());
+  }
+  state.events.push(typename shared_state::event{false, i, d});
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+std::vector<std::size_t> tuning_job<B, Bench, Cache>::load_finalists(shared_state& state,
+                                                                     const std::vector<std::size_t>& finalists,
+                                                                     std::size_t d) const {
+  std::vector<std::size_t> kept;
+  for (auto i : finalists) {
+    try {
+      if (!state.loaded[i]) state.loaded[i].emplace(load(*state.binaries[i], state.results[i].cfg, d));
+      kept.push_back(i);
+    } catch (...) {
+      detail::record_failure(state.results[i], std::current_exception());
+    }
+  }
+  return kept;
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+void tuning_job<B, Bench, Cache>::recall(Cache& cache) {
+  journal_.emplace(open_journal{&cache, journal_writer(ctx_.kernel.name, key_text_)});
+  try {
+    resumed_ = tuning_journal::read(cache, ctx_.kernel.name, pruned_);
+    quarantine_cache_.emplace(
+        quarantine::key(ctx_.backend.fingerprint(ctx_.devices[ctx_.settings.device]), ctx_.kernel.digest()));
+    if (auto text = quarantine_cache_->get(quarantine::file(ctx_.kernel.name)))
+      quarantine_ = quarantine::from_json(*text);
+  } catch (const cache_error& e) {
+    ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the journal cannot be read ({}); measuring every "
+                                                           "candidate",
+                                                           e.what())});
+  }
+  const bool interrupted = std::any_of(resumed_.begin(), resumed_.end(), [](const auto& r) { return r.has_value(); });
+  decide_isolation(interrupted || !quarantine_.entries.empty());
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+void tuning_job<B, Bench, Cache>::decide_isolation(bool crashed_before) {
+  const std::string mode = knobs().autotuning.isolate.get();
+  std::string why_not;
+  isolate_ = isolation_applies(mode == "on" || (mode == "auto" && crashed_before), mode, pruned_, why_not);
+  if (!why_not.empty() && !warned_isolation_) ctx_.emit(tuning_warning{ctx_.kernel.name, std::move(why_not)});
+  warned_isolation_ = warned_isolation_ || !why_not.empty();
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+void tuning_job<B, Bench, Cache>::journal(const std::vector<candidate_result>& results, std::size_t index) {
+  if (!journal_) return;
+  if (auto failed = journal_->writer.record(*journal_->cache, results, index)) {
+    journal_.reset();
+    ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the journal cannot be written ({}); a tuning killed "
+                                                           "midway will measure every candidate again",
+                                                           *failed)});
+  }
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+void tuning_job<B, Bench, Cache>::remember_crashes(const std::vector<candidate_result>& results) {
+  if (!quarantine_cache_) return;
+  if (auto failed = quarantine_.add_crashes(*quarantine_cache_, ctx_.kernel.name, results))
+    ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the quarantine cannot be written ({})", *failed)});
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+void tuning_job<B, Bench, Cache>::report_uncached(const std::vector<std::optional<binary_entry>>& binaries) const {
+  std::size_t uncached = 0, built = 0;
+  std::string_view why;
+  for (const auto& b : binaries) {
+    if (!b) continue;
+    ++built;
+    if (!b->not_cached.empty() && !uncached++) why = b->not_cached;
+  }
+  if (uncached)
+    ctx_.emit(tuning_warning{ctx_.kernel.name,
+                             fmt::format("{} of {} compiled binaries could not be stored in the cache ({}); they "
+                                         "were loaded from a private temporary location, and the next run will "
+                                         "compile them again",
+                                         uncached, built, why)});
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+auto tuning_job<B, Bench, Cache>::read_result(Cache& cache) const -> boost::asio::awaitable<std::optional<tuning_result>> {
+  auto reading = read_stored_result(cache, ctx_.result_file(), pruned_);
+  co_return co_await std::move(reading);
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+auto tuning_job<B, Bench, Cache>::store_result(Cache& cache, const tuning_result& result) const
+    -> boost::asio::awaitable<void> {
+  // The winner's binary goes beside the result where the cache keeps companions (one round trip to read both).
+  auto winner = ctx_.binaries.companion(ctx_.kernel, result.best(), ctx_.devices[ctx_.settings.device]);
+  auto storing = store_tuning_result(cache, ctx_.result_file(), result, std::move(winner));
+  if (auto failed = co_await std::move(storing))
+    ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("could not store the tuning result: {}", *failed)});
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+auto tuning_job<B, Bench, Cache>::finish_from_cache(tuning_result stored) -> boost::asio::awaitable<outcome> {
+  stored.launch_options = detail::uses_launch_options<B>();
+  // The stored configs lack hook functions: use the user's equal configs.
+  for (std::size_t i = 0; i < pruned_.size(); ++i) stored.candidates[i].cfg = pruned_[i];
+  ++ctx_.cached;
+  stored.wall_ms = std::chrono::duration<double, std::milli>(clock::now() - start_).count();
+  auto finishing = finish(std::move(stored), std::nullopt);
+  co_return co_await std::move(finishing);
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+auto tuning_job<B, Bench, Cache>::finish(tuning_result result, std::optional<function_type> fn)
+    -> boost::asio::awaitable<outcome> {
+  auto shared = std::make_shared<const tuning_result>(std::move(result));
+  if (!fn) {
+    const config& best = shared->best();
+    const auto& dev = ctx_.devices[ctx_.settings.device];
+    auto compiling = detail::run_on(ctx_.eng.compile_executor(), [&] { return ctx_.compile(best, dev, {}); });
+    auto bin = co_await std::move(compiling);
+    auto loading = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[ctx_.settings.device]),
+                                  [&] { return load(bin, best, ctx_.settings.device); });
+    fn.emplace(co_await std::move(loading));
+  }
+  ctx_.emit(tuning_selected{shared.get()});
+  co_return outcome{std::move(shared), *std::move(fn)};
+}
 
 } // namespace cotune

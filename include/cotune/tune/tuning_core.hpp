@@ -1,0 +1,218 @@
+#pragma once
+/// \file `cotune::tuning_core`: the part of a tuner's shared state that does not depend on its
+/// kernel's argument types (the kernel and its candidates, the backend and its devices, one
+/// benchmarker per device, the counters, and the options a tuning reads whatever the arguments).
+/// `tuning_context<..., Args...>` adds the arguments' side. The tuning job's coroutines work
+/// through this core alone, so they are compiled once per backend, benchmarker and cache, not once
+/// per kernel signature (a file with ten tuners of one backend compiles them once).
+
+#include <atomic>
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <cotune/backend/backend.hpp>
+#include <cotune/bench/benchmarker.hpp>
+#include <cotune/cache/cache_manager.hpp>
+#include <cotune/core/config.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/core/kernel_source.hpp>
+#include <cotune/core/version.hpp>
+#include <cotune/detail/hashing.hpp>
+#include <cotune/knobs/knobs.hpp>
+#include <cotune/search/search.hpp>
+#include <cotune/tune/backend_traits.hpp>
+#include <cotune/tune/binary_cache.hpp>
+#include <cotune/tune/engine.hpp>
+#include <cotune/tune/events.hpp>
+#include <cotune/tune/measure_strategy.hpp>
+#include <cotune/tune/tuning_result.hpp>
+#include <cotune/tune/verification.hpp>
+
+namespace cotune {
+
+namespace detail {
+
+/// Records a failure: the exception's type gives the status.
+inline void record_failure(candidate_result& r, std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const candidate_crashed& x) {
+    r.status = candidate_status::crashed;
+    r.reason = x.what();
+  } catch (const candidate_hung& x) {
+    r.status = candidate_status::hung;
+    r.reason = x.what();
+  } catch (const compiler_crashed& x) {
+    r.status = candidate_status::compiler_crashed;
+    r.reason = x.what();
+  } catch (const compile_error& x) {
+    r.status = candidate_status::compile_error;
+    r.reason = x.what();
+  } catch (const out_of_resources& x) {
+    r.status = candidate_status::out_of_resources;
+    r.reason = x.what();
+  } catch (const wrong_result& x) {
+    r.status = candidate_status::wrong_result;
+    r.reason = x.what();
+  } catch (const timeout_error& x) {
+    r.status = candidate_status::timeout;
+    r.reason = x.what();
+  } catch (const launch_error& x) {
+    r.status = candidate_status::launch_error;
+    r.reason = x.what();
+  } catch (const std::exception& x) {
+    r.status = candidate_status::error;
+    r.reason = x.what();
+  } catch (...) {
+    r.status = candidate_status::error;
+    r.reason = "unknown exception";
+  }
+  r.time = {inf_ms, inf_ms, inf_ms};
+}
+
+} // namespace detail
+
+/// The options of `tune_options<Args...>` that do not depend on the arguments' types, copied from
+/// them once, when the tuner is made (a tuner's options never change afterwards).
+struct tuning_settings {
+  std::size_t device = 0;
+  std::optional<bool> cache_results;
+  std::optional<bench_options> bench;
+  std::vector<std::shared_ptr<observer>> observers;
+  std::shared_ptr<const measure_strategy> measure;
+  std::shared_ptr<const search_strategy> search;
+  std::optional<search_settings> search_budget;
+  bool per_device_arguments = false; ///< args_for_device is set
+
+  /// The settings of a tuner's options.
+  template <class Options>
+  [[nodiscard]] static tuning_settings of(const Options& o) {
+    return {o.device, o.cache_results, o.bench, o.observers, o.measure, o.search, o.search_budget,
+            static_cast<bool>(o.args_for_device)};
+  }
+};
+
+/// What every tuning of one autotuner shares, whatever its kernel's arguments.
+template <Backend B, class Bench, CacheManager Cache>
+class tuning_core {
+public:
+  using device_type = typename B::device;
+  using function_type = typename B::function;
+  using binary_type = typename B::binary;
+
+  tuning_core(kernel_source k, std::vector<config> candidates, tuning_settings s, B b, engine& engine_ref)
+      : kernel(std::move(k)), configs(std::move(candidates)), settings(std::move(s)), backend(std::move(b)),
+        eng(engine_ref), binaries(backend) {
+    if (configs.empty()) configs.push_back(config{}); // Triton's single default config
+    devices = backend.devices();
+    if (devices.empty())
+      throw autotuner_error(fmt::format("autotuner for '{}': the backend has no device to run on", kernel.name));
+    if (settings.device >= devices.size())
+      throw autotuner_error(fmt::format("autotuner for '{}': device {} requested, but the backend has {}", kernel.name,
+                                        settings.device, devices.size()));
+    for (std::size_t d = 0; d < devices.size(); ++d) device_ids.push_back(device_key(d));
+  }
+  tuning_core(const tuning_core&) = delete;
+  tuning_core& operator=(const tuning_core&) = delete;
+
+  /// Reports an event to the options' observers and the printer the knobs choose (warnings always).
+  void emit(const tuning_event& e) const {
+    for (const auto& o : settings.observers) o->notify(e);
+    static printing_observer printer(stderr, true, true);
+    static printing_observer progress(stderr, false, true);
+    static printing_observer warnings_only(stderr, false, false);
+    if (knobs().autotuning.print.get()) printer.notify(e);
+    else if (knobs().autotuning.progress.get()) progress.notify(e);
+    else warnings_only.notify(e);
+  }
+
+  /// The binary of candidate `c` for device `d`: from the binary cache, or compiled now and stored.
+  /// Thread-safe (runs on the compile pool).
+  [[nodiscard]] cached_binary<binary_type> compile(const config& c, const device_type& d, std::stop_token stop) const {
+    ++compiles;
+    return binaries.get_or_compile(kernel, c, d, stop);
+  }
+
+  /// The benchmarker of device `d`, made on first use.
+  Bench& benchmarker(std::size_t d) {
+    std::lock_guard lock(bench_mutex_);
+    auto& b = benches_[d];
+    if (!b) b = detail::make_benchmarker<Bench>(backend, devices[d]);
+    return *b;
+  }
+
+  /// Devices whose timings are comparable (same model, not only the same architecture): the
+  /// backend's `interchangeable` if it has one, else equal fingerprints.
+  [[nodiscard]] bool interchangeable(const device_type& a, const device_type& b) const {
+    if constexpr (ComparesDevices<B>) return backend.interchangeable(a, b);
+    else return backend.fingerprint(a) == backend.fingerprint(b);
+  }
+
+  [[nodiscard]] bool cache_results() const { return settings.cache_results.value_or(knobs().autotuning.cache.get()); }
+
+  /// SHA-256 over cotune's version, the backend's fingerprint, the kernel (source and compile options),
+  /// the set cache-invalidating knobs, the tuning key and the candidate list.
+  [[nodiscard]] std::string result_key(const std::string& key_text, const std::vector<config>& pruned) const {
+    detail::sha256_hasher h;
+    h.field("cotune-tuning-result").field(version).field(std::to_string(cache_format_version));
+    h.field(backend.fingerprint(devices[settings.device])).field(kernel.digest());
+    h.field(knob_registry::instance().invalidating_text()).field(key_text);
+    h.field(std::to_string(pruned.size()));
+    for (const auto& c : pruned) h.field(c.text());
+    // A budgeted search's winner is the best of what it measured: another strategy, budget or seed
+    // must not reuse it. An exhaustive search keeps the keys it always had.
+    const auto s = search();
+    const auto st = search_budget();
+    if (!s->evaluates_all() || st.evaluations || st.wall_ms > 0)
+      h.field(fmt::format("search {} {} {} {}", s->name(), st.evaluations, st.wall_ms, st.seed));
+    return detail::to_hex(h.digest());
+  }
+
+  /// The search strategy: the options', else the one COTUNE_SEARCH names.
+  [[nodiscard]] std::shared_ptr<const search_strategy> search() const {
+    return settings.search ? settings.search : search_from_knobs();
+  }
+  /// The search's budgets and seed: the options', completed by the knobs.
+  [[nodiscard]] search_settings search_budget() const { return search_settings_from_knobs(settings.search_budget); }
+  [[nodiscard]] std::string result_file() const { return kernel.name + ".autotune.json"; }
+
+  /// The benchmark budgets: the options' if set, else the `bench.*` knobs; quantiles 0.5, 0.2, 0.8.
+  [[nodiscard]] bench_options bench_settings() const {
+    bench_options o = settings.bench.value_or(bench_options{knobs().bench.warmup_ms.get(), knobs().bench.rep_ms.get()});
+    o.quantiles = {0.5, 0.2, 0.8};
+    return o;
+  }
+
+  kernel_source kernel;
+  std::vector<config> configs;
+  const tuning_settings settings;
+  B backend;
+  engine& eng;
+  binary_cache<B, Cache> binaries;
+  std::vector<device_type> devices;
+  std::vector<std::string> device_ids; ///< the key of each device's thread in the engine
+  mutable std::atomic<std::size_t> measured{0}, cached{0}, compiles{0};
+
+private:
+  /// The key of device `d`'s thread: the physical device the backend names (so that every tuner on
+  /// it shares one thread, whatever its template arguments), else its name and index.
+  [[nodiscard]] std::string device_key(std::size_t d) const {
+    if constexpr (HasDeviceKey<B>) return backend.device_key(devices[d]);
+    else return fmt::format("{}#{}", backend.device_name(devices[d]), d);
+  }
+
+  std::mutex bench_mutex_;
+  std::unordered_map<std::size_t, std::unique_ptr<Bench>> benches_;
+};
+
+} // namespace cotune
