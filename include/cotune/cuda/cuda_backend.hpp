@@ -294,8 +294,7 @@ public:
         fmt::format("the binary is {} for {}", bin.is_ptx ? "PTX" : "a cubin", bin.arch), k, c,
         {.name = device_name(d),
          .warp_size = d.warp_size,
-         .resources = {d.max_threads_per_block, std::int64_t{d.max_registers_per_block}, d.max_shared_per_block_optin,
-                       "shared memory"},
+         .resources = {d.max_threads_per_block, std::int64_t{d.max_registers_per_block}, d.max_shared_per_block_optin},
          .shared_without_opt_in = d.max_shared_per_block,
          .limits = d.limits()});
   }

@@ -492,9 +492,7 @@ template <const worker_kind& Kind, class S, class K, class... Args>
                                                             const cotune::detail::worker_task& task,
                                                             const bench_options& o, double flush_factor, bool graph,
                                                             Args&... args) {
-  if (static_cast<std::int64_t>(grid.shared_bytes) > f.max_dynamic_shared)
-    throw out_of_resources(std::string(K::shared_name), std::int64_t{f.static_shared_bytes} + grid.shared_bytes,
-                           std::int64_t{f.static_shared_bytes} + f.max_dynamic_shared);
+  check_dynamic_shared(f, grid.shared_bytes);
   const block_dims& block = grid.block ? *grid.block : f.block;
   worker_job job;
   job.timed = task.timed;

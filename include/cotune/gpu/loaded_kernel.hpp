@@ -84,7 +84,7 @@ struct loaded_kernel {
 struct kernel_device {
   std::string name;                                    ///< as the backend's device_name says it
   int warp_size = 32;
-  device_resources resources{};                        ///< threads, registers, the shared memory limit
+  device_resources resources{}; ///< threads, registers, the shared memory limit (load_kernel names it as K does)
   std::int64_t shared_without_opt_in = 0;              ///< dynamic shared memory usable before opting in
   launch_limits limits{};
 };
@@ -100,7 +100,7 @@ template <class K>
   const std::string what = fmt::format("loading kernel '{}' with config {{{}}}", k.name, c.text());
   typename K::module mod{};
   if (auto r = K::load(ctx, image, &mod); !K::ok(r)) {
-    if (K::sticky(r)) ctx.check(r, what);
+    if (K::sticky(r)) ctx.check(r, fmt::format("{}: {} on {} ({})", K::backend, what, d.name, image_text));
     throw launch_error(fmt::format("{}: {} on {} failed: {} ({})", K::backend, what, d.name,
                                    ctx.library().error_text(r), image_text));
   }
@@ -122,7 +122,9 @@ template <class K>
   f.block = c.launch().block_shape(d.warp_size);
   f.limits = d.limits;
   // The kernel's own limit also counts register allocation granularity and __launch_bounds__.
-  check_loaded_kernel(K::backend, c, {threads, f.registers, f.kernel_max_threads, f.static_shared_bytes}, d.resources,
+  device_resources resources = d.resources;
+  resources.shared_name = K::shared_name;
+  check_loaded_kernel(K::backend, c, {threads, f.registers, f.kernel_max_threads, f.static_shared_bytes}, resources,
                       f.block, f.limits);
   f.threads_per_block = static_cast<unsigned>(threads);
   f.max_dynamic_shared = d.resources.max_static_shared - f.static_shared_bytes;
@@ -130,6 +132,15 @@ template <class K>
       static_cast<int>(std::max<std::int64_t>(0, d.shared_without_opt_in - f.static_shared_bytes)),
       std::memory_order_relaxed);
   return f;
+}
+
+/// Refuses `bytes` of dynamic shared memory beyond what `f` can have (its static shared memory counts
+/// against the device's opt-in limit): out_of_resources with the total and the limit.
+template <class K>
+void check_dynamic_shared(const loaded_kernel<K>& f, unsigned bytes) {
+  if (static_cast<std::int64_t>(bytes) > f.max_dynamic_shared)
+    throw out_of_resources(std::string(K::shared_name), std::int64_t{f.static_shared_bytes} + bytes,
+                           std::int64_t{f.static_shared_bytes} + f.max_dynamic_shared);
 }
 
 namespace detail {
@@ -147,10 +158,7 @@ template <class K>
 
 template <class K>
 void allow_dynamic_shared(const loaded_kernel<K>& f, unsigned bytes) {
-  if (static_cast<std::int64_t>(bytes) > f.max_dynamic_shared)
-    throw out_of_resources(std::string(K::shared_name),
-                           std::int64_t{f.static_shared_bytes} + bytes,
-                           std::int64_t{f.static_shared_bytes} + f.max_dynamic_shared);
+  check_dynamic_shared(f, bytes);
   std::lock_guard lock(f.module->opt_in_mutex);
   if (std::int64_t{bytes} <= f.module->dynamic_shared_allowed.load(std::memory_order_relaxed)) return;
   f.context->check(K::allow_shared(*f.context, f.handle, static_cast<int>(bytes)),

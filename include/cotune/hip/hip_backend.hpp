@@ -215,7 +215,7 @@ public:
         *ctx, bin.image, bin.lowered_name, fmt::format("the code object is for {}", bin.arch), k, c,
         {.name = device_name(d),
          .warp_size = d.warp_size,
-         .resources = {d.max_threads_per_block, std::nullopt, d.max_shared_per_block, "shared memory (LDS)"},
+         .resources = {d.max_threads_per_block, std::nullopt, d.max_shared_per_block},
          .shared_without_opt_in = d.max_shared_per_block,
          .limits = d.limits()});
   }
