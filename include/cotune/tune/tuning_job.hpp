@@ -6,7 +6,8 @@
 /// device. The autotuner runs one job per new key and keeps what it hands back.
 ///
 /// The job is written over `tuning_core` and knows nothing of the kernel's argument types: what needs
-/// them (the key's text, pruning, loading with on_load, one timed run) is a protected virtual that
+/// them (the key's text, pruning, whether isolation applies, the arguments for another device,
+/// loading with on_load, one timed run, the finals) is a protected virtual that
 /// `typed_tuning_job<..., Args...>` (tune/typed_tuning_job.hpp) implements. So its coroutines, the
 /// bulk of a tuner's code, are compiled once per backend, benchmarker and cache.
 
@@ -49,9 +50,9 @@
 
 namespace cotune {
 
-/// One key's tuning over a tuner's core; made (as a shared object: the tasks it posts hold it) by
-/// `typed_tuning_job`. Every co_await awaits a named awaitable (see detail/run_on.hpp for the GCC 12
-/// reason).
+/// One key's tuning over a tuner's core: a `typed_tuning_job`, made as a shared object (the tasks it
+/// posts hold it) by the autotuner. Every co_await awaits a named awaitable (see detail/run_on.hpp for
+/// the GCC 12 reason).
 template <Backend B, class Bench, CacheManager Cache>
 class tuning_job : public std::enable_shared_from_this<tuning_job<B, Bench, Cache>> {
 public:
