@@ -15,7 +15,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <simdjson.h>
 
 #include <cotune/core/errors.hpp>
 #include <cotune/core/json_writer.hpp>
@@ -200,70 +199,8 @@ public:
   }
 
   /// Reads a config written by `json()`. Throws cotune::error saying what is wrong.
-  [[nodiscard]] static config from_json(simdjson::dom::element e) {
-    using namespace simdjson;
-    dom::object obj;
-    if (e.get_object().get(obj) != SUCCESS) throw error("config JSON: expected an object");
-    config c;
-    dom::object params;
-    if (obj["params"].get_object().get(params) != SUCCESS) throw error("config JSON: missing object 'params'");
-    for (auto [k, v] : params) {
-      std::string name(k);
-      if (v.is_bool()) c.set(name, bool(v));
-      else if (v.is_int64()) c.set(name, std::int64_t(v));
-      else if (v.is_double()) c.set(name, double(v));
-      else if (v.is_string()) c.set(name, std::string_view(v));
-      else throw error(fmt::format("config JSON: parameter '{}' has an unsupported type", name));
-    }
-    auto read_int = [&](const char* key, int fallback) -> int {
-      auto f = obj[key];
-      if (f.error() == NO_SUCH_FIELD) return fallback;
-      std::int64_t n = 0;
-      if (f.get_int64().get(n) != SUCCESS) throw error(fmt::format("config JSON: '{}' is not an integer", key));
-      // A value beyond int would otherwise wrap silently into another launch option.
-      if (!std::in_range<int>(n)) throw error(fmt::format("config JSON: '{}' = {} is out of range", key, n));
-      return static_cast<int>(n);
-    };
-    auto read_opt = [&](const char* key) -> std::optional<int> {
-      auto f = obj[key];
-      if (f.error() == NO_SUCH_FIELD || f.is_null()) return std::nullopt;
-      return read_int(key, 0);
-    };
-    c.launch_.num_warps = read_int("num_warps", 4);
-    c.launch_.num_stages = read_int("num_stages", 3);
-    c.launch_.num_ctas = read_int("num_ctas", 1);
-    c.launch_.maxnreg = read_opt("maxnreg");
-    c.launch_.threads_per_block = read_opt("threads_per_block");
-    if (auto b = obj["block"]; b.error() == SUCCESS && !b.is_null()) {
-      dom::array dims;
-      if (b.get_array().get(dims) != SUCCESS || dims.size() != 3)
-        throw error("config JSON: 'block' must be an array of three integers [x, y, z]");
-      int xyz[3] = {1, 1, 1};
-      int i = 0;
-      for (auto d : dims) {
-        std::int64_t n = 0;
-        if (d.get_int64().get(n) != SUCCESS || !std::in_range<int>(n))
-          throw error("config JSON: 'block' must be an array of three integers [x, y, z]");
-        xyz[i++] = static_cast<int>(n);
-      }
-      c.launch_.block = block_dims{xyz[0], xyz[1], xyz[2]};
-    }
-    auto hook = obj["pre_hook"];
-    if (hook.error() == SUCCESS && !hook.is_null()) {
-      std::string_view hook_name;
-      if (hook.get_string().get(hook_name) != SUCCESS || hook_name.empty())
-        throw error("config JSON: 'pre_hook' must be a non-empty string or null");
-      c.pre_hook_ = named_hook{std::string(hook_name), {}};
-    }
-    return c;
-  }
-  [[nodiscard]] static config from_json(std::string_view json) {
-    simdjson::dom::parser parser;
-    simdjson::dom::element e;
-    if (parser.parse(detail::normalize_nonfinite(json)).get(e) != simdjson::SUCCESS)
-      throw error("config JSON: not valid JSON");
-    return from_json(e);
-  }
+  [[nodiscard]] static config from_json(simdjson::dom::element e);
+  [[nodiscard]] static config from_json(std::string_view json);
 
   /// Equality over parameters (any order), launch options and the pre-hook's name.
   friend bool operator==(const config& a, const config& b) {
@@ -292,3 +229,7 @@ struct fmt::formatter<cotune::config> : fmt::formatter<std::string_view> {
     return fmt::formatter<std::string_view>::format(c.text(), ctx);
   }
 };
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/core/config.ipp>
+#endif

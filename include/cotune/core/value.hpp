@@ -10,7 +10,6 @@
 #include <variant>
 
 #include <fmt/format.h>
-#include <simdjson.h>
 
 #include <cotune/core/errors.hpp>
 #include <cotune/detail/json.hpp>
@@ -42,7 +41,7 @@ public:
   value(std::string v) : v_(std::move(v)) { // NOLINT(google-explicit-constructor)
     // Configs travel as JSON (cache entries, tuning results), and JSON strings are UTF-8: a string
     // with other bytes would be written but could never be read back.
-    if (!simdjson::validate_utf8(std::get<std::string>(v_)))
+    if (!detail::valid_utf8(std::get<std::string>(v_)))
       throw error("cotune::value: a string parameter must be valid UTF-8 (got " + text() + ")");
   }
   value(std::string_view v) : value(std::string(v)) {} // NOLINT(google-explicit-constructor)

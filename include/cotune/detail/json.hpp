@@ -37,6 +37,9 @@ COTUNE_DECL void json_quote(std::string& out, std::string_view s);
 /// simdjson rejects) as `null` outside of strings, so files written by other tools still parse.
 [[nodiscard]] COTUNE_DECL std::string normalize_nonfinite(std::string_view in);
 
+/// Whether `s` is valid UTF-8 (what a JSON string must be).
+[[nodiscard]] COTUNE_DECL bool valid_utf8(std::string_view s);
+
 /// Reads a number (integer or floating) or null (as +inf) from a simdjson element.
 [[nodiscard]] COTUNE_DECL bool json_read_timing(simdjson::dom::element e, double& out);
 

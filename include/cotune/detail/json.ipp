@@ -79,6 +79,8 @@ COTUNE_DECL std::string normalize_nonfinite(std::string_view in) {
   return out;
 }
 
+COTUNE_DECL bool valid_utf8(std::string_view s) { return simdjson::validate_utf8(s.data(), s.size()); }
+
 COTUNE_DECL bool json_read_timing(simdjson::dom::element e, double& out) {
   if (e.is_null()) {
     out = INFINITY;

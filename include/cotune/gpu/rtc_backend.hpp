@@ -14,7 +14,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <simdjson.h>
 
 #include <cotune/backend/launch_geometry.hpp>
 #include <cotune/core/buffer.hpp>
@@ -22,6 +21,7 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/json_writer.hpp>
 #include <cotune/core/kernel_source.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/gpu/rtc_output.hpp>
 
 namespace cotune::gpu {
@@ -129,19 +129,7 @@ struct rtc_meta {
     return w.str();
   }
   /// Nothing when `text` is not meta written by `json()` (`is_ptx` may be missing: false).
-  [[nodiscard]] static std::optional<rtc_meta> from_json(std::string_view text) {
-    simdjson::dom::parser parser;
-    simdjson::dom::object root;
-    if (parser.parse(text).get(root) != simdjson::SUCCESS) return std::nullopt;
-    std::string_view lowered, arch, log;
-    bool is_ptx = false;
-    if (root["lowered_name"].get(lowered) != simdjson::SUCCESS || root["arch"].get(arch) != simdjson::SUCCESS ||
-        root["log"].get(log) != simdjson::SUCCESS)
-      return std::nullopt;
-    if (auto p = root["is_ptx"]; p.error() == simdjson::SUCCESS && p.get(is_ptx) != simdjson::SUCCESS)
-      return std::nullopt;
-    return rtc_meta{std::string(lowered), std::string(arch), std::string(log), is_ptx};
-  }
+  [[nodiscard]] static std::optional<rtc_meta> from_json(std::string_view text);
 };
 
 /// A loaded kernel's resources against its device's limits.
@@ -204,3 +192,7 @@ void with_kernel_params(Launch&& launch, Args&... args) {
 }
 
 } // namespace cotune::gpu
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/gpu/rtc_backend.ipp>
+#endif

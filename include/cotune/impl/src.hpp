@@ -15,6 +15,11 @@
 
 #include <cotune/detail/hashing.ipp>
 #include <cotune/detail/json.ipp>
+#include <cotune/core/config.ipp>
+#include <cotune/tune/tuning_result.ipp>
+#include <cotune/tune/tuning_journal.ipp>
+#include <cotune/tune/binary_cache.ipp>
+#include <cotune/gpu/rtc_backend.ipp>
 #include <cotune/knobs/knobs.ipp>
 #include <cotune/cache/file_cache.ipp>
 #include <cotune/job/tuning_database.ipp>

@@ -9,17 +9,18 @@
 ///     auto bin = binaries.get_or_compile(kernel, cfg, backend.devices()[0]);
 ///     auto fn = binaries.load(bin, kernel, cfg, backend.devices()[0]);
 
+#include <cstddef>
 #include <exception>
 #include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
-#include <simdjson.h>
 
 #include <cotune/backend/backend.hpp>
 #include <cotune/cache/cache_manager.hpp>
@@ -30,10 +31,28 @@
 #include <cotune/core/json_writer.hpp>
 #include <cotune/core/kernel_source.hpp>
 #include <cotune/core/version.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/detail/hashing.hpp>
 #include <cotune/knobs/knob.hpp>
 
 namespace cotune {
+
+namespace detail {
+/// A binary's meta entry: the backend's meta text and the image's digest, written together so that an
+/// image and a meta from two different writes (or a torn pair) never combine into a binary.
+struct binary_meta {
+  std::string meta;
+  std::string image_sha256; ///< hex
+
+  [[nodiscard]] std::string json() const {
+    json_writer w;
+    w.begin_object().field("image_sha256", image_sha256).field("meta", meta).end_object();
+    return w.str();
+  }
+  /// Nothing unless `text` is a meta entry with both fields.
+  [[nodiscard]] static std::optional<binary_meta> from_json(std::string_view text);
+};
+} // namespace detail
 
 /// A binary and where it came from.
 template <class Binary>
@@ -43,6 +62,23 @@ struct cached_binary {
   std::string key;          ///< the hex key it is stored under
   std::string not_cached{}; ///< why the cache could not take it (it still loads: see binary_image::file)
 };
+
+/// When the cache could not take some of `binaries` (they were loaded from a private location
+/// instead), a warning saying so: the tuning is unharmed, but the next run will compile them again.
+template <class Binary>
+[[nodiscard]] std::optional<std::string> uncached_warning(const std::vector<std::optional<cached_binary<Binary>>>& binaries) {
+  std::size_t uncached = 0, built = 0;
+  std::string_view why;
+  for (const auto& b : binaries) {
+    if (!b) continue;
+    ++built;
+    if (!b->not_cached.empty() && !uncached++) why = b->not_cached;
+  }
+  if (!uncached) return std::nullopt;
+  return fmt::format("{} of {} compiled binaries could not be stored in the cache ({}); they were loaded from a private "
+                     "temporary location, and the next run will compile them again",
+                     uncached, built, why);
+}
 
 /// Binaries of backend `B` in `Cache`. Thread-safe: every call opens the key's entries anew. A cache
 /// that cannot be read is a miss; one that cannot be written never fails a compile (the binary says
@@ -162,14 +198,10 @@ private:
     if (recipe.has_meta) {
       auto meta = cache.get(meta_file(recipe));
       if (!meta) return std::nullopt;
-      simdjson::dom::parser parser;
-      simdjson::dom::object root;
-      std::string_view text, sha;
-      if (parser.parse(*meta).get(root) != simdjson::SUCCESS || root["meta"].get(text) != simdjson::SUCCESS ||
-          root["image_sha256"].get(sha) != simdjson::SUCCESS)
-        return std::nullopt;
-      img.meta = text;
-      digest = sha;
+      auto read = detail::binary_meta::from_json(*meta);
+      if (!read) return std::nullopt;
+      img.meta = std::move(read->meta);
+      digest = std::move(read->image_sha256);
     }
     if (digest.empty() && loads_from_file()) {
       if (!locate(cache, recipe.file, img)) return std::nullopt;
@@ -211,9 +243,7 @@ private:
           if (loads_from_file() && !locate(*cache, recipe.file, img))
             img.file.clear(); // evicted already (a tiny size limit, another process's sweep): load the bytes
         if (recipe.has_meta) {
-          json_writer meta;
-          meta.begin_object().field("image_sha256", detail::sha256_hex(img.bytes)).field("meta", img.meta).end_object();
-          cache->put(meta.str(), meta_file(recipe));
+          cache->put(detail::binary_meta{img.meta, detail::sha256_hex(img.bytes)}.json(), meta_file(recipe));
         }
         if (auto stored = backend_->from_image(std::move(img))) return {*std::move(stored), false, hex};
         throw error(fmt::format("the {} backend cannot read back the image it made for '{}'", recipe.backend,
@@ -230,3 +260,7 @@ private:
 };
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/tune/binary_cache.ipp>
+#endif

@@ -43,7 +43,7 @@
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/measure_strategy.hpp>
 #include <cotune/tune/tuning_core.hpp>
-#include <cotune/tune/tuning_journal.hpp>
+#include <cotune/tune/tuning_recovery.hpp>
 #include <cotune/tune/result_store.hpp>
 #include <cotune/tune/tuning_result.hpp>
 #include <cotune/tune/winner_source.hpp>
@@ -66,7 +66,7 @@ public:
     function_type fn;
   };
 
-  explicit tuning_job(core& ctx) : ctx_(ctx) {}
+  explicit tuning_job(core& ctx) : ctx_(ctx), recovery_(ctx.kernel.name) {}
   virtual ~tuning_job() = default;
   tuning_job(const tuning_job&) = delete;
   tuning_job& operator=(const tuning_job&) = delete;
@@ -145,20 +145,14 @@ private:
   /// whether candidates are measured in isolation. Journaling goes on into `cache`.
   void recall(Cache& cache);
 
+  /// Emits `warning`, if there is one (the recovery state's failures).
+  void warn(std::optional<std::string> warning) const {
+    if (warning) ctx_.emit(tuning_warning{ctx_.kernel.name, *std::move(warning)});
+  }
+
   /// COTUNE_ISOLATE: `on`, or `auto` when `crashed_before` (an interrupted run, a quarantine), where
   /// the backend can and the options allow (else a warning says why not).
   void decide_isolation(bool crashed_before);
-
-  /// Records the outcomes so far, so that a tuning killed midway resumes from here. A journal that
-  /// cannot be written is a warning, once, and journaling stops.
-  void journal(const std::vector<candidate_result>& results, std::size_t index);
-
-  /// Adds this run's crashed and hung candidates to the kernel's quarantine.
-  void remember_crashes(const std::vector<candidate_result>& results);
-
-  /// One warning per tuning when the cache could not take some binaries (they ran from a private
-  /// location instead): the tuning is unharmed, but the next run will compile them again.
-  void report_uncached(const std::vector<std::optional<binary_entry>>& binaries) const;
 
   /// A stored result for exactly these candidates, or nothing.
   boost::asio::awaitable<std::optional<tuning_result>> read_result(Cache& cache) const;
@@ -176,16 +170,7 @@ private:
   clock::time_point start_{};
   std::string key_text_;
   std::vector<config> pruned_;
-  std::vector<std::optional<candidate_result>> resumed_; ///< from an interrupted run's journal
-  quarantine quarantine_;
-  std::optional<Cache> quarantine_cache_;
-  /// The journal recall() opened (the cache it goes into, the writer with the key's text); none
-  /// before, or once a write failed.
-  struct open_journal {
-    Cache* cache;
-    journal_writer writer;
-  };
-  std::optional<open_journal> journal_;
+  tuning_recovery<Cache> recovery_; ///< the journal and the quarantine
   bool isolate_ = false, warned_isolation_ = false;
 };
 
@@ -195,7 +180,6 @@ auto tuning_job<B, Bench, Cache>::run() -> boost::asio::awaitable<outcome> {
   knob_registry::instance().check(); // one error naming every bad setting, before any candidate runs
   key_text_ = arguments_key_text();
   pruned_ = prune();
-  resumed_.assign(pruned_.size(), std::nullopt);
   decide_isolation(false); // `on` applies without a cache; recall() decides again with one
 
   std::optional<Cache> cache;
@@ -252,7 +236,7 @@ auto tuning_job<B, Bench, Cache>::run() -> boost::asio::awaitable<outcome> {
   if (cache) recall(*cache);
   auto measuring = measure();
   auto state = co_await std::move(measuring);
-  remember_crashes(state->results);
+  warn(recovery_.remember_crashes(state->results));
 
   tuning_result result;
   result.kernel = ctx_.kernel.name;
@@ -308,10 +292,10 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
   std::vector<std::size_t> skipped;
   for (std::size_t i = 0; i < n; ++i) {
     auto& r = state->results[i];
-    if (resumed_[i]) {
-      r = *resumed_[i];
+    if (const auto* resumed = recovery_.resumed(i)) {
+      r = *resumed;
       skipped.push_back(i);
-    } else if (const auto* q = quarantine_.find(pruned_[i])) {
+    } else if (const auto* q = recovery_.quarantined(pruned_[i])) {
       r.status = q->status;
       r.reason = fmt::format("quarantined: it {} before with this kernel and toolchain ({}); it is skipped until "
                              "either changes",
@@ -421,7 +405,7 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
         ++finished;
         outcome(ev.index);
         ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, ev.index, n, &r});
-        journal(state->results, ev.index); // a compile failure is an outcome too
+        warn(recovery_.journal(state->results, ev.index)); // a compile failure is an outcome too
       } else {
         ctx_.emit(candidate_compiled{ctx_.kernel.name, key_text_, ev.index, n, &r.cfg, r.compile_ms,
                                      r.binary_from_cache});
@@ -433,7 +417,7 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
       idle.push_back(ev.device);
       if (r.status == candidate_status::ok) ctx_.emit(candidate_measured{ctx_.kernel.name, key_text_, ev.index, n, &r});
       else ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, ev.index, n, &r});
-      journal(state->results, ev.index);
+      warn(recovery_.journal(state->results, ev.index));
     }
     refill();
     if (detail::overlaps_compile<B>() || compiled == posted) dispatch(first_pass);
@@ -446,7 +430,7 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
                              "or COTUNE_SEARCH_BUDGET / COTUNE_SEARCH_TIME_MS) and did not propose this one",
                              search->name(), posted, n);
     }
-  report_uncached(state->binaries);
+  warn(uncached_warning(state->binaries)); // once per tuning
   if constexpr (ReportsWarnings<B>)
     for (auto& w : ctx_.backend.take_warnings()) ctx_.emit(tuning_warning{ctx_.kernel.name, std::move(w)});
 
@@ -534,20 +518,9 @@ std::vector<std::size_t> tuning_job<B, Bench, Cache>::load_finalists(shared_stat
 
 template <Backend B, class Bench, CacheManager Cache>
 void tuning_job<B, Bench, Cache>::recall(Cache& cache) {
-  journal_.emplace(open_journal{&cache, journal_writer(ctx_.kernel.name, key_text_)});
-  try {
-    resumed_ = tuning_journal::read(cache, ctx_.kernel.name, pruned_);
-    quarantine_cache_.emplace(
-        quarantine::key(ctx_.backend.fingerprint(ctx_.devices[ctx_.settings.device]), ctx_.kernel.digest()));
-    if (auto text = quarantine_cache_->get(quarantine::file(ctx_.kernel.name)))
-      quarantine_ = quarantine::from_json(*text);
-  } catch (const cache_error& e) {
-    ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the journal cannot be read ({}); measuring every "
-                                                           "candidate",
-                                                           e.what())});
-  }
-  const bool interrupted = std::any_of(resumed_.begin(), resumed_.end(), [](const auto& r) { return r.has_value(); });
-  decide_isolation(interrupted || !quarantine_.entries.empty());
+  const auto& dev = ctx_.devices[ctx_.settings.device];
+  warn(recovery_.recall(cache, key_text_, pruned_, ctx_.backend.fingerprint(dev), ctx_.kernel.digest()));
+  decide_isolation(recovery_.crashed_before());
 }
 
 template <Backend B, class Bench, CacheManager Cache>
@@ -557,41 +530,6 @@ void tuning_job<B, Bench, Cache>::decide_isolation(bool crashed_before) {
   isolate_ = isolation_applies(mode == "on" || (mode == "auto" && crashed_before), mode, pruned_, why_not);
   if (!why_not.empty() && !warned_isolation_) ctx_.emit(tuning_warning{ctx_.kernel.name, std::move(why_not)});
   warned_isolation_ = warned_isolation_ || !why_not.empty();
-}
-
-template <Backend B, class Bench, CacheManager Cache>
-void tuning_job<B, Bench, Cache>::journal(const std::vector<candidate_result>& results, std::size_t index) {
-  if (!journal_) return;
-  if (auto failed = journal_->writer.record(*journal_->cache, results, index)) {
-    journal_.reset();
-    ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the journal cannot be written ({}); a tuning killed "
-                                                           "midway will measure every candidate again",
-                                                           *failed)});
-  }
-}
-
-template <Backend B, class Bench, CacheManager Cache>
-void tuning_job<B, Bench, Cache>::remember_crashes(const std::vector<candidate_result>& results) {
-  if (!quarantine_cache_) return;
-  if (auto failed = quarantine_.add_crashes(*quarantine_cache_, ctx_.kernel.name, results))
-    ctx_.emit(tuning_warning{ctx_.kernel.name, fmt::format("the quarantine cannot be written ({})", *failed)});
-}
-
-template <Backend B, class Bench, CacheManager Cache>
-void tuning_job<B, Bench, Cache>::report_uncached(const std::vector<std::optional<binary_entry>>& binaries) const {
-  std::size_t uncached = 0, built = 0;
-  std::string_view why;
-  for (const auto& b : binaries) {
-    if (!b) continue;
-    ++built;
-    if (!b->not_cached.empty() && !uncached++) why = b->not_cached;
-  }
-  if (uncached)
-    ctx_.emit(tuning_warning{ctx_.kernel.name,
-                             fmt::format("{} of {} compiled binaries could not be stored in the cache ({}); they "
-                                         "were loaded from a private temporary location, and the next run will "
-                                         "compile them again",
-                                         uncached, built, why)});
 }
 
 template <Backend B, class Bench, CacheManager Cache>

@@ -1,0 +1,98 @@
+#pragma once
+/// \file `cotune::tuning_recovery`: what one key's tuning reads from an interrupted run and leaves for
+/// the next, in the tuner's result cache. It resumes the outcomes the key's journal holds, skips the
+/// candidates the kernel's quarantine holds (they crashed or hung before), journals each new outcome
+/// as it completes, and adds this run's crashes to the quarantine. The formats are in
+/// tune/tuning_journal.hpp; the tuning job (tune/tuning_job.hpp) owns one and emits its warnings.
+
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <cotune/cache/cache_manager.hpp>
+#include <cotune/core/config.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/tune/tuning_journal.hpp>
+#include <cotune/tune/tuning_result.hpp>
+
+namespace cotune {
+
+/// One key's recovery state. Without `recall` (a tuning without a result cache) it resumes nothing,
+/// quarantines nothing and journals nothing. Every call returns a warning instead of throwing: the
+/// tuning goes on without what failed.
+template <CacheManager Cache>
+class tuning_recovery {
+public:
+  explicit tuning_recovery(std::string kernel) : kernel_(std::move(kernel)) {}
+
+  /// Reads this key's journal (aligned with `pruned`) and the quarantine of the kernel (under
+  /// `fingerprint`, the backend's toolchain and architecture, and `kernel_digest`); outcomes are
+  /// journaled into `cache` from now on. A cache that cannot be read is a warning: every candidate is
+  /// measured.
+  [[nodiscard]] std::optional<std::string> recall(Cache& cache, const std::string& key_text,
+                                                  const std::vector<config>& pruned, const std::string& fingerprint,
+                                                  const std::string& kernel_digest) {
+    journal_.emplace(open_journal{&cache, journal_writer(kernel_, key_text)});
+    try {
+      resumed_ = tuning_journal::read(cache, kernel_, pruned);
+      quarantine_cache_.emplace(quarantine::key(fingerprint, kernel_digest));
+      if (auto text = quarantine_cache_->get(quarantine::file(kernel_))) quarantine_ = quarantine::from_json(*text);
+    } catch (const cache_error& e) {
+      return fmt::format("the journal cannot be read ({}); measuring every candidate", e.what());
+    }
+    return std::nullopt;
+  }
+
+  /// Whether an earlier run was interrupted (its journal holds outcomes) or crashed (a quarantine).
+  [[nodiscard]] bool crashed_before() const {
+    return !quarantine_.entries.empty() ||
+           std::any_of(resumed_.begin(), resumed_.end(), [](const auto& r) { return r.has_value(); });
+  }
+
+  /// Candidate `i`'s outcome from an interrupted run, or null.
+  [[nodiscard]] const candidate_result* resumed(std::size_t i) const {
+    return i < resumed_.size() && resumed_[i] ? &*resumed_[i] : nullptr;
+  }
+
+  /// Why `c` is quarantined for this kernel, or null.
+  [[nodiscard]] const quarantine::entry* quarantined(const config& c) const { return quarantine_.find(c); }
+
+  /// Records `results[index]`, so that a tuning killed midway resumes from here. A journal that cannot
+  /// be written is a warning, once, and journaling stops.
+  [[nodiscard]] std::optional<std::string> journal(const std::vector<candidate_result>& results, std::size_t index) {
+    if (!journal_) return std::nullopt;
+    auto failed = journal_->writer.record(*journal_->cache, results, index);
+    if (!failed) return std::nullopt;
+    journal_.reset();
+    return fmt::format("the journal cannot be written ({}); a tuning killed midway will measure every candidate again",
+                       *failed);
+  }
+
+  /// Adds this run's crashed and hung candidates to the kernel's quarantine.
+  [[nodiscard]] std::optional<std::string> remember_crashes(const std::vector<candidate_result>& results) {
+    if (!quarantine_cache_) return std::nullopt;
+    if (auto failed = quarantine_.add_crashes(*quarantine_cache_, kernel_, results))
+      return fmt::format("the quarantine cannot be written ({})", *failed);
+    return std::nullopt;
+  }
+
+private:
+  /// The journal recall() opened: the cache it goes into and the writer with the key's text.
+  struct open_journal {
+    Cache* cache;
+    journal_writer writer;
+  };
+
+  std::string kernel_;
+  std::vector<std::optional<candidate_result>> resumed_; ///< from an interrupted run's journal
+  quarantine quarantine_;
+  std::optional<Cache> quarantine_cache_;
+  std::optional<open_journal> journal_; ///< none before recall(), or once a write failed
+};
+
+} // namespace cotune
