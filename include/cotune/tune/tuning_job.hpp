@@ -39,6 +39,7 @@
 #include <cotune/search/search.hpp>
 #include <cotune/tune/backend_traits.hpp>
 #include <cotune/tune/binary_cache.hpp>
+#include <cotune/tune/candidate_pipeline.hpp>
 #include <cotune/tune/coordination.hpp>
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/measure_strategy.hpp>
@@ -123,11 +124,36 @@ private:
   /// device and candidates, reported as a cache hit; nothing (after a warning, if the source failed).
   std::optional<tuning_result> shipped_winner() const;
 
-  /// Compiles every candidate on the pool and measures each compiled one on a free device as soon as
-  /// it is compiled (GPU backends) or once all are compiled (the host backend, whose benchmarks would
-  /// compete with compiles): a first pass over every candidate, then the finals the measure strategy
-  /// asks for (screening by default).
+  /// The first pass over what the search proposes (tune/candidate_pipeline.hpp: compiled on the pool,
+  /// measured on free devices), then the finals the measure strategy asks for (screening by default).
   boost::asio::awaitable<std::shared_ptr<shared_state>> measure();
+
+  using pipeline_type = candidate_pipeline<core, shared_state>;
+
+  /// The candidates whose outcome is known before measuring: resumed from an interrupted run's journal,
+  /// or quarantined for this kernel (they crashed or hung before). Sets their results; returns them.
+  [[nodiscard]] std::vector<std::size_t> take_known(shared_state& state) const;
+
+  /// The devices that measure: the launch device first, then identical ones when the options can make
+  /// arguments for them (add_device).
+  [[nodiscard]] std::vector<std::size_t> measuring_devices();
+
+  /// The finals the measure strategy asks for after the first pass: interleaved rounds on the launch
+  /// device (fair: drift favours no one), or each finalist again on a free device when isolated.
+  boost::asio::awaitable<void> run_finals(std::shared_ptr<shared_state> state, const measure_strategy& strategy,
+                                          bench_options full, pipeline_type& pipeline);
+
+  /// Reports candidate `i` (of `n`): compiled, or its outcome (also journaled).
+  void report(const std::vector<candidate_result>& results, std::size_t i, std::size_t n, bool compiled) {
+    const auto& r = results[i];
+    if (compiled) {
+      ctx_.emit(candidate_compiled{ctx_.kernel.name, key_text_, i, n, &r.cfg, r.compile_ms, r.binary_from_cache});
+      return;
+    }
+    if (r.status == candidate_status::ok) ctx_.emit(candidate_measured{ctx_.kernel.name, key_text_, i, n, &r});
+    else ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, i, n, &r});
+    warn(recovery_.journal(results, i));
+  }
 
   /// On device `d`'s thread: loads candidate `i` there and times it (one candidate: runs it once).
   /// `isolate`: in a forked copy of the process or the backend's worker (tune/isolated_measure.hpp),
@@ -287,36 +313,13 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
   const std::size_t launch_dev = ctx_.settings.device;
   auto state = std::make_shared<shared_state>(n);
   for (auto& c : pruned_) state->results.push_back(candidate_result{c});
-  // Candidates an interrupted run already measured, and those quarantined for this kernel, are not
-  // compiled or measured again.
-  std::vector<std::size_t> skipped;
-  for (std::size_t i = 0; i < n; ++i) {
-    auto& r = state->results[i];
-    if (const auto* resumed = recovery_.resumed(i)) {
-      r = *resumed;
-      skipped.push_back(i);
-    } else if (const auto* q = recovery_.quarantined(pruned_[i])) {
-      r.status = q->status;
-      r.reason = fmt::format("quarantined: it {} before with this kernel and toolchain ({}); it is skipped until "
-                             "either changes",
-                             q->status == candidate_status::hung ? "hung" : "crashed", q->reason);
-      skipped.push_back(i);
-    }
-  }
-
-  // Devices measuring this job: the launch device, plus identical ones when arguments can be made for them.
-  std::vector<std::size_t> devs{launch_dev};
-  if (ctx_.settings.per_device_arguments && n > 1) {
-    for (std::size_t d = 0; d < ctx_.devices.size(); ++d)
-      if (d != launch_dev && ctx_.interchangeable(ctx_.devices[launch_dev], ctx_.devices[d])) {
-        add_device(d);
-        devs.push_back(d);
-      }
-  }
+  const std::vector<std::size_t> skipped = take_known(*state);
+  const std::vector<std::size_t> devs = measuring_devices();
   ctx_.emit(tuning_started{ctx_.kernel.name, key_text_, n, devs.size()});
 
-  // The search proposes batches; each is compiled on the pool and measured as below. Exhaustive
-  // search without a budget proposes every candidate in one batch: the tuning it always was.
+  // The search proposes batches; the pipeline compiles each on the pool and measures it on the
+  // devices. Exhaustive search without a budget proposes every candidate in one batch: the tuning it
+  // always was.
   const auto search = ctx_.search();
   const search_settings budget = ctx_.search_budget();
   const bool whole = search->evaluates_all() && !budget.evaluations && budget.wall_ms <= 0;
@@ -329,153 +332,114 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
     session = search->start(space, budget, depth);
     for (auto i : skipped) session->known({i, state->results[i].time[0], state->results[i].status == candidate_status::ok});
   }
-  std::vector<bool> taken(n, false), done(n, false);
-  for (auto i : skipped) taken[i] = done[i] = true;
-  std::vector<std::vector<std::size_t>> flight;
-  std::size_t posted = skipped.size(), compiled = skipped.size(), finished = skipped.size();
-
-  core* ctx = &ctx_;
-  auto post_compile = [&](std::size_t i) {
-    taken[i] = true;
-    ++posted;
-    boost::asio::post(ctx_.eng.compile_executor(), [ctx, state, i, launch_dev] {
-      auto& r = state->results[i];
-      const auto t0 = clock::now();
-      try {
-        state->binaries[i] = ctx->compile(r.cfg, ctx->devices[launch_dev], state->stop.get_token());
-        r.binary_from_cache = state->binaries[i]->from_cache;
-      } catch (...) {
-        detail::record_failure(r, std::current_exception());
-      }
-      r.compile_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
-      state->events.push(typename shared_state::event{true, i, 0});
-    });
-  };
-  auto refill = [&] {
-    while (!flight.empty() && std::all_of(flight.front().begin(), flight.front().end(), [&](auto i) { return done[i]; }))
-      flight.erase(flight.begin());
-    while (flight.size() < depth) {
-      std::vector<std::size_t> b;
-      if (session) b = session->propose(batch);
-      else
-        for (std::size_t i = 0; i < n && b.size() < batch; ++i)
-          if (!taken[i]) b.push_back(i);
-      if (b.empty()) break;
-      for (auto i : b) post_compile(i);
-      flight.push_back(std::move(b));
-    }
-  };
-  auto outcome = [&](std::size_t i) {
-    done[i] = true;
-    const auto& r = state->results[i];
-    if (session) session->tell({i, r.time[0], r.status == candidate_status::ok});
-  };
-
   const bench_options full = ctx_.bench_settings();
   const screening_measure knob_screening = screening_measure::from_knobs();
   const measure_strategy& strategy = ctx_.settings.measure ? *ctx_.settings.measure : knob_screening;
-  const bench_options first_pass = strategy.first_pass(full, n);
-  std::vector<std::size_t> ready, idle(devs.rbegin(), devs.rend());
   for (auto i : skipped) {
     const auto& r = state->results[i];
     if (r.status == candidate_status::ok) ctx_.emit(candidate_measured{ctx_.kernel.name, key_text_, i, n, &r});
     else ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, i, n, &r});
   }
-  const bool isolate = isolate_;
   auto self = this->shared_from_this(); // the tasks hold the job: its arguments outlive them
-  auto dispatch = [&](const bench_options& bopts) {
-    std::sort(ready.begin(), ready.end(), std::greater<>()); // measure in config order
-    while (!ready.empty() && !idle.empty()) {
-      const std::size_t i = ready.back(), d = idle.back();
-      ready.pop_back();
-      idle.pop_back();
-      boost::asio::post(ctx_.eng.device_executor(ctx_.device_ids[d]), [self, state, i, d, launch_dev, bopts, n, isolate] {
-        self->measure_one(*state, i, d, launch_dev, bopts, n, isolate);
-      });
-    }
-  };
-  refill();
-  while (finished < posted) {
-    auto popping = state->events.pop();
-    auto ev = co_await std::move(popping);
-    auto& r = state->results[ev.index];
-    if (ev.compiled) {
-      ++compiled;
-      if (!state->binaries[ev.index]) {
-        ++finished;
-        outcome(ev.index);
-        ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, ev.index, n, &r});
-        warn(recovery_.journal(state->results, ev.index)); // a compile failure is an outcome too
-      } else {
-        ctx_.emit(candidate_compiled{ctx_.kernel.name, key_text_, ev.index, n, &r.cfg, r.compile_ms,
-                                     r.binary_from_cache});
-        ready.push_back(ev.index);
-      }
-    } else {
-      ++finished;
-      outcome(ev.index);
-      idle.push_back(ev.device);
-      if (r.status == candidate_status::ok) ctx_.emit(candidate_measured{ctx_.kernel.name, key_text_, ev.index, n, &r});
-      else ctx_.emit(candidate_failed{ctx_.kernel.name, key_text_, ev.index, n, &r});
-      warn(recovery_.journal(state->results, ev.index));
-    }
-    refill();
-    if (detail::overlaps_compile<B>() || compiled == posted) dispatch(first_pass);
-  }
+  pipeline_type pipeline(
+      ctx_, state, devs, launch_dev, detail::overlaps_compile<B>(),
+      [self, state, launch_dev, n, isolate = isolate_](std::size_t i, std::size_t d, const bench_options& o) {
+        self->measure_one(*state, i, d, launch_dev, o, n, isolate);
+      },
+      [this, state, n](std::size_t i, bool compiled) { report(state->results, i, n, compiled); });
+  for (auto i : skipped) pipeline.skip(i);
+  auto first_pass = pipeline.run(session.get(), batch, depth, strategy.first_pass(full, n));
+  co_await std::move(first_pass);
   for (std::size_t i = 0; i < n; ++i)
-    if (!taken[i]) {
+    if (!pipeline.proposed(i)) {
       auto& r = state->results[i];
       r.status = candidate_status::not_evaluated;
       r.reason = fmt::format("the {} search evaluated {} of {} candidates (its budget: tune_options::search_budget "
                              "or COTUNE_SEARCH_BUDGET / COTUNE_SEARCH_TIME_MS) and did not propose this one",
-                             search->name(), posted, n);
+                             search->name(), pipeline.proposed(), n);
     }
   warn(uncached_warning(state->binaries)); // once per tuning
   if constexpr (ReportsWarnings<B>)
     for (auto& w : ctx_.backend.take_warnings()) ctx_.emit(tuning_warning{ctx_.kernel.name, std::move(w)});
 
-  if (auto finalists = strategy.finalists(state->results, full); !finalists.empty()) {
-    for (std::size_t i = 0; i < n; ++i)
-      if (state->results[i].status == candidate_status::ok) state->results[i].screened_only = true;
-    for (auto i : finalists) state->results[i].screened_only = false;
-    // A finalist taken from the journal has no binary yet (normally a binary-cache hit).
-    std::vector<std::size_t> runnable;
-    for (auto i : finalists) {
-      if (!state->binaries[i]) {
-        std::exception_ptr failure;
-        try {
-          const auto& dev = ctx_.devices[launch_dev];
-          auto compiling = detail::run_on(ctx_.eng.compile_executor(), [&] { return ctx_.compile(pruned_[i], dev, {}); });
-          state->binaries[i] = co_await std::move(compiling);
-        } catch (...) {
-          failure = std::current_exception();
-        }
-        if (failure) {
-          detail::record_failure(state->results[i], failure);
-          continue;
-        }
+  auto finals = run_finals(state, strategy, full, pipeline);
+  co_await std::move(finals);
+  co_return state;
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state, const measure_strategy& strategy,
+                                             bench_options full, pipeline_type& pipeline)
+    -> boost::asio::awaitable<void> {
+  auto finalists = strategy.finalists(state->results, full);
+  if (finalists.empty()) co_return;
+  for (std::size_t i = 0; i < state->results.size(); ++i)
+    if (state->results[i].status == candidate_status::ok) state->results[i].screened_only = true;
+  for (auto i : finalists) state->results[i].screened_only = false;
+  // A finalist taken from the journal has no binary yet (normally a binary-cache hit).
+  std::vector<std::size_t> runnable;
+  for (auto i : finalists) {
+    if (!state->binaries[i]) {
+      std::exception_ptr failure;
+      try {
+        const auto& dev = ctx_.devices[ctx_.settings.device];
+        auto compiling = detail::run_on(ctx_.eng.compile_executor(), [&] { return ctx_.compile(pruned_[i], dev, {}); });
+        state->binaries[i] = co_await std::move(compiling);
+      } catch (...) {
+        failure = std::current_exception();
       }
-      runnable.push_back(i);
+      if (failure) {
+        detail::record_failure(state->results[i], failure);
+        continue;
+      }
     }
-    finalists = std::move(runnable);
-    if (finalists.size() >= 2 && !isolate) { // fair finals: interleaved rounds on the launch device
-      auto finals = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[launch_dev]), [&] {
-        const auto loaded = load_finalists(*state, finalists, launch_dev); // on_load runs first
-        measure_finals(*state, loaded, launch_dev, full);
-      });
-      co_await std::move(finals);
-    } else {
-      ready = finalists;
-      dispatch(full);
-      for (std::size_t k = 0; k < finalists.size(); ++k) {
-        auto popping = state->events.pop();
-        auto ev = co_await std::move(popping);
-        idle.push_back(ev.device);
-        dispatch(full);
-      }
+    runnable.push_back(i);
+  }
+  finalists = std::move(runnable);
+  if (finalists.size() >= 2 && !isolate_) { // fair finals: interleaved rounds on the launch device
+    auto finals = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[ctx_.settings.device]), [&] {
+      const auto loaded = load_finalists(*state, finalists, ctx_.settings.device); // on_load runs first
+      measure_finals(*state, loaded, ctx_.settings.device, full);
+    });
+    co_await std::move(finals);
+  } else {
+    auto again = pipeline.remeasure(finalists, full);
+    co_await std::move(again);
+  }
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+std::vector<std::size_t> tuning_job<B, Bench, Cache>::take_known(shared_state& state) const {
+  // Candidates an interrupted run already measured, and those quarantined for this kernel, are not
+  // compiled or measured again.
+  std::vector<std::size_t> skipped;
+  for (std::size_t i = 0; i < pruned_.size(); ++i) {
+    auto& r = state.results[i];
+    if (const auto* resumed = recovery_.resumed(i)) {
+      r = *resumed;
+      skipped.push_back(i);
+    } else if (const auto* q = recovery_.quarantined(pruned_[i])) {
+      r.status = q->status;
+      r.reason = fmt::format("quarantined: it {} before with this kernel and toolchain ({}); it is skipped until "
+                             "either changes",
+                             q->status == candidate_status::hung ? "hung" : "crashed", q->reason);
+      skipped.push_back(i);
     }
   }
-  co_return state;
+  return skipped;
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+std::vector<std::size_t> tuning_job<B, Bench, Cache>::measuring_devices() {
+  std::vector<std::size_t> devs{ctx_.settings.device};
+  if (ctx_.settings.per_device_arguments && pruned_.size() > 1) {
+    for (std::size_t d = 0; d < ctx_.devices.size(); ++d)
+      if (d != ctx_.settings.device && ctx_.interchangeable(ctx_.devices[ctx_.settings.device], ctx_.devices[d])) {
+        add_device(d);
+        devs.push_back(d);
+      }
+  }
+  return devs;
 }
 
 template <Backend B, class Bench, CacheManager Cache>
