@@ -16,6 +16,7 @@
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/tune/tuning_journal.hpp>
 
+#include "../support/candidates.hpp"
 #include "../support/temp_dir.hpp"
 
 using namespace cotune;
@@ -24,21 +25,8 @@ namespace {
 
 constexpr const char* key = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
-std::vector<config> space(std::size_t n) {
-  std::vector<config> out;
-  for (std::size_t i = 0; i < n; ++i) out.push_back(config{{"BLOCK", static_cast<std::int64_t>(i)}});
-  return out;
-}
-
-/// Outcomes as a tuning makes them: each candidate `not run` until it completes.
-std::vector<candidate_result> pending(const std::vector<config>& cfgs) {
-  std::vector<candidate_result> out(cfgs.size());
-  for (std::size_t i = 0; i < cfgs.size(); ++i) {
-    out[i].cfg = cfgs[i];
-    out[i].status = candidate_status::not_run;
-  }
-  return out;
-}
+using cotune_test::pending;
+using cotune_test::space;
 
 void complete(std::vector<candidate_result>& results, std::size_t i) {
   auto& r = results[i];

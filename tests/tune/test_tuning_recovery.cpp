@@ -17,6 +17,7 @@
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/tuning_recovery.hpp>
 
+#include "../support/candidates.hpp"
 #include "../support/temp_dir.hpp"
 
 using namespace cotune;
@@ -26,20 +27,8 @@ namespace {
 constexpr const char* key = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 constexpr const char* other_key = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210";
 
-std::vector<config> space(std::size_t n) {
-  std::vector<config> out;
-  for (std::size_t i = 0; i < n; ++i) out.push_back(config{{"BLOCK", static_cast<std::int64_t>(i)}});
-  return out;
-}
-
-std::vector<candidate_result> pending(const std::vector<config>& cfgs) {
-  std::vector<candidate_result> out(cfgs.size());
-  for (std::size_t i = 0; i < cfgs.size(); ++i) {
-    out[i].cfg = cfgs[i];
-    out[i].status = candidate_status::not_run;
-  }
-  return out;
-}
+using cotune_test::pending;
+using cotune_test::space;
 
 void measured(candidate_result& r, double ms) {
   r.status = candidate_status::ok;
