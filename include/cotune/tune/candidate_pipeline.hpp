@@ -55,7 +55,7 @@ public:
   /// The first pass: compiles and measures with `o` what `session` proposes, in batches of `batch`
   /// (`depth` in flight), or every candidate not skipped in batches of `batch` without a session,
   /// until nothing more is proposed and every proposed candidate has its outcome.
-  /// (Coroutines take their arguments by value: a reference could outlive what it refers to.)
+  /// The caller awaits it at once: `session` and this pipeline are the caller's (the rest is copied).
   boost::asio::awaitable<void> run(search_session* session, std::size_t batch, std::size_t depth, bench_options o) {
     session_ = session;
     batch_ = batch;
@@ -83,7 +83,8 @@ public:
     }
   }
 
-  /// Measures `which` (all compiled) again with `o`, each on the next free device.
+  /// Measures `which` (all compiled) again with `o`, each on the next free device. Awaited at once,
+  /// as run() is.
   boost::asio::awaitable<void> remeasure(std::vector<std::size_t> which, bench_options o) {
     ready_ = which;
     dispatch(o);

@@ -73,8 +73,10 @@ public:
   tuning_job& operator=(const tuning_job&) = delete;
 
   /// Tunes the key (or takes its result from a cache, another process or a shipped database). Its
-  /// members are defined below the class, not in it, so that COTUNE_SEPARATE_COMPILATION can compile
-  /// the host backend's job once (an explicit instantiation; an inline member would be compiled again).
+  /// coroutines and larger members are defined below the class, not in it, so that
+  /// COTUNE_SEPARATE_COMPILATION can compile the host backend's job once (an explicit instantiation;
+  /// an inline member would be compiled again in every file that calls it; the two small ones in the
+  /// class are called only by those below it).
   boost::asio::awaitable<outcome> run();
 
 protected:
@@ -139,7 +141,8 @@ private:
   [[nodiscard]] std::vector<std::size_t> measuring_devices();
 
   /// The finals the measure strategy asks for after the first pass: interleaved rounds on the launch
-  /// device (fair: drift favours no one), or each finalist again on a free device when isolated.
+  /// device (fair: drift favours no one), or each finalist again on a free device when isolated or
+  /// when fewer than two can run. Awaited at once: `strategy` and `pipeline` are the caller's.
   boost::asio::awaitable<void> run_finals(std::shared_ptr<shared_state> state, const measure_strategy& strategy,
                                           bench_options full, pipeline_type& pipeline);
 
@@ -335,6 +338,7 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
   const bench_options full = ctx_.bench_settings();
   const screening_measure knob_screening = screening_measure::from_knobs();
   const measure_strategy& strategy = ctx_.settings.measure ? *ctx_.settings.measure : knob_screening;
+  const bench_options first_pass_options = strategy.first_pass(full, n);
   for (auto i : skipped) {
     const auto& r = state->results[i];
     if (r.status == candidate_status::ok) ctx_.emit(candidate_measured{ctx_.kernel.name, key_text_, i, n, &r});
@@ -348,7 +352,7 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
       },
       [this, state, n](std::size_t i, bool compiled) { report(state->results, i, n, compiled); });
   for (auto i : skipped) pipeline.skip(i);
-  auto first_pass = pipeline.run(session.get(), batch, depth, strategy.first_pass(full, n));
+  auto first_pass = pipeline.run(session.get(), batch, depth, first_pass_options);
   co_await std::move(first_pass);
   for (std::size_t i = 0; i < n; ++i)
     if (!pipeline.proposed(i)) {

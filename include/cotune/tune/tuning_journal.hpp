@@ -17,9 +17,9 @@
 #include <vector>
 
 #include <cotune/core/config.hpp>
-#include <cotune/detail/config.hpp>
 #include <cotune/core/json_writer.hpp>
 #include <cotune/core/version.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/detail/hashing.hpp>
 #include <cotune/tune/tuning_result.hpp>
 

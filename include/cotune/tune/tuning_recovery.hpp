@@ -23,8 +23,8 @@
 namespace cotune {
 
 /// One key's recovery state. Without `recall` (a tuning without a result cache) it resumes nothing,
-/// quarantines nothing and journals nothing. Every call returns a warning instead of throwing: the
-/// tuning goes on without what failed.
+/// quarantines nothing and journals nothing. A cache that cannot be read (`cache_error`) or written
+/// is a warning returned to the caller, not an exception: the tuning goes on without what failed.
 template <CacheManager Cache>
 class tuning_recovery {
 public:

@@ -17,9 +17,9 @@
 #include <fmt/format.h>
 
 #include <cotune/core/config.hpp>
-#include <cotune/detail/config.hpp>
 #include <cotune/core/json_writer.hpp>
 #include <cotune/core/version.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/detail/json.hpp>
 
 namespace cotune {
