@@ -21,6 +21,9 @@
 #include <cotune/tune/binary_cache.ipp>
 #include <cotune/gpu/rtc_backend.ipp>
 #include <cotune/knobs/knobs.ipp>
+#include <cotune/search/search_knobs.ipp>
+#include <cotune/job/job_knobs.ipp>
+#include <cotune/tune/tune_many.ipp>
 #include <cotune/cache/file_cache.ipp>
 #include <cotune/job/tuning_database.ipp>
 #include <cotune/job/shipped_database.ipp>

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cotune/core/errors.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/knobs/knob.hpp>
 #include <cotune/knobs/knobs.hpp>
 
@@ -36,12 +37,11 @@ struct job_knob_group {
        }}};
 };
 
-/// The process's tuning database knobs.
-[[nodiscard]] inline job_knob_group& job_knobs() { return knob_group<job_knob_group>(); }
-
-namespace detail {
-/// Registers the group during static initialisation, so that `cotune knobs` lists it.
-inline job_knob_group& job_knobs_registered = job_knobs();
-} // namespace detail
+/// The process's tuning database knobs. (Out of line with COTUNE_SEPARATE_COMPILATION, as `knobs()` is.)
+[[nodiscard]] COTUNE_DECL job_knob_group& job_knobs();
 
 } // namespace cotune::job
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/job/job_knobs.ipp>
+#endif

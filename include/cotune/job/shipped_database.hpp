@@ -38,7 +38,7 @@ struct loaded_database {
 [[nodiscard]] COTUNE_DECL std::shared_ptr<const tuning_database> load_once(loaded_database& slot, const std::string& path,
                                                                            const std::string& secret);
 
-/// The lookup installed as the process's shipped winner source (see shipped_database_installed).
+/// The lookup installed as the process's shipped winner source (shipped_database.ipp installs it).
 [[nodiscard]] COTUNE_DECL std::optional<tuning_result> shipped_lookup(std::string_view kernel, std::string_view key,
                                                                       std::string_view device,
                                                                       const std::vector<config>& candidates);
@@ -58,16 +58,6 @@ struct loaded_database {
                                                                        const std::vector<config>& candidates,
                                                                        std::string_view key_text);
 
-namespace detail {
-/// Installs the shipped-database lookup for every tuner of the process (tune/winner_source.hpp), during
-/// static initialisation of any program that includes this header.
-inline const bool shipped_database_installed = [] {
-  // Cheap with COTUNE_SEPARATE_COMPILATION: the lookup is compiled once, in the impl/src.hpp file.
-  // Header-only, every file including this header compiles it (see README's compile-time notes).
-  shipped_winner_source() = &shipped_lookup;
-  return true;
-}();
-} // namespace detail
 
 } // namespace cotune::job
 

@@ -81,6 +81,15 @@ COTUNE_DECL std::optional<tuning_result> shipped_lookup(std::string_view kernel,
   return r;
 }
 
+/// Installs the shipped-database lookup for every tuner of the process (tune/winner_source.hpp), during
+/// static initialisation. Header-only, an inline variable of every file that includes
+/// job/shipped_database.hpp; with COTUNE_SEPARATE_COMPILATION, defined once, in the impl/src.hpp file,
+/// so that the lookup and what it calls are compiled there alone.
+COTUNE_DECL const bool shipped_database_installed = [] {
+  shipped_winner_source() = &shipped_lookup;
+  return true;
+}();
+
 } // namespace detail
 
 } // namespace cotune::job

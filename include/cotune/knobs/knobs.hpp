@@ -198,13 +198,6 @@ struct knob_groups {
 /// knob each, are then compiled once, in knobs.ipp, not in every file that reads a knob.)
 [[nodiscard]] COTUNE_DECL knob_groups& knobs();
 
-namespace detail {
-/// Constructs the core knobs during static initialisation, so that the registry lists them (and
-/// `invalidating_text()` hashes them into keys) even before anything calls `knobs()`: otherwise the
-/// first key computed in a process could miss COTUNE_HOST_CXXFLAGS and differ from later ones.
-inline knob_groups& core_knobs_registered = knobs();
-} // namespace detail
-
 } // namespace cotune
 
 #if COTUNE_HEADER_ONLY

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cotune/core/errors.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/knobs/knob.hpp>
 #include <cotune/knobs/knobs.hpp>
 
@@ -39,12 +40,11 @@ struct search_knob_group {
                            .doc = "seed of the search strategy's random numbers (same seed, same proposals)"}};
 };
 
-/// The process's search knobs.
-[[nodiscard]] inline search_knob_group& search_knobs() { return knob_group<search_knob_group>(); }
-
-namespace detail {
-/// Registers the group during static initialisation, so that `cotune knobs` lists it.
-inline search_knob_group& search_knobs_registered = search_knobs();
-} // namespace detail
+/// The process's search knobs. (Out of line with COTUNE_SEPARATE_COMPILATION, as `knobs()` is.)
+[[nodiscard]] COTUNE_DECL search_knob_group& search_knobs();
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/search/search_knobs.ipp>
+#endif

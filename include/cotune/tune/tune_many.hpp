@@ -8,9 +8,8 @@
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/use_future.hpp>
 
+#include <cotune/detail/config.hpp>
 #include <cotune/tune/engine.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
@@ -33,19 +32,11 @@ struct tuning_outcome {
 ///     std::vector<cotune::tuning_task> jobs;
 ///     for (auto& t : tuners_per_device) jobs.push_back([&] { return t->tune(args...); });
 ///     auto outcomes = cotune::tune_many(std::move(jobs));
-inline std::vector<tuning_outcome> tune_many(std::vector<tuning_task> jobs, engine& eng = engine::shared()) {
-  std::vector<std::future<const tuning_result*>> futures;
-  futures.reserve(jobs.size());
-  for (auto& job : jobs) futures.push_back(boost::asio::co_spawn(eng.coordinator(), job(), boost::asio::use_future));
-  std::vector<tuning_outcome> outcomes(futures.size());
-  for (std::size_t i = 0; i < futures.size(); ++i) {
-    try {
-      outcomes[i].result = futures[i].get();
-    } catch (...) {
-      outcomes[i].error = std::current_exception();
-    }
-  }
-  return outcomes;
-}
+[[nodiscard]] COTUNE_DECL std::vector<tuning_outcome> tune_many(std::vector<tuning_task> jobs,
+                                                           engine& eng = engine::shared());
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/tune/tune_many.ipp>
+#endif
