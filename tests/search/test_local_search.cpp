@@ -1,6 +1,6 @@
 // Tests for cotune/search/local_search.hpp: the best-first walk over neighbours (no device): it finds
 // the optimum of a convex space, steps only from measured candidates, waits for each step's outcomes,
-// never proposes a known failure, and is reproducible by seed.
+// never proposes a known failure, is reproducible by seed, and jumps along flat axes (line moves).
 
 #include <catch2/catch.hpp>
 
@@ -147,4 +147,84 @@ TEST_CASE("pipelined local search proposes a second batch while one is in flight
                       [](std::size_t i) { return search_outcome{i, cost(i), true}; }, 8, 2);
   CHECK(a.size() == 90);
   for (std::size_t k = 0; k < a.size(); ++k) CHECK(a[k].index == b[k].index);
+}
+
+namespace {
+
+/// A line of 10 positions (A) times 2 (B), every candidate as fast as the others: a plateau.
+const std::vector<config>& plateau() {
+  static const std::vector<config> cs = [] {
+    std::vector<config> out;
+    for (int a = 0; a < 10; ++a)
+      for (int b = 0; b < 2; ++b) out.push_back(config{{"A", a}, {"B", b}});
+    return out;
+  }();
+  return cs;
+}
+
+/// Runs a search with one start to the batch after the start's neighbourhood: the start, and what it
+/// proposes once the start and its one-step neighbours are measured (all equally fast).
+std::pair<std::size_t, std::vector<std::size_t>> after_flat_neighbourhood(const local_search& strategy,
+                                                                          std::uint64_t seed) {
+  const search_space space(plateau());
+  auto s = strategy.start(space, {.evaluations = 20, .seed = seed}, 2);
+  const auto start = s->propose(8);
+  REQUIRE(start.size() == 1);
+  s->tell({start[0], 1.0, true});
+  const auto step = s->propose(8);
+  REQUIRE(step.size() == space.neighbours(start[0]).size());
+  for (auto j : step) s->tell({j, 1.0, true});
+  return {start[0], s->propose(8)};
+}
+
+} // namespace
+
+TEST_CASE("on a flat axis local search jumps to the far positions of the line, the furthest first",
+          "[search][local]") {
+  const search_space space(plateau());
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    INFO("seed " << seed);
+    const auto [start, next] = after_flat_neighbourhood(local_search(1, 3), seed);
+    REQUIRE(next.size() == 3);
+    const int a = space.coords(start)[0], b = space.coords(start)[1];
+    const int furthest = std::max(a, 9 - a);
+    int last = furthest;
+    for (auto j : next) {
+      // On the start's line (same B), at least two positions away, in non-increasing distance.
+      CHECK(space.coords(j)[1] == b);
+      const int away = std::abs(space.coords(j)[0] - a);
+      CHECK(away >= 2);
+      CHECK(away <= last);
+      last = away;
+    }
+    CHECK(std::abs(space.coords(next[0])[0] - a) == furthest);
+  }
+}
+
+TEST_CASE("without line moves (flat < 0) local search only steps to neighbours of measured candidates",
+          "[search][local]") {
+  const search_space space(plateau());
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    INFO("seed " << seed);
+    const auto [start, next] = after_flat_neighbourhood(local_search(1, 3, false, -1), seed);
+    REQUIRE_FALSE(next.empty());
+    const int a = space.coords(start)[0];
+    for (auto j : next) CHECK(std::abs(space.coords(j)[0] - a) <= 2); // a neighbour's neighbour at most
+  }
+}
+
+TEST_CASE("an axis with a slower or failed neighbour is not flat: no line moves along it", "[search][local]") {
+  const search_space space(plateau());
+  auto s = local_search(1, 3).start(space, {.evaluations = 20, .seed = 2}, 2);
+  const auto start = s->propose(8);
+  REQUIRE(start.size() == 1);
+  s->tell({start[0], 1.0, true});
+  const auto step = s->propose(8);
+  const int a = space.coords(start[0])[0];
+  for (auto j : step) {
+    // The A neighbours: one 5% slower (more than the 2% that counts as flat) or failed.
+    const bool on_a = space.coords(j)[0] != a;
+    s->tell({j, on_a ? 1.05 : 1.0, !(on_a && space.coords(j)[0] < a)});
+  }
+  for (auto j : s->propose(8)) CHECK(std::abs(space.coords(j)[0] - a) <= 2);
 }
