@@ -276,6 +276,30 @@ TEST_CASE("the async API lets callers overlap tunings and shares one tuning per 
   CHECK(results[0] != results[1]);
 }
 
+TEST_CASE("tune_many runs every task to its own outcome and a failing one does not stop the others",
+          "[tune][autotuner][concurrency]") {
+  private_cache cache;
+  work_tuner good{work_kernel("work_many"), cost_configs({1, 2}),
+                  {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench()}};
+  kernel_source k = work_kernel("work_many_fails");
+  k.code = "#error nothing compiles\n" + k.code;
+  work_tuner bad{k, cost_configs({1, 2}), {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench()}};
+  int out = 0;
+  std::vector<tuning_task> jobs;
+  jobs.push_back([&] { return good.tune(&out, 100); });
+  jobs.push_back([&] { return bad.tune(&out, 100); });
+  jobs.push_back([&] { return good.tune(&out, 200); });
+  const auto outcomes = tune_many(std::move(jobs));
+  REQUIRE(outcomes.size() == 3);
+  CHECK(outcomes[0].ok());
+  CHECK_FALSE(outcomes[1].ok());
+  REQUIRE(outcomes[1].error);
+  CHECK_THROWS_WITH(std::rethrow_exception(outcomes[1].error), Catch::Contains("every candidate failed"));
+  CHECK(outcomes[2].ok());
+  CHECK(outcomes[0].result != outcomes[2].result); // two keys, two results
+  CHECK(good.measured_tunings() == 2);
+}
+
 TEST_CASE("8 threads calling one key whose candidates all fail each get the error, round after round",
           "[tune][autotuner][concurrency]") {
   // The failure path of single flight: every waiter gets the leader's error, none gets a null entry or
