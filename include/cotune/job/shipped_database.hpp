@@ -58,7 +58,6 @@ struct loaded_database {
                                                                        const std::vector<config>& candidates,
                                                                        std::string_view key_text);
 
-
 } // namespace cotune::job
 
 #if COTUNE_HEADER_ONLY
