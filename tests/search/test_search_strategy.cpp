@@ -82,6 +82,21 @@ TEST_CASE("the search space recovers axes, positions and neighbours from the con
   CHECK_FALSE(has_block(at(128, 4), 256));
   CHECK(has_block(at(128, 4), 64));
   for (std::size_t j : space.neighbours(at(128, 2))) CHECK(space.distance(space.coords(j), space.coords(at(128, 2))) > 0);
+
+  // A walk along BLOCK (axis 0) visits the positions the list holds, nearest first, until told to stop.
+  const auto blocks = [&](std::size_t from, int dir, std::size_t stop_after) {
+    std::vector<value> seen;
+    space.walk(from, 0, dir, [&](std::size_t j) {
+      seen.push_back(configs()[j].at("BLOCK"));
+      return seen.size() < stop_after;
+    });
+    return seen;
+  };
+  CHECK(blocks(at(16, 2), 1, 99) == std::vector<value>{value(32), value(64), value(128), value(256)});
+  CHECK(blocks(at(16, 4), 1, 99) == std::vector<value>{value(32), value(64), value(128)}); // no BLOCK 256 at VEC 4
+  CHECK(blocks(at(128, 2), -1, 99) == std::vector<value>{value(64), value(32), value(16)});
+  CHECK(blocks(at(16, 2), 1, 2) == std::vector<value>{value(32), value(64)});
+  CHECK(blocks(at(16, 2), -1, 99).empty());
 }
 
 TEST_CASE("exhaustive search proposes every candidate in config order and finds the optimum", "[search]") {

@@ -149,18 +149,14 @@ protected:
     /// as `a`), the furthest first; ties in axis order, the lower side first.
     [[nodiscard]] std::vector<std::size_t> line_moves(std::size_t a, const std::vector<std::size_t>& axes) const {
       std::vector<std::pair<std::size_t, std::size_t>> found; // (steps away, candidate), in walk order
-      std::vector<int> p = space().coords(a);
-      for (std::size_t d : axes) {
-        const int at = p[d], size = static_cast<int>(space().axes()[d].values.size());
+      for (std::size_t d : axes)
         for (int dir : {-1, 1}) {
           std::size_t steps = 0;
-          for (int q = at + dir; q >= 0 && q < size; q += dir) {
-            p[d] = q;
-            if (auto j = space().find(p); j && ++steps >= 2 && !taken(*j)) found.emplace_back(steps, *j);
-          }
-          p[d] = at;
+          space().walk(a, d, dir, [&](std::size_t j) {
+            if (++steps >= 2 && !taken(j)) found.emplace_back(steps, j);
+            return true;
+          });
         }
-      }
       std::stable_sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
       std::vector<std::size_t> out;
       for (const auto& f : found) out.push_back(f.second);

@@ -99,25 +99,30 @@ public:
     return it->second;
   }
 
+  /// Walks from candidate `i` along axis `d` in direction `dir` (-1 or +1), the other positions as
+  /// `i`'s, calling `visit(j)` for each candidate the list holds there, nearest first, while it returns
+  /// true (holes left by constraints are stepped over). Nothing is visited where `i` lacks the axis.
+  template <class Visit>
+  void walk(std::size_t i, std::size_t d, int dir, Visit visit) const {
+    std::vector<int> p = coords(i);
+    const int size = static_cast<int>(axes_.at(d).values.size());
+    if (p[d] < 0) return;
+    for (int q = p[d] + dir; q >= 0 && q < size; q += dir) {
+      p[d] = q;
+      if (auto j = find(p); j && !visit(*j)) return;
+    }
+  }
+
   /// The candidates one step from `i` on one axis, the others unchanged: on each axis and in each
   /// direction, the nearest position the list holds (so a hole left by a constraint is stepped over).
   [[nodiscard]] std::vector<std::size_t> neighbours(std::size_t i) const {
     std::vector<std::size_t> out;
-    std::vector<int> p = coords(i);
-    for (std::size_t d = 0; d < axes_.size(); ++d) {
-      const int at = p[d];
-      if (at < 0) continue;
-      for (int step : {-1, 1}) {
-        for (int q = at + step; q >= 0 && q < static_cast<int>(axes_[d].values.size()); q += step) {
-          p[d] = q;
-          if (auto j = find(p)) {
-            out.push_back(*j);
-            break;
-          }
-        }
-        p[d] = at;
-      }
-    }
+    for (std::size_t d = 0; d < axes_.size(); ++d)
+      for (int dir : {-1, 1})
+        walk(i, d, dir, [&](std::size_t j) {
+          out.push_back(j);
+          return false;
+        });
     return out;
   }
 
