@@ -42,6 +42,7 @@
 
 #ifdef COTUNE_HAS_REDIS
 #include <cotune/core/json_writer.hpp>
+#include <cotune/detail/process.hpp>
 #include <cotune/redis/redis.hpp>
 
 #include "../tests/redis/redis_server.hpp"

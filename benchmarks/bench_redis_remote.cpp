@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <cotune/cotune.hpp>
+#include <cotune/detail/process.hpp>
 #include <cotune/redis/redis.hpp>
 
 #include "../tests/redis/redis_server.hpp"

@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include <cotune/cotune.hpp>
+#include <cotune/detail/process.hpp>
 
 #include "../examples/cpu_matmul.hpp"
 

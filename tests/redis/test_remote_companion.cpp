@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <cotune/cotune.hpp>
+#include <cotune/detail/process.hpp>
 #include <cotune/redis/redis.hpp>
 
 #include "../support/temp_dir.hpp"

@@ -22,6 +22,7 @@
 #include <sys/mount.h>
 
 #include <cotune/cotune.hpp>
+#include <cotune/detail/process.hpp>
 
 #include "tuning_fixture.hpp"
 

@@ -14,6 +14,7 @@
 #include <cotune/backend/host_backend.hpp>
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/core/buffer.hpp>
+#include <cotune/detail/files.hpp>
 #include <cotune/tune/binary_cache.hpp>
 
 #include "../support/temp_dir.hpp"

@@ -18,6 +18,7 @@
 
 #include <cotune/bench/benchmarker.hpp>
 #include <cotune/bench/stopping_rule.hpp>
+#include <cotune/detail/config.hpp>
 
 namespace cotune {
 
@@ -51,38 +52,11 @@ inline constexpr std::string_view measurement_methods[] = {"", "host", "per-laun
 /// A measurement as numbers only, for a channel that carries doubles (an isolated run's reply): its
 /// three timings (median, p20, p80), then rsd, samples, method and batch. Other shapes of `times`
 /// (a return mode, other quantiles) come back unchanged, without the rest.
-[[nodiscard]] inline std::vector<double> as_values(const measurement& m) {
-  if (m.times.size() != 3) return m.times;
-  double method = 0;
-  for (std::size_t i = 1; i < std::size(detail::measurement_methods); ++i) {
-    const std::string_view name = detail::measurement_methods[i];
-    if (m.method == name || (m.method.size() > name.size() && m.method.starts_with(name) &&
-                             m.method.compare(name.size(), 2, " x") == 0))
-      method = static_cast<double>(i);
-  }
-  return {m.times[0], m.times[1], m.times[2], m.rsd, static_cast<double>(m.samples), method,
-          static_cast<double>(m.batch)};
-}
+[[nodiscard]] COTUNE_DECL std::vector<double> as_values(const measurement& m);
 
 /// The measurement `as_values` wrote; plain timings (a benchmarker without `measure`) give a
 /// measurement with those times and no method.
-[[nodiscard]] inline measurement measurement_of_values(std::vector<double> values) {
-  measurement m;
-  if (values.size() != 7) {
-    m.times = std::move(values);
-    return m;
-  }
-  m.times.assign(values.begin(), values.begin() + 3);
-  m.rsd = values[3];
-  m.samples = static_cast<std::size_t>(values[4]);
-  m.batch = std::max<std::size_t>(1, static_cast<std::size_t>(values[6]));
-  const auto code = static_cast<std::size_t>(values[5]);
-  if (code > 0 && code < std::size(detail::measurement_methods)) {
-    m.method = detail::measurement_methods[code];
-    if (code >= 3) m.method += " x" + std::to_string(m.batch);
-  }
-  return m;
-}
+[[nodiscard]] COTUNE_DECL measurement measurement_of_values(std::vector<double> values);
 
 /// A benchmarker that can also say how it measured: `measure(fn, opts).times == bench(fn, opts)`
 /// (for one and the same measurement).
@@ -93,3 +67,7 @@ concept ReportsMeasurement =
     };
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/bench/measurement.ipp>
+#endif

@@ -107,24 +107,10 @@ public:
   using param = std::pair<std::string, value>;
 
   config() = default;
-  config(std::initializer_list<std::pair<std::string_view, value>> params, launch_options launch = {})
-      : launch_(launch) {
-    for (const auto& [name, v] : params) {
-      if (find(name)) throw error(fmt::format("config: parameter '{}' is given twice", name));
-      set(name, v);
-    }
-  }
+  COTUNE_DECL config(std::initializer_list<std::pair<std::string_view, value>> params, launch_options launch = {});
 
   /// Sets (or replaces) a parameter. Names must be C identifiers.
-  config& set(std::string_view name, value v) {
-    if (!is_identifier(name))
-      throw error(fmt::format("config: parameter name '{}' is not a C identifier (letters, digits, '_')", name));
-    auto it = std::lower_bound(params_.begin(), params_.end(), name,
-                               [](const param& p, std::string_view n) { return p.first < n; });
-    if (it != params_.end() && it->first == name) it->second = std::move(v);
-    else params_.emplace(it, std::string(name), std::move(v));
-    return *this;
-  }
+  COTUNE_DECL config& set(std::string_view name, value v);
   config& with_launch(launch_options launch) {
     launch_ = launch;
     return *this;
@@ -153,50 +139,15 @@ public:
   /// Canonical text, used for display and cache keys:
   /// `BLOCK: 64, MODE: "fast", num_warps: 4, num_stages: 3, num_ctas: 1[, maxnreg: N][, threads_per_block: N]`
   /// `[, block: XxYxZ][, pre_hook: name]`.
-  [[nodiscard]] std::string text() const {
-    std::string out;
-    for (const auto& [name, v] : params_) out += fmt::format("{}: {}, ", name, v.text());
-    out += fmt::format("num_warps: {}, num_stages: {}, num_ctas: {}", launch_.num_warps, launch_.num_stages,
-                       launch_.num_ctas);
-    if (launch_.maxnreg) out += fmt::format(", maxnreg: {}", *launch_.maxnreg);
-    if (launch_.threads_per_block) out += fmt::format(", threads_per_block: {}", *launch_.threads_per_block);
-    if (launch_.block) out += fmt::format(", block: {}x{}x{}", launch_.block->x, launch_.block->y, launch_.block->z);
-    if (pre_hook_) out += fmt::format(", pre_hook: {}", pre_hook_->name);
-    return out;
-  }
+  [[nodiscard]] COTUNE_DECL std::string text() const;
 
   /// The text without launch options, for backends that have none (the host backend):
   /// `BLOCK: 64, MODE: "fast"[, pre_hook: name]`, or `(no parameters)`.
-  [[nodiscard]] std::string params_text() const {
-    std::string out;
-    for (const auto& [name, v] : params_) out += fmt::format("{}{}: {}", out.empty() ? "" : ", ", name, v.text());
-    if (pre_hook_) out += fmt::format("{}pre_hook: {}", out.empty() ? "" : ", ", pre_hook_->name);
-    return out.empty() ? std::string("(no parameters)") : out;
-  }
+  [[nodiscard]] COTUNE_DECL std::string params_text() const;
 
   /// JSON that `from_json` reads back into an equal config (the hook's function is not serialised,
   /// only its name).
-  [[nodiscard]] std::string json() const {
-    json_writer w;
-    w.begin_object().key("params").begin_object();
-    for (const auto& [name, v] : params_) w.key(name).raw(v.json());
-    w.end_object().field("num_warps", launch_.num_warps).field("num_stages", launch_.num_stages);
-    w.field("num_ctas", launch_.num_ctas);
-    auto optional_int = [&](std::string_view name, const std::optional<int>& o) {
-      w.key(name);
-      if (o) w.value(*o);
-      else w.null();
-    };
-    optional_int("maxnreg", launch_.maxnreg);
-    optional_int("threads_per_block", launch_.threads_per_block);
-    // Written only when set, so that configs without a 2-D block keep the JSON (and keys) they had.
-    if (launch_.block)
-      w.key("block").begin_array().value(launch_.block->x).value(launch_.block->y).value(launch_.block->z).end_array();
-    w.key("pre_hook");
-    if (pre_hook_) w.value(pre_hook_->name);
-    else w.null();
-    return std::move(w.end_object()).take();
-  }
+  [[nodiscard]] COTUNE_DECL std::string json() const;
 
   /// Reads a config written by `json()`. Throws cotune::error saying what is wrong.
   [[nodiscard]] static config from_json(simdjson::dom::element e);

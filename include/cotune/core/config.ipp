@@ -1,6 +1,6 @@
 #pragma once
-/// \file The bodies of core/config.hpp that read JSON (compiled once with COTUNE_SEPARATE_COMPILATION,
-/// see detail/config.hpp), so that simdjson stays out of the files that only use configs.
+/// \file The bodies of core/config.hpp (compiled once with COTUNE_SEPARATE_COMPILATION, see
+/// detail/config.hpp), so that simdjson and most of fmt's formatting stay out of the files that only use configs.
 
 #include <cstdint>
 #include <optional>
@@ -13,9 +13,69 @@
 
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/core/json_writer.hpp>
 #include <cotune/detail/json.hpp>
 
 namespace cotune {
+
+COTUNE_DECL config::config(std::initializer_list<std::pair<std::string_view, value>> params, launch_options launch)
+    : launch_(launch) {
+  for (const auto& [name, v] : params) {
+    if (find(name)) throw error(fmt::format("config: parameter '{}' is given twice", name));
+    set(name, v);
+  }
+}
+
+COTUNE_DECL config& config::set(std::string_view name, value v) {
+  if (!is_identifier(name))
+    throw error(fmt::format("config: parameter name '{}' is not a C identifier (letters, digits, '_')", name));
+  auto it = std::lower_bound(params_.begin(), params_.end(), name,
+                             [](const param& p, std::string_view n) { return p.first < n; });
+  if (it != params_.end() && it->first == name) it->second = std::move(v);
+  else params_.emplace(it, std::string(name), std::move(v));
+  return *this;
+}
+
+COTUNE_DECL std::string config::text() const {
+  std::string out;
+  for (const auto& [name, v] : params_) out += fmt::format("{}: {}, ", name, v.text());
+  out += fmt::format("num_warps: {}, num_stages: {}, num_ctas: {}", launch_.num_warps, launch_.num_stages,
+                     launch_.num_ctas);
+  if (launch_.maxnreg) out += fmt::format(", maxnreg: {}", *launch_.maxnreg);
+  if (launch_.threads_per_block) out += fmt::format(", threads_per_block: {}", *launch_.threads_per_block);
+  if (launch_.block) out += fmt::format(", block: {}x{}x{}", launch_.block->x, launch_.block->y, launch_.block->z);
+  if (pre_hook_) out += fmt::format(", pre_hook: {}", pre_hook_->name);
+  return out;
+}
+
+COTUNE_DECL std::string config::params_text() const {
+  std::string out;
+  for (const auto& [name, v] : params_) out += fmt::format("{}{}: {}", out.empty() ? "" : ", ", name, v.text());
+  if (pre_hook_) out += fmt::format("{}pre_hook: {}", out.empty() ? "" : ", ", pre_hook_->name);
+  return out.empty() ? std::string("(no parameters)") : out;
+}
+
+COTUNE_DECL std::string config::json() const {
+  json_writer w;
+  w.begin_object().key("params").begin_object();
+  for (const auto& [name, v] : params_) w.key(name).raw(v.json());
+  w.end_object().field("num_warps", launch_.num_warps).field("num_stages", launch_.num_stages);
+  w.field("num_ctas", launch_.num_ctas);
+  auto optional_int = [&](std::string_view name, const std::optional<int>& o) {
+    w.key(name);
+    if (o) w.value(*o);
+    else w.null();
+  };
+  optional_int("maxnreg", launch_.maxnreg);
+  optional_int("threads_per_block", launch_.threads_per_block);
+  // Written only when set, so that configs without a 2-D block keep the JSON (and keys) they had.
+  if (launch_.block)
+    w.key("block").begin_array().value(launch_.block->x).value(launch_.block->y).value(launch_.block->z).end_array();
+  w.key("pre_hook");
+  if (pre_hook_) w.value(pre_hook_->name);
+  else w.null();
+  return std::move(w.end_object()).take();
+}
 
 COTUNE_DECL config config::from_json(simdjson::dom::element e) {
   using namespace simdjson;

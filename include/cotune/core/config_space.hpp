@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <cotune/core/config.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/grid_expr.hpp>
 
@@ -35,15 +36,7 @@ namespace cotune {
 class config_space {
 public:
   /// Adds a parameter axis.
-  config_space& axis(std::string name, std::vector<value> values) {
-    if (values.empty()) throw error(fmt::format("config_space: axis '{}' has no values", name));
-    if (!is_identifier(name))
-      throw error(fmt::format("config_space: axis name '{}' is not a C identifier", name));
-    refuse_duplicate(name);
-    const std::size_t n = values.size();
-    axes_.push_back({name, [vals = std::move(values), name](config& c, std::size_t i) { c.set(name, vals[i]); }, n});
-    return *this;
-  }
+  COTUNE_DECL config_space& axis(std::string name, std::vector<value> values);
   config_space& num_warps(std::vector<int> values) { return launch_axis("num_warps", std::move(values), &launch_options::num_warps); }
   config_space& num_stages(std::vector<int> values) { return launch_axis("num_stages", std::move(values), &launch_options::num_stages); }
   config_space& num_ctas(std::vector<int> values) { return launch_axis("num_ctas", std::move(values), &launch_options::num_ctas); }
@@ -80,25 +73,7 @@ public:
   }
 
   /// The filtered product. Throws if the predicates reject every combination.
-  [[nodiscard]] std::vector<config> build() const {
-    std::vector<config> out;
-    const std::size_t total = product_size();
-    std::vector<std::size_t> index(axes_.size(), 0);
-    for (std::size_t n = 0; n < total; ++n) {
-      config c;
-      for (std::size_t a = 0; a < axes_.size(); ++a) axes_[a].apply(c, index[a]);
-      for (const auto& d : derived_) apply_derived(c, d);
-      if (std::all_of(predicates_.begin(), predicates_.end(), [&](const auto& p) { return p(c); }))
-        out.push_back(std::move(c));
-      for (std::size_t a = axes_.size(); a-- > 0;) {
-        if (++index[a] < axes_[a].size) break;
-        index[a] = 0;
-      }
-    }
-    if (out.empty() && total > 0)
-      throw error(fmt::format("config_space: the predicates rejected all {} combinations", total));
-    return out;
-  }
+  [[nodiscard]] COTUNE_DECL std::vector<config> build() const;
 
 private:
   struct axis_entry {
@@ -109,10 +84,7 @@ private:
 
   // A second axis of the same name would multiply the product while overwriting the first axis's
   // values: every candidate would appear several times.
-  void refuse_duplicate(const std::string& name) const {
-    for (const auto& a : axes_)
-      if (a.name == name) throw error(fmt::format("config_space: axis '{}' is given twice", name));
-  }
+  COTUNE_DECL void refuse_duplicate(const std::string& name) const;
 
   template <class Member>
   config_space& launch_axis(const char* name, std::vector<int> values, Member member) {
@@ -132,39 +104,7 @@ private:
     std::function<value(const config&)> fn;
   };
 
-  static void apply_derived(config& c, const derived_entry& d) {
-    const value v = d.fn(c);
-    auto launch_int = [&]() -> int {
-      if (!v.is_int() || !std::in_range<int>(v.as_int()) || v.as_int() < (d.name == "maxnreg" ? 1 : 0))
-        throw error(fmt::format("config_space: derived launch option '{}' is {} for config {{{}}}; it must be a "
-                                "non-negative int",
-                                d.name, v.text(), c.text()));
-      return static_cast<int>(v.as_int());
-    };
-    auto launch = c.launch();
-    auto block = [&](int block_dims::*dim) {
-      const int n = launch_int();
-      if (n < 1)
-        throw error(fmt::format("config_space: derived '{}' is {} for config {{{}}}; a block dimension must be >= 1",
-                                d.name, n, c.text()));
-      block_dims b = launch.block.value_or(block_dims{});
-      b.*dim = n;
-      launch.block = b;
-    };
-    if (d.name == "num_warps") launch.num_warps = launch_int();
-    else if (d.name == "num_stages") launch.num_stages = launch_int();
-    else if (d.name == "num_ctas") launch.num_ctas = launch_int();
-    else if (d.name == "maxnreg") launch.maxnreg = launch_int();
-    else if (d.name == "threads_per_block" || d.name == "threads") launch.threads_per_block = launch_int();
-    else if (d.name == "block_x") block(&block_dims::x);
-    else if (d.name == "block_y") block(&block_dims::y);
-    else if (d.name == "block_z") block(&block_dims::z);
-    else {
-      c.set(d.name, v);
-      return;
-    }
-    c.with_launch(launch);
-  }
+  COTUNE_DECL static void apply_derived(config& c, const derived_entry& d);
 
   std::vector<axis_entry> axes_;
   std::vector<derived_entry> derived_;
@@ -172,3 +112,7 @@ private:
 };
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/core/config_space.ipp>
+#endif

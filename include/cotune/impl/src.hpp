@@ -16,15 +16,27 @@
 #include <cotune/detail/hashing.ipp>
 #include <cotune/detail/json.ipp>
 #include <cotune/core/config.ipp>
+#include <cotune/core/config_space.ipp>
+#include <cotune/bench/measurement.ipp>
+#include <cotune/bench/host_benchmarker.ipp>
+#include <cotune/backend/host_backend.ipp>
 #include <cotune/tune/tuning_result.ipp>
 #include <cotune/tune/tuning_journal.ipp>
 #include <cotune/tune/binary_cache.ipp>
 #include <cotune/gpu/rtc_backend.ipp>
 #include <cotune/knobs/knobs.ipp>
 #include <cotune/search/search_knobs.ipp>
+#include <cotune/search/search_space.ipp>
+#include <cotune/search/exhaustive_search.ipp>
+#include <cotune/search/local_search.ipp>
+#include <cotune/search/evolutionary_search.ipp>
+#include <cotune/search/bayesian_search.ipp>
 #include <cotune/job/job_knobs.ipp>
+#include <cotune/tune/events.ipp>
+#include <cotune/tune/engine.ipp>
 #include <cotune/tune/tune_many.ipp>
 #include <cotune/cache/file_cache.ipp>
+#include <cotune/cache/cache_inventory.ipp>
 #include <cotune/job/tuning_database.ipp>
 #include <cotune/job/shipped_database.ipp>
 

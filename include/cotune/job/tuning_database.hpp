@@ -31,7 +31,6 @@
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/hashing.hpp>
 #include <cotune/detail/json.hpp>
-#include <cotune/job/argument_pack.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 namespace cotune::job {

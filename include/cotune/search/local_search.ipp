@@ -1,0 +1,148 @@
+#pragma once
+/// \file The bodies of search/local_search.hpp (compiled once with COTUNE_SEPARATE_COMPILATION, see
+/// detail/config.hpp).
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <cotune/search/local_search.hpp>
+
+namespace cotune {
+
+class local_search::session final : public search_session {
+public:
+  session(const search_space& sp, const search_settings& st, std::size_t depth, const local_search& o)
+      : search_session(sp, st, default_search_evaluations(sp.size()), depth), starts_(o.starts_), step_(o.step_),
+        pipelined_(o.pipelined_), flat_(o.flat_), wins_(2 * sp.dimensions(), 0), tries_(2 * sp.dimensions(), 0) {}
+
+protected:
+  std::vector<std::size_t> do_propose(std::size_t want) override {
+    const std::size_t seen = history().size() + in_flight();
+    if (seen < starts_) return draw(std::min(want, starts_ - seen));
+    if (in_flight() > 0 && !pipelined_) return {}; // each step learns from the one before
+    std::vector<search_outcome> valid;
+    for (const auto& h : history())
+      if (h.valid()) valid.push_back(h);
+    std::stable_sort(valid.begin(), valid.end(), [](const auto& a, const auto& b) { return a.time_ms < b.time_ms; });
+    const std::size_t n = std::min(step_, want);
+    std::vector<pick> picks;
+    bool lines_given = flat_ < 0;
+    for (std::size_t r = 0; r < valid.size() && picks.size() < n; ++r) {
+      const std::size_t a = valid[r].index;
+      for (std::size_t j : space().neighbours(a))
+        if (!taken(j)) offer(picks, {{r, 0, -promise(a, j)}, j, a});
+      if (lines_given) continue;
+      if (const auto axes = flat_axes(a); !axes.empty()) {
+        lines_given = true;
+        const auto far = line_moves(a, axes);
+        for (std::size_t k = 0; k < far.size(); ++k) offer(picks, {{r, 1, static_cast<double>(k)}, far[k], a});
+      }
+    }
+    if (picks.empty()) return draw(std::min(want, starts_)); // every neighbourhood used up: start afresh
+    std::stable_sort(picks.begin(), picks.end(), [](const pick& x, const pick& y) { return x.rank < y.rank; });
+    picks.resize(std::min(picks.size(), n));
+    std::vector<std::size_t> out;
+    for (const auto& p : picks) {
+      from_[p.index] = p.from;
+      out.push_back(p.index);
+    }
+    return out;
+  }
+
+  void do_tell(const search_outcome& o) override {
+    if (o.valid()) time_[o.index] = o.time_ms;
+    auto it = from_.find(o.index);
+    if (it == from_.end()) return;
+    const std::size_t m = move(it->second, o.index); // a line move counts for its axis and direction too
+    ++tries_[m];
+    if (o.valid() && o.time_ms < time_.at(it->second)) ++wins_[m];
+  }
+
+private:
+  /// A proposal: ranked by the fastness order of the point it steps from, then one-step moves before
+  /// line moves, then promise (one-step) or distance order (line moves).
+  struct pick {
+    std::tuple<std::size_t, int, double> rank;
+    std::size_t index, from;
+  };
+  /// Adds `p`, or re-ranks an earlier pick of the same candidate if `p` ranks before it.
+  static void offer(std::vector<pick>& picks, const pick& p) {
+    auto it = std::find_if(picks.begin(), picks.end(), [&](const pick& q) { return q.index == p.index; });
+    if (it == picks.end()) picks.push_back(p);
+    else if (p.rank < it->rank) *it = p;
+  }
+
+  std::vector<std::size_t> draw(std::size_t n) {
+    std::vector<std::size_t> out;
+    while (out.size() < n)
+      if (auto r = random_untaken(); r && std::find(out.begin(), out.end(), *r) == out.end()) out.push_back(*r);
+      else break;
+    return out;
+  }
+  /// The (axis, direction) slot of the step from `a` to `b`, which differ on one axis.
+  [[nodiscard]] std::size_t move(std::size_t a, std::size_t b) const {
+    const auto &p = space().coords(a), &q = space().coords(b);
+    for (std::size_t d = 0; d < p.size(); ++d)
+      if (p[d] != q[d]) return 2 * d + (q[d] > p[d] ? 1 : 0);
+    return 0;
+  }
+  /// How often that move helped, smoothed (Laplace): 1/2 before any try.
+  [[nodiscard]] double promise(std::size_t a, std::size_t b) const {
+    const std::size_t m = move(a, b);
+    return (static_cast<double>(wins_[m]) + 1) / (static_cast<double>(tries_[m]) + 2);
+  }
+  /// The axes along which every one-step neighbour of measured point `a` is measured, valid and at
+  /// most `flat` slower than `a`.
+  [[nodiscard]] std::vector<std::size_t> flat_axes(std::size_t a) const {
+    const double limit = time_.at(a) * (1 + flat_);
+    std::vector<int> state(space().dimensions(), 0); // 0: no neighbour, 1: flat so far, -1: not flat
+    for (std::size_t j : space().neighbours(a)) {
+      int& s = state[move(a, j) / 2];
+      if (s < 0) continue;
+      const auto t = time_.find(j);
+      s = (t != time_.end() && t->second <= limit) ? 1 : -1; // unmeasured, failed or slower: not flat
+    }
+    std::vector<std::size_t> out;
+    for (std::size_t d = 0; d < state.size(); ++d)
+      if (state[d] > 0) out.push_back(d);
+    return out;
+  }
+  /// The untaken candidates at least two present positions from `a` along `axes` (everything else
+  /// as `a`), the furthest first; ties in axis order, the lower side first.
+  [[nodiscard]] std::vector<std::size_t> line_moves(std::size_t a, const std::vector<std::size_t>& axes) const {
+    std::vector<std::pair<std::size_t, std::size_t>> found; // (steps away, candidate), in walk order
+    for (std::size_t d : axes)
+      for (int dir : {-1, 1}) {
+        std::size_t steps = 0;
+        space().walk(a, d, dir, [&](std::size_t j) {
+          if (++steps >= 2 && !taken(j)) found.emplace_back(steps, j);
+          return true;
+        });
+      }
+    std::stable_sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    std::vector<std::size_t> out;
+    for (const auto& f : found) out.push_back(f.second);
+    return out;
+  }
+
+  std::size_t starts_, step_;
+  bool pipelined_;
+  double flat_;
+  std::vector<std::size_t> wins_, tries_;
+  std::map<std::size_t, std::size_t> from_; ///< proposed candidate -> the candidate it steps from
+  std::map<std::size_t, double> time_;      ///< valid delivered outcomes
+};
+
+COTUNE_DECL std::unique_ptr<search_session>
+local_search::do_start(const search_space& sp, const search_settings& st, std::size_t depth) const {
+  return std::make_unique<session>(sp, st, depth, *this);
+}
+
+} // namespace cotune
