@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include <cotune/detail/config.hpp>
 #include <cotune/knobs/knob.hpp>
 #include <cotune/knobs/knobs.hpp>
 
@@ -56,12 +57,19 @@ struct cuda_knob_group {
 };
 
 /// The process's CUDA knobs.
-[[nodiscard]] inline cuda_knob_group& cuda_knobs() { return knob_group<cuda_knob_group>(); }
+[[nodiscard]] COTUNE_DECL cuda_knob_group& cuda_knobs();
 
+#if !COTUNE_HEADER_ONLY
 namespace detail {
-/// Registers the CUDA knobs during static initialisation, so that the invalidating ones enter every
-/// key computed in a program that includes this module, even before any CUDA call.
-inline cuda_knob_group& cuda_knobs_registered = cuda_knobs();
+// With COTUNE_SEPARATE_COMPILATION the group and its registration are one object of the static library
+// (impl/cuda_src.hpp): every file that includes this header refers to it, so that a link brings it in
+// and the knobs are registered before `main`, as header-only, even in a program that never reads them.
+[[gnu::used]] static cuda_knob_group& (*const cuda_knobs_link)() = &cuda_knobs;
 } // namespace detail
+#endif
 
 } // namespace cotune::cuda
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/cuda/cuda_knobs.ipp>
+#endif

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include <cotune/detail/config.hpp>
 #include <cotune/knobs/knob.hpp>
 #include <cotune/knobs/knobs.hpp>
 
@@ -49,12 +50,19 @@ struct hip_knob_group {
 };
 
 /// The process's HIP knobs.
-[[nodiscard]] inline hip_knob_group& hip_knobs() { return knob_group<hip_knob_group>(); }
+[[nodiscard]] COTUNE_DECL hip_knob_group& hip_knobs();
 
+#if !COTUNE_HEADER_ONLY
 namespace detail {
-/// Registers the HIP knobs during static initialisation, so that the invalidating ones enter every
-/// key computed in a program that includes this module.
-inline hip_knob_group& hip_knobs_registered = hip_knobs();
+// With COTUNE_SEPARATE_COMPILATION the group and its registration are one object of the static library
+// (impl/hip_src.hpp): every file that includes this header refers to it, so that a link brings it in
+// and the knobs are registered before `main`, as header-only, even in a program that never reads them.
+[[gnu::used]] static hip_knob_group& (*const hip_knobs_link)() = &hip_knobs;
 } // namespace detail
+#endif
 
 } // namespace cotune::hip
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/hip/hip_knobs.ipp>
+#endif

@@ -12,6 +12,7 @@
 
 #include <cotune/cache/remote_backend.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/knobs/knob.hpp>
 #include <cotune/knobs/knobs.hpp>
 
@@ -210,12 +211,19 @@ struct redis_knob_group {
 };
 
 /// The process's Redis knobs (registered with the knob registry on first use).
-[[nodiscard]] inline redis_knob_group& redis_knobs() { return knob_group<redis_knob_group>(); }
+[[nodiscard]] COTUNE_DECL redis_knob_group& redis_knobs();
 
+#if !COTUNE_HEADER_ONLY
 namespace detail {
-/// Registers the Redis knobs during static initialisation of any program that includes this module,
-/// so that the knob registry (and `cotune knobs`) lists them before first use.
-inline redis_knob_group& redis_knobs_registered = redis_knobs();
+// With COTUNE_SEPARATE_COMPILATION the group and its registration are one object of the static library
+// (impl/redis_src.hpp): every file that includes this header refers to it, so that a link brings it in
+// and the knobs are registered before `main`, as header-only, even in a program that never reads them.
+[[gnu::used]] static redis_knob_group& (*const redis_knobs_link)() = &redis_knobs;
 } // namespace detail
+#endif
 
 } // namespace cotune::redis
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/redis/redis_knobs.ipp>
+#endif

@@ -1,0 +1,3 @@
+// The Redis module's part of cotune's separately compiled library (cotune::cotune_separate), built when the
+// module is: its knobs' group and registration, compiled once (see <cotune/impl/redis_src.hpp>).
+#include <cotune/impl/redis_src.hpp>
