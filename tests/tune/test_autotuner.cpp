@@ -540,7 +540,15 @@ TEST_CASE("a result-cache hit in a second process compiles only the winner", "[t
   CHECK_THAT(first, Catch::Contains("measured=1 cached=0 compiles=4"));
   auto second = run_child();
   CHECK_THAT(second, Catch::Contains("measured=0 cached=1 compiles=1"));
-  CHECK_THAT(second, Catch::Contains("best=COST: 1,"));
+  // The second process serves the first one's winner, whichever that was: which candidate wins a measurement is
+  // never asserted (on a loaded machine the cheapest kernel can lose to noise).
+  const auto best_of = [](const std::string& out) {
+    const auto at = out.find("best=");
+    REQUIRE(at != std::string::npos);
+    return out.substr(at, out.find('\n', at) - at);
+  };
+  CHECK(best_of(second) == best_of(first));
+  CHECK(best_of(first) != "best=none");
 }
 
 TEST_CASE("a corrupt tuning result is a miss and is replaced", "[tune][autotuner][cache]") {
