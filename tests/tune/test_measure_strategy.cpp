@@ -125,17 +125,30 @@ TEST_CASE("a finalist that throws leaves the later rounds and is reported", "[tu
   CHECK(calls == 2);
 }
 
-TEST_CASE("among interleaved finalists a tie within the measured noise goes to the earlier config", "[tune][measure_strategy][finals]") {
+TEST_CASE("among interleaved finalists a tie within the measured noise goes to the steadier config then the earlier", "[tune][measure_strategy][finals]") {
   auto final_of = [](int i, timings t) {
     candidate_result r = measured(i, t[0]);
     r.time = t;
     r.interleaved = true;
     return r;
   };
-  // 1.00 vs 1.02 with a spread of +-0.05: within the noise, so the earlier config wins.
+  // 1.00 vs 1.02 with a spread of +-0.05 each: within the noise and equally steady, so the earlier config wins.
   CHECK(select_best({final_of(0, {1.02, 0.97, 1.07}), final_of(1, {1.00, 0.95, 1.05})}) == 0u);
   // 1.00 vs 1.20: a real difference, the faster wins.
   CHECK(select_best({final_of(0, {1.20, 1.15, 1.25}), final_of(1, {1.00, 0.95, 1.05})}) == 1u);
+  // Spreads within a factor of two count as equally steady: the earlier config.
+  CHECK(select_best({final_of(0, {1.02, 0.96, 1.07}), final_of(1, {1.00, 0.97, 1.03})}) == 0u);
+  // A noisy earlier finalist tied with a steadier later one: the steadier wins, whether the noisy one's median
+  // came out above the steadier's or below it (it wanders from run to run by more than the gap).
+  CHECK(select_best({final_of(0, {1.010, 0.99, 1.04}), final_of(1, {1.000, 0.998, 1.002})}) == 1u);
+  CHECK(select_best({final_of(0, {0.995, 0.98, 1.03}), final_of(1, {1.000, 0.998, 1.002})}) == 1u);
+  // The steadier earlier finalist against a noisy later one that measured faster.
+  CHECK(select_best({final_of(0, {1.000, 0.999, 1.001}), final_of(1, {0.995, 0.97, 1.03})}) == 0u);
+  // Example 04's finals on the H200 (ms; in one of 10 runs the noisy #2 was picked by config order): #11 now.
+  CHECK(select_best({final_of(2, {0.01500, 0.01490, 0.01520}), final_of(3, {0.01540, 0.01540, 0.01550}),
+                     final_of(10, {0.01550, 0.01530, 0.01560}), final_of(11, {0.01494, 0.01490, 0.01500})}) == 3u);
+  CHECK(select_best({final_of(2, {0.01490, 0.01480, 0.01520}), final_of(3, {0.01540, 0.01540, 0.01550}),
+                     final_of(10, {0.01550, 0.01530, 0.01560}), final_of(11, {0.01494, 0.01490, 0.01500})}) == 3u);
   // Without interleaved finals the rule is the plain order of timings.
   CHECK(select_best({measured(0, 1.02), measured(1, 1.00)}) == 1u);
 }

@@ -3,7 +3,7 @@
 /// (A B C, A B C, ...), so that clock or thermal drift during the finals spreads over all of them
 /// instead of favouring whoever ran first. Each round gives each finalist a share of the full
 /// budget; its samples from every round are merged and summarised. A tie within the measured noise
-/// is then broken by config order (`select_best`).
+/// is then broken by steadiness, then by config order (`select_best`).
 
 #include <cstddef>
 #include <exception>

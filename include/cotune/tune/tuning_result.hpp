@@ -1,6 +1,7 @@
 #pragma once
 /// \file What one tuning found: every candidate's status and timings, the winner, provenance.
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -113,10 +114,16 @@ struct provenance {
 /// Index of the best candidate: lowest (median, p20, p80); ties go to the earlier config. Candidates
 /// timed with the full budget are preferred to those timed only by screening (a short pass whose
 /// medians are noisier and need not be comparable), so a screened-only timing can win only when no
-/// candidate was measured in full. Among finalists measured in interleaved rounds, a tie within the
-/// measured noise goes to the earlier config: an earlier interleaved finalist whose median is at
-/// most the best median plus half the best's p20-p80 spread wins instead, so that two equally fast
-/// configs give the same winner run after run. Nothing if every candidate failed.
+/// candidate was measured in full. Nothing if every candidate failed.
+///
+/// Among finalists measured in interleaved rounds, a tie within the measured noise is broken so that
+/// one machine picks the same winner run after run. Tied with the fastest are the interleaved
+/// finalists whose band (median +- half the p20-p80 spread) overlaps the fastest's band. Of those,
+/// the steadiest win: the ones whose p20-p80 spread is at most twice the smallest spread among them;
+/// of those, the earliest config. Why the steadiness first: a noisy finalist's median wanders from
+/// run to run by more than the gap it is tied by, so "the faster median" or "whether it is tied"
+/// would change with the run; which finalist is the steadier does not (a factor of two), and the
+/// steadier of two equally fast configs is also the one whose time a user can rely on.
 [[nodiscard]] inline std::optional<std::size_t> select_best(const std::vector<candidate_result>& cs) {
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < cs.size(); ++i) {
@@ -132,13 +139,19 @@ struct provenance {
       best = i;
     }
   }
-  if (best && cs[*best].interleaved) {
-    const auto& b = cs[*best];
-    const double band = b.time[0] + (b.time[2] - b.time[1]) / 2;
-    for (std::size_t i = 0; i < *best; ++i)
-      if (cs[i].status == candidate_status::ok && cs[i].interleaved && !cs[i].screened_only && cs[i].time[0] <= band)
-        return i;
-  }
+  if (!best || !cs[*best].interleaved) return best;
+  const auto spread = [](const candidate_result& c) { return c.time[2] - c.time[1]; };
+  const auto& b = cs[*best];
+  const double band_top = b.time[0] + spread(b) / 2;
+  const auto tied = [&](const candidate_result& c) {
+    return c.status == candidate_status::ok && c.interleaved && !c.screened_only &&
+           c.time[0] - spread(c) / 2 <= band_top;
+  };
+  double steadiest = spread(b);
+  for (const auto& c : cs)
+    if (tied(c)) steadiest = std::min(steadiest, spread(c));
+  for (std::size_t i = 0; i < cs.size(); ++i)
+    if (tied(cs[i]) && spread(cs[i]) <= 2 * steadiest) return i;
   return best;
 }
 
