@@ -102,16 +102,22 @@ private:
   /// most `flat` slower than `a`.
   [[nodiscard]] std::vector<std::size_t> flat_axes(std::size_t a) const {
     const double limit = time_.at(a) * (1 + flat_);
-    std::vector<int> state(space().dimensions(), 0); // 0: no neighbour, 1: flat so far, -1: not flat
-    for (std::size_t j : space().neighbours(a)) {
-      int& s = state[move(a, j) / 2];
-      if (s < 0) continue;
-      const auto t = time_.find(j);
-      s = (t != time_.end() && t->second <= limit) ? 1 : -1; // unmeasured, failed or slower: not flat
-    }
+    // The one-step neighbour of `a` on axis `d` in direction `dir`, if any, is measured, valid and not slower.
+    const auto flat_side = [&](std::size_t d, int dir, bool& seen) {
+      bool flat = true;
+      space().walk(a, d, dir, [&](std::size_t j) {
+        seen = true;
+        const auto t = time_.find(j);
+        flat = t != time_.end() && t->second <= limit; // unmeasured, failed or slower: not flat
+        return false;                                  // the nearest only
+      });
+      return flat;
+    };
     std::vector<std::size_t> out;
-    for (std::size_t d = 0; d < state.size(); ++d)
-      if (state[d] > 0) out.push_back(d);
+    for (std::size_t d = 0; d < space().dimensions(); ++d) {
+      bool seen = false;
+      if (flat_side(d, -1, seen) && flat_side(d, 1, seen) && seen) out.push_back(d);
+    }
     return out;
   }
   /// The untaken candidates at least two present positions from `a` along `axes` (everything else
