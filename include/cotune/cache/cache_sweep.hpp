@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <cotune/cache/cache_trust.hpp>
+#include <cotune/core/errors.hpp>
 #include <cotune/detail/dir_fd.hpp>
 #include <cotune/detail/hashing.hpp>
 

@@ -20,16 +20,15 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <tuple>
+#include <utility>
 
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-
-#include <cotune/core/errors.hpp>
-#include <cotune/detail/dir_fd.hpp>
+#include <cotune/detail/config.hpp>
+#include <cotune/detail/unique_fd.hpp>
 
 namespace cotune {
 
@@ -42,50 +41,18 @@ struct cache_dir_trust {
 namespace detail {
 
 /// "name (uid N)", or "uid N" for a uid with no name.
-[[nodiscard]] inline std::string user_text(uid_t uid) {
-  struct passwd pw {};
-  struct passwd* found = nullptr;
-  char buf[1024];
-  if (::getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found)
-    return fmt::format("{} (uid {})", found->pw_name, uid);
-  return fmt::format("uid {}", uid);
-}
+[[nodiscard]] COTUNE_DECL std::string user_text(uid_t uid);
 
 /// The verdict on a directory whose status is `st`; `what` says what it is ("cache directory").
-[[nodiscard]] inline cache_dir_trust judge_dir(const struct stat& st, const std::filesystem::path& path,
-                                               std::string_view what) {
-  const uid_t me = ::geteuid();
-  if (!S_ISDIR(st.st_mode))
-    return {false, fmt::format("the {} '{}' is not a directory; set COTUNE_CACHE_DIR elsewhere", what, path.string())};
-  if (st.st_uid != me && st.st_uid != 0)
-    return {false, fmt::format("the {} '{}' is owned by {}, not by this process's user {}: cotune loads nothing from "
-                               "it; use a directory of your own (set COTUNE_CACHE_DIR) or `chown {} '{}'`",
-                               what, path.string(), user_text(st.st_uid), user_text(me), me, path.string())};
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-    return {false, fmt::format("the {} '{}' is writable by {} (mode {:04o}): anyone who can write there could plant "
-                               "what this process loads, so cotune loads nothing from it; run `chmod 700 '{}'` or "
-                               "set COTUNE_CACHE_DIR to a private directory",
-                               what, path.string(), (st.st_mode & S_IWOTH) ? "others" : "its group",
-                               st.st_mode & 07777, path.string())};
-  return {};
-}
+[[nodiscard]] COTUNE_DECL cache_dir_trust judge_dir(const struct stat& st, const std::filesystem::path& path,
+                                                    std::string_view what);
 
 /// Verdicts already reached in this process, per root path (see the file comment).
 class trust_memo {
 public:
-  [[nodiscard]] static trust_memo& instance() {
-    static trust_memo m;
-    return m;
-  }
-  [[nodiscard]] cache_dir_trust judge(const struct stat& st, const std::filesystem::path& path, std::string_view what) {
-    const auto id = std::make_tuple(st.st_dev, st.st_ino, st.st_uid, st.st_mode);
-    std::lock_guard lock(mutex_);
-    auto it = verdicts_.find(path.native());
-    if (it != verdicts_.end() && it->second.first == id) return it->second.second;
-    auto verdict = judge_dir(st, path, what);
-    verdicts_.insert_or_assign(path.native(), std::make_pair(id, verdict));
-    return verdict;
-  }
+  [[nodiscard]] COTUNE_DECL static trust_memo& instance();
+  [[nodiscard]] COTUNE_DECL cache_dir_trust judge(const struct stat& st, const std::filesystem::path& path,
+                                                std::string_view what);
 
 private:
   using identity = std::tuple<dev_t, ino_t, uid_t, mode_t>;
@@ -95,22 +62,10 @@ private:
 
 /// Opens the cache root `root` and checks it: an invalid fd when it cannot be opened (errno set: it
 /// is missing, or something else is in the way), and cache_error when it is there but not trusted.
-[[nodiscard]] inline unique_fd open_trusted_root(const std::filesystem::path& root) {
-  auto fd = open_dir(root);
-  if (!fd) return fd;
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return unique_fd();
-  if (auto v = trust_memo::instance().judge(st, root, "cache directory"); !v.trusted) throw cache_error(v.why);
-  return fd;
-}
+[[nodiscard]] COTUNE_DECL unique_fd open_trusted_root(const std::filesystem::path& root);
 
 /// Throws cache_error unless the open key directory `fd` (at `path`) is trusted.
-inline void require_trusted_key_dir(int fd, const std::filesystem::path& path) {
-  struct stat st {};
-  if (::fstat(fd, &st) != 0)
-    throw cache_error(fmt::format("cannot examine '{}': {}", path.string(), std::strerror(errno)));
-  if (auto v = judge_dir(st, path, "cache key directory"); !v.trusted) throw cache_error(v.why);
-}
+COTUNE_DECL void require_trusted_key_dir(int fd, const std::filesystem::path& path);
 
 /// True when a file in a trusted directory may be used: owned by this user (or root), and not
 /// writable by group or others (cotune writes 0600; anything else was put there by someone else).
@@ -122,10 +77,10 @@ inline void require_trusted_key_dir(int fd, const std::filesystem::path& path) {
 
 /// The verdict on directory `dir` (a cache root, or any directory a cache would be put in). A missing
 /// directory is trusted: the cache creates it 0700.
-[[nodiscard]] inline cache_dir_trust check_cache_dir(const std::filesystem::path& dir) {
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) return {};
-  return detail::judge_dir(st, dir, "cache directory");
-}
+[[nodiscard]] COTUNE_DECL cache_dir_trust check_cache_dir(const std::filesystem::path& dir);
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/cache/cache_trust.ipp>
+#endif

@@ -20,6 +20,10 @@
 #include <cotune/bench/measurement.ipp>
 #include <cotune/bench/host_benchmarker.ipp>
 #include <cotune/backend/host_backend.ipp>
+#include <cotune/detail/files.ipp>
+#include <cotune/detail/dir_fd.ipp>
+#include <cotune/cache/cache_trust.ipp>
+#include <cotune/cache/local_key.ipp>
 #include <cotune/tune/tuning_result.ipp>
 #include <cotune/tune/tuning_journal.ipp>
 #include <cotune/tune/binary_cache.ipp>
