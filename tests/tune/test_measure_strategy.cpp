@@ -149,6 +149,9 @@ TEST_CASE("among interleaved finalists a tie within the measured noise goes to t
                      final_of(10, {0.01550, 0.01530, 0.01560}), final_of(11, {0.01494, 0.01490, 0.01500})}) == 3u);
   CHECK(select_best({final_of(2, {0.01490, 0.01480, 0.01520}), final_of(3, {0.01540, 0.01540, 0.01550}),
                      final_of(10, {0.01550, 0.01530, 0.01560}), final_of(11, {0.01494, 0.01490, 0.01500})}) == 3u);
+  // Spreads under 0.1% of the time are equally steady: a finalist whose samples rounded to one value does not
+  // beat an earlier one with a 0.05% spread.
+  CHECK(select_best({final_of(0, {1.0000, 0.9998, 1.0003}), final_of(1, {0.9999, 0.9999, 0.9999})}) == 0u);
   // Without interleaved finals the rule is the plain order of timings.
   CHECK(select_best({measured(0, 1.02), measured(1, 1.00)}) == 1u);
 }

@@ -119,11 +119,13 @@ struct provenance {
 /// Among finalists measured in interleaved rounds, a tie within the measured noise is broken so that
 /// one machine picks the same winner run after run. Tied with the fastest are the interleaved
 /// finalists whose band (median +- half the p20-p80 spread) overlaps the fastest's band. Of those,
-/// the steadiest win: the ones whose p20-p80 spread is at most twice the smallest spread among them;
-/// of those, the earliest config. Why the steadiness first: a noisy finalist's median wanders from
-/// run to run by more than the gap it is tied by, so "the faster median" or "whether it is tied"
-/// would change with the run; which finalist is the steadier does not (a factor of two), and the
-/// steadier of two equally fast configs is also the one whose time a user can rely on.
+/// the steadiest win: the ones whose p20-p80 spread is at most twice the smallest spread among them
+/// (a smallest spread under 0.1% of the fastest's median counts as 0.1%: spreads that small differ by
+/// rounding and chance, not steadiness); of those, the earliest config. Why the steadiness first: a
+/// noisy finalist's median wanders from run to run by more than the gap it is tied by, so "the faster
+/// median" or "whether it is tied" would change with the run; which finalist is the steadier does not
+/// (a factor of two), and the steadier of two equally fast configs is the one whose time a user can
+/// rely on.
 [[nodiscard]] inline std::optional<std::size_t> select_best(const std::vector<candidate_result>& cs) {
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < cs.size(); ++i) {
@@ -150,6 +152,7 @@ struct provenance {
   double steadiest = spread(b);
   for (const auto& c : cs)
     if (tied(c)) steadiest = std::min(steadiest, spread(c));
+  steadiest = std::max(steadiest, 1e-3 * b.time[0]);
   for (std::size_t i = 0; i < cs.size(); ++i)
     if (tied(cs[i]) && spread(cs[i]) <= 2 * steadiest) return i;
   return best;
