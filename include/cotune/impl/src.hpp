@@ -24,6 +24,7 @@
 #include <cotune/detail/dir_fd.ipp>
 #include <cotune/cache/cache_trust.ipp>
 #include <cotune/cache/local_key.ipp>
+#include <cotune/cache/remote_companion.ipp>
 #include <cotune/tune/tuning_result.ipp>
 #include <cotune/tune/tuning_journal.ipp>
 #include <cotune/tune/binary_cache.ipp>

@@ -50,11 +50,7 @@ public:
   [[nodiscard]] const std::vector<int>& coords(std::size_t i) const { return coords_.at(i); }
 
   /// The candidate at exactly these positions, if the list holds one.
-  [[nodiscard]] std::optional<std::size_t> find(const std::vector<int>& p) const {
-    auto it = index_.find(p);
-    if (it == index_.end()) return std::nullopt;
-    return it->second;
-  }
+  [[nodiscard]] COTUNE_DECL std::optional<std::size_t> find(const std::vector<int>& p) const;
 
   /// Walks from candidate `i` along axis `d` in direction `dir` (-1 or +1), the other positions as
   /// `i`'s, calling `visit(j)` for each candidate the list holds there, nearest first, while it returns

@@ -61,6 +61,12 @@ COTUNE_DECL std::map<std::string, value> search_space::features_of(const config&
   return out;
 }
 
+COTUNE_DECL std::optional<std::size_t> search_space::find(const std::vector<int>& p) const {
+  auto it = index_.find(p);
+  if (it == index_.end()) return std::nullopt;
+  return it->second;
+}
+
 COTUNE_DECL std::vector<std::size_t> search_space::neighbours(std::size_t i) const {
   std::vector<std::size_t> out;
   for (std::size_t d = 0; d < axes_.size(); ++d)
