@@ -349,10 +349,20 @@ TEST_CASE("async callers of a failing key all see the error", "[tune][autotuner]
 
 namespace {
 /// The host backend under another type, with its own options: a differently parameterised backend
-/// (the kind of type that used to get a device thread of its own).
+/// (the kind of type that used to get a device thread of its own). With `warns`, it has a warning of
+/// its own to give once (as the CUDA backend's lost compile server). One type for both uses: each
+/// backend type compiles a whole tuning job again.
 struct other_host_backend : cotune::host_backend {
   int tag = 7;
+  bool warns = false;
+  std::shared_ptr<std::atomic<int>> taken = std::make_shared<std::atomic<int>>(0);
+  [[nodiscard]] std::vector<std::string> take_warnings() const {
+    const int calls = ++*taken;
+    return warns && calls == 1 ? std::vector<std::string>{"the compile server went away (test)"}
+                               : std::vector<std::string>{};
+  }
 };
+static_assert(cotune::ReportsWarnings<other_host_backend>);
 } // namespace
 
 TEST_CASE("tuners over differently parameterised backends on one device share its thread and never overlap",
@@ -430,9 +440,10 @@ TEST_CASE("async_tune takes any completion token: a future, a callback, an await
 }
 
 namespace {
-/// A result cache that cannot store (as a full disk would), or cannot even be opened.
-template <bool opens>
+/// A result cache that cannot store (as a full disk would), or with `opens` false, cannot even be
+/// opened. (A flag, not a template parameter: each cache type compiles a whole tuning job again.)
 struct failing_result_cache : cotune::file_cache {
+  static inline bool opens = true;
   explicit failing_result_cache(std::string_view key) : file_cache(key) {
     if (!opens) throw cache_error("the cache directory is on fire (test)");
   }
@@ -442,9 +453,10 @@ struct failing_result_cache : cotune::file_cache {
 
 TEST_CASE("a result cache that fails is a warning event, and the tuning still succeeds", "[tune][autotuner][events]") {
   private_cache cache;
-  auto check = [&]<bool opens>(std::string expected) {
+  auto check = [&](bool opens, std::string expected) {
+    failing_result_cache::opens = opens;
     auto obs = std::make_shared<recording_observer>();
-    autotuner<void(int*, int), host_backend, host_benchmarker, failing_result_cache<opens>> tuner{
+    autotuner<void(int*, int), host_backend, host_benchmarker, failing_result_cache> tuner{
         work_kernel(opens ? "work_store_fails" : "work_open_fails"), cost_configs({1, 2}),
         {.arg_names = {"out", "n"}, .cache_results = true, .bench = quick_bench(), .observers = {obs}}};
     int out = 0;
@@ -456,27 +468,19 @@ TEST_CASE("a result cache that fails is a warning event, and the tuning still su
     });
     CHECK(warnings == 1);
   };
-  check.operator()<true>("could not store the tuning result: no space left on device (test)");
-  check.operator()<false>("the tuning-result cache is unusable (the cache directory is on fire (test))");
+  check(true, "could not store the tuning result: no space left on device (test)");
+  check(false, "the tuning-result cache is unusable (the cache directory is on fire (test))");
+  failing_result_cache::opens = true;
 }
-
-namespace {
-/// A host backend with a warning of its own to give (as the CUDA backend's lost compile server).
-struct warning_backend : cotune::host_backend {
-  std::shared_ptr<std::atomic<int>> taken = std::make_shared<std::atomic<int>>(0);
-  [[nodiscard]] std::vector<std::string> take_warnings() const {
-    return ++*taken == 1 ? std::vector<std::string>{"the compile server went away (test)"} : std::vector<std::string>{};
-  }
-};
-static_assert(cotune::ReportsWarnings<warning_backend>);
-} // namespace
 
 TEST_CASE("a backend's own warnings reach the observers once, as warning events", "[tune][autotuner][events]") {
   private_cache cache;
   auto obs = std::make_shared<recording_observer>();
-  autotuner<void(int*, int), warning_backend> tuner{
+  other_host_backend warning;
+  warning.warns = true;
+  autotuner<void(int*, int), other_host_backend> tuner{
       work_kernel("work_backend_warns"), cost_configs({1, 2}),
-      {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench(), .observers = {obs}}};
+      {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench(), .observers = {obs}}, warning};
   int out = 0;
   tuner(&out, 10);
   tuner(&out, 11); // a second tuning: nothing new to say
