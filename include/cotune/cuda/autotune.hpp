@@ -19,11 +19,15 @@
 
 #include <cotune/backend/backend.hpp>
 #include <cotune/cache/cache_manager.hpp>
+#include <cotune/cache/file_cache.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/cuda/cuda_backend.hpp>
 #include <cotune/cuda/cuda_benchmarker.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/tune/autotuner.hpp>
+#include <cotune/tune/tuned_keys.hpp>
+#include <cotune/tune/tuning_job.hpp>
 
 // CUDA kernels are timed with CUDA events (do_bench's semantics), never with the host clock: the
 // backend declares `default_benchmarker_type = cuda_benchmarker`, which the autotuner picks up.
@@ -66,3 +70,12 @@ namespace cotune::cuda {
 }
 
 } // namespace cotune::cuda
+
+#if !COTUNE_HEADER_ONLY
+namespace cotune {
+// COTUNE_SEPARATE_COMPILATION: a CUDA tuner's job and table of keys over the file cache (the bulk of a
+// tuner's code, the same for every kernel signature) are compiled once, in <cotune/impl/cuda_src.hpp>.
+extern template class tuning_job<cuda::cuda_backend, cuda::cuda_benchmarker, file_cache>;
+extern template class detail::tuned_keys<cuda::cuda_backend, cuda::cuda_benchmarker, file_cache>;
+} // namespace cotune
+#endif

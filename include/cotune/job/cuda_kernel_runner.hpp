@@ -26,13 +26,18 @@
 #include <cuda.h>
 #include <fmt/format.h>
 
+#include <cotune/cache/file_cache.hpp>
 #include <cotune/cuda/availability.hpp>
 #include <cotune/cuda/cuda_backend.hpp>
 #include <cotune/cuda/cuda_benchmarker.hpp>
 #include <cotune/cuda/device_buffer.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/job/argument_pack.hpp>
 #include <cotune/job/job_runner.hpp>
 #include <cotune/job/job_spec.hpp>
+#include <cotune/tune/autotuner.hpp>
+#include <cotune/tune/tuned_keys.hpp>
+#include <cotune/tune/tuning_job.hpp>
 
 namespace cotune::job {
 
@@ -216,3 +221,12 @@ private:
 };
 
 } // namespace cotune::job
+
+#if !COTUNE_HEADER_ONLY
+namespace cotune {
+// COTUNE_SEPARATE_COMPILATION: a job's CUDA tuner's job and table of keys over the file cache are
+// compiled once, in <cotune/impl/cuda_src.hpp> (as the CUDA tuner's in <cotune/cuda/autotune.hpp>).
+extern template class tuning_job<job::job_cuda_backend, cuda::cuda_benchmarker, file_cache>;
+extern template class detail::tuned_keys<job::job_cuda_backend, cuda::cuda_benchmarker, file_cache>;
+} // namespace cotune
+#endif
