@@ -1,3 +1,5 @@
 // The CUDA module's part of cotune's separately compiled library (cotune::cotune_separate), built when the
-// module is: its knobs' group and registration, compiled once (see <cotune/impl/cuda_src.hpp>).
-#include <cotune/impl/cuda_src.hpp>
+// module is: its knobs' group and registration, compiled once. <cotune/impl/cuda_src.hpp>, the one file
+// for builds without CMake, holds this and the CUDA tuners' jobs, which CMake compiles as an object of
+// their own (src/cotune_separate_cuda_jobs.cpp).
+#include <cotune/cuda/cuda_knobs.ipp>

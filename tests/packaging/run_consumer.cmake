@@ -52,11 +52,18 @@ if(MAKE_PROGRAM)
 endif()
 
 if(CONSUMER STREQUAL "find_package" OR CONSUMER STREQUAL "pkg_config")
-  # A fresh configure of the library alone (as a user or a package manager does), the build (nothing
-  # to compile: cotune is header-only and the tool is left out) and an install into a private prefix.
+  # A fresh configure of the library alone (as a user or a package manager does), the build and an
+  # install into a private prefix. find_package builds what a plain build does: cotune::cotune_separate
+  # (the tool is left out). pkg_config leaves that library out: the .pc files describe the header-only
+  # library, and the static library is find_package's to test (its compile is a minute of this test).
+  set(separate ON)
+  if(CONSUMER STREQUAL "pkg_config")
+    set(separate OFF)
+  endif()
   run("configure cotune for installing" ${CMAKE_COMMAND} -S "${COTUNE_SOURCE_DIR}" -B "${WORK_DIR}/cotune-build"
       ${common_args} -DCOTUNE_BUILD_TESTS=OFF -DCOTUNE_BUILD_EXAMPLES=OFF
-      -DCOTUNE_BUILD_BENCHMARKS=OFF -DCOTUNE_BUILD_TOOLS=OFF -DCOTUNE_VERIFY_HEADERS=OFF)
+      -DCOTUNE_BUILD_BENCHMARKS=OFF -DCOTUNE_BUILD_TOOLS=OFF -DCOTUNE_VERIFY_HEADERS=OFF
+      -DCOTUNE_BUILD_SEPARATE=${separate})
   run("build cotune" ${CMAKE_COMMAND} --build "${WORK_DIR}/cotune-build")
   run("install cotune" ${CMAKE_COMMAND} --install "${WORK_DIR}/cotune-build" --prefix "${WORK_DIR}/prefix")
   list(PREPEND prefix_path "${WORK_DIR}/prefix")

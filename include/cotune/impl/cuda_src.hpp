@@ -9,14 +9,6 @@
 
 #include <cotune/cuda/cuda_knobs.ipp>
 
-// The CUDA tuners' jobs and tables of keys over the file cache: declared `extern template` by
-// <cotune/cuda/autotune.hpp> and <cotune/job/cuda_kernel_runner.hpp>.
-#include <cotune/cuda/autotune.hpp>
-#include <cotune/job/cuda_kernel_runner.hpp>
-
-namespace cotune {
-template class tuning_job<cuda::cuda_backend, cuda::cuda_benchmarker, file_cache>;
-template class detail::tuned_keys<cuda::cuda_backend, cuda::cuda_benchmarker, file_cache>;
-template class tuning_job<job::job_cuda_backend, cuda::cuda_benchmarker, file_cache>;
-template class detail::tuned_keys<job::job_cuda_backend, cuda::cuda_benchmarker, file_cache>;
-} // namespace cotune
+// The CUDA tuners' jobs and tables of keys over the file cache (declared `extern template` by
+// <cotune/cuda/autotune.hpp> and <cotune/job/cuda_kernel_runner.hpp>).
+#include <cotune/impl/cuda_jobs_src.hpp>

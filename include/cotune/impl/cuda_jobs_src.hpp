@@ -1,0 +1,25 @@
+#pragma once
+/// \file The CUDA tuners' jobs and tables of keys over the file cache, compiled once for
+/// COTUNE_SEPARATE_COMPILATION: declared `extern template` by <cotune/cuda/autotune.hpp> (a CUDA tuner)
+/// and <cotune/job/cuda_kernel_runner.hpp> (a tuning job's CUDA kernels). <cotune/impl/cuda_src.hpp>
+/// includes it; the `cotune::cotune_separate` CMake target compiles it as an object of its own, which a
+/// static link takes only into programs that name such a tuner.
+
+#if !defined(COTUNE_SEPARATE_COMPILATION)
+#error "<cotune/impl/cuda_jobs_src.hpp> is for COTUNE_SEPARATE_COMPILATION builds: define it in every file of the program"
+#endif
+
+#include <cotune/cache/file_cache.hpp>
+#include <cotune/cuda/autotune.hpp>
+#include <cotune/cuda/cuda_backend.hpp>
+#include <cotune/cuda/cuda_benchmarker.hpp>
+#include <cotune/job/cuda_kernel_runner.hpp>
+#include <cotune/tune/tuned_keys.hpp>
+#include <cotune/tune/tuning_job.hpp>
+
+namespace cotune {
+template class tuning_job<cuda::cuda_backend, cuda::cuda_benchmarker, file_cache>;
+template class detail::tuned_keys<cuda::cuda_backend, cuda::cuda_benchmarker, file_cache>;
+template class tuning_job<job::job_cuda_backend, cuda::cuda_benchmarker, file_cache>;
+template class detail::tuned_keys<job::job_cuda_backend, cuda::cuda_benchmarker, file_cache>;
+} // namespace cotune
