@@ -2,7 +2,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -111,6 +113,9 @@ TEST_CASE("finals run interleaved, A B C A B C, each round a share of the budget
   // Run 0's samples: calls 1, 4, 7, 10 (and +0.5 each): median 5.75.
   REQUIRE(out[0].time);
   CHECK((*out[0].time)[0] == Approx(5.75));
+  // Its noise is that of all 8 samples, the drift between rounds included: mean 5.75, squared deviations 90.5.
+  CHECK(out[0].samples == 8);
+  CHECK(out[0].rsd == Approx(std::sqrt(90.5 / 7) / 5.75));
 }
 
 TEST_CASE("a finalist that throws leaves the later rounds and is reported", "[tune][measure_strategy][finals]") {
@@ -154,4 +159,45 @@ TEST_CASE("among interleaved finalists a tie within the measured noise goes to t
   CHECK(select_best({final_of(0, {1.0000, 0.9998, 1.0003}), final_of(1, {0.9999, 0.9999, 0.9999})}) == 0u);
   // Without interleaved finals the rule is the plain order of timings.
   CHECK(select_best({measured(0, 1.02), measured(1, 1.00)}) == 1u);
+}
+
+TEST_CASE("the tie-break judges steadiness by the finals' measured noise not by the p20-p80 spread", "[tune][measure_strategy][finals]") {
+  // A finalist as the finals record it: timings and the relative standard deviation of its samples.
+  auto final_of = [](int i, timings t, double rsd) {
+    candidate_result r = measured(i, t[0]);
+    r.time = t;
+    r.interleaved = true;
+    r.rsd = rsd;
+    r.samples = 500;
+    return r;
+  };
+  // Example 04's finals on the H200 at 06:34 (ms): #2 and #11 tied at 0.0150 with p20-p80 spreads within a
+  // factor of two, but #2's noise 1.67% against #11's 0.21%. The spread called them equally steady and config
+  // order picked #2 in one run of ten; the noise picks #11, whichever median came out lower.
+  const timings two{0.0150, 0.0149, 0.0151};
+  const timings eleven{0.0150, 0.0149, 0.0150};
+  CHECK(select_best({final_of(2, two, 0.0167), final_of(11, eleven, 0.0021)}) == 1u);
+  CHECK(select_best({final_of(2, {0.01495, 0.0149, 0.0151}, 0.0167), final_of(11, eleven, 0.0021)}) == 1u);
+  CHECK(select_best({final_of(2, two, 0.0167), final_of(11, {0.01505, 0.0150, 0.0151}, 0.0021)}) == 1u);
+  // Judged by p20-p80 spreads within a factor of two (a result stored before the finals recorded their noise),
+  // the two are equally steady: config order, #2.
+  auto stored = [&](int i, timings t) {
+    auto r = final_of(i, t, 0.0);
+    r.samples = 0;
+    return r;
+  };
+  CHECK(select_best({stored(2, two), stored(11, {0.0150, 0.01488, 0.0150})}) == 0u);
+  // Noise within a factor of two is equally steady: the earlier config, whichever measured faster.
+  CHECK(select_best({final_of(0, {1.01, 1.00, 1.02}, 0.006), final_of(1, {1.00, 0.99, 1.01}, 0.004)}) == 0u);
+  CHECK(select_best({final_of(0, {1.00, 0.99, 1.01}, 0.004), final_of(1, {1.01, 1.00, 1.02}, 0.006)}) == 0u);
+  // Noise under 0.1% counts as 0.1%: a later finalist with 0.01% does not beat an earlier one with 0.15%.
+  CHECK(select_best({final_of(0, {1.000, 0.999, 1.001}, 0.0015), final_of(1, {1.000, 0.999, 1.001}, 0.0001)}) == 0u);
+  // Noise that is not a number is unknown: the finalist's relative spread (here 0.2%) stands in, never the floor
+  // (which would make it the steadiest, 0.1% against 0.3%).
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  CHECK(select_best({final_of(0, {1.000, 0.999, 1.001}, 0.003), final_of(1, {1.000, 0.999, 1.001}, nan)}) == 0u);
+  // A real difference in time still wins over steadiness: 1.00 vs 1.10 with spreads of 2%.
+  CHECK(select_best({final_of(0, {1.10, 1.09, 1.11}, 0.001), final_of(1, {1.00, 0.99, 1.01}, 0.02)}) == 1u);
+  // A finalist outside the fastest's band is not tied, however steady.
+  CHECK(select_best({final_of(0, {1.00, 0.99, 1.01}, 0.02), final_of(1, {1.03, 1.025, 1.035}, 0.001)}) == 0u);
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include <cotune/detail/isolated_run.hpp>
 #include <cotune/detail/process.hpp>
 #include <cotune/search/search.hpp>
+#include <cotune/tune/interleaved_finals.hpp>
 
 #include <atomic>
 #include <memory>
@@ -396,6 +398,9 @@ TEST_CASE("finalists are re-measured in interleaved rounds on one device", "[tun
     CHECK_FALSE(c.screened_only);
     CHECK(c.time[1] <= c.time[0]);
     CHECK(c.time[0] <= c.time[2]);
+    // Its noise is the finals' (select_best judges it): every round gave samples.
+    CHECK(c.samples >= final_rounds);
+    CHECK(std::isfinite(c.rsd));
   }
   CHECK(finals == 3);
   CHECK(r.candidates[r.winner].interleaved);

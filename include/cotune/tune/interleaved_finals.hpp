@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <cotune/bench/benchmarker.hpp>
+#include <cotune/bench/stopping_rule.hpp>
 #include <cotune/bench/summary.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/tune/tuning_context.hpp>
@@ -27,9 +28,12 @@ namespace cotune {
 /// budget, 20 ms by default) still holds ~1000 runs of a 20 us kernel.
 inline constexpr std::size_t final_rounds = 5;
 
-/// One finalist's outcome: its timings (median, p20, p80 of all its samples), or why it failed.
+/// One finalist's outcome: its timings (median, p20, p80 of all its samples) and their noise (the
+/// relative standard deviation of all its samples, drift between the rounds included), or why it failed.
 struct final_outcome {
   std::optional<timings> time;
+  double rsd = 0.0;
+  std::size_t samples = 0;
   std::exception_ptr failure;
 };
 
@@ -67,6 +71,10 @@ template <class Bench>
       out[k].failure = std::make_exception_ptr(error("the benchmarker returned no samples in the finals"));
       continue;
     }
+    noise_tracker noise;
+    for (double x : samples[k]) noise.add(x);
+    out[k].rsd = noise.rsd();
+    out[k].samples = samples[k].size();
     const auto q = summarize(std::move(samples[k]), summary);
     out[k].time = timings{q[0], q[1], q[2]};
   }
@@ -114,6 +122,8 @@ void measure_finals(Ctx& ctx, State& state, const std::vector<std::size_t>& fina
       continue;
     }
     r.time = *outcomes[k].time;
+    r.rsd = outcomes[k].rsd; // the noise the tie-break judges (select_best): the finals', not the first pass's
+    r.samples = outcomes[k].samples;
     r.interleaved = true;
   }
 }

@@ -88,8 +88,10 @@ struct candidate_result {
   /// How its first measurement was taken, where the benchmarker says (bench/measurement.hpp):
   /// "per-launch", "graph-batch xN", "back-to-back xN", "host"; empty when unknown.
   std::string method{};
-  double rsd = 0.0;        ///< the relative standard deviation of that measurement's samples
-  std::size_t samples = 0; ///< how many samples it took
+  /// The relative standard deviation of that measurement's samples; a finalist's (`interleaved`): of all its
+  /// samples in the finals, the noise the tie-break judges (`select_best`).
+  double rsd = 0.0;
+  std::size_t samples = 0; ///< how many samples it took (a finalist's: in the finals)
 };
 
 /// Where and when a result was made.
@@ -119,14 +121,19 @@ struct provenance {
 /// Among finalists measured in interleaved rounds, a tie within the measured noise is broken so that
 /// one machine picks the same winner run after run. Tied with the fastest are the interleaved
 /// finalists whose band (median +- half the p20-p80 spread) overlaps the fastest's band. Of those,
-/// the steadiest win: the ones whose p20-p80 spread is at most twice the smallest spread among them
-/// (a smallest spread under 0.1% of the fastest's median counts as 0.1%: spreads that small differ by
-/// rounding and chance, not steadiness); of those, the earliest config. Why the steadiness first: a
-/// noisy finalist's median wanders from run to run by more than the gap it is tied by, so "the faster
-/// median" or "whether it is tied" would change with the run; which finalist is the steadier does not
-/// (a factor of two), and the steadier of two equally fast configs is the one whose time a user can
-/// rely on.
+/// the steadiest win: the ones whose noise (the relative standard deviation of all their samples in
+/// the finals, `rsd`) is at most `steadier_by` times the smallest noise among them (noise under
+/// `noise_floor` counts as `noise_floor`: noise that small differs by rounding and chance, not
+/// steadiness); of those, the earliest config. Why the steadiness first: a noisy finalist's median
+/// wanders from run to run by more than the gap it is tied by, so "the faster median" or "whether it
+/// is tied" would change with the run; which finalist is the steadier does not, and the steadier of
+/// two equally fast configs is the one whose time a user can rely on. Why the standard deviation and
+/// not the p20-p80 spread: what makes a kernel noisy is mostly its tails (runs slowed by clocks,
+/// other work, interrupts), which the spread between two quantiles does not see; on a 15 us kernel
+/// two finalists of 1.7% and 0.2% noise had p20-p80 spreads within a factor of two.
 [[nodiscard]] inline std::optional<std::size_t> select_best(const std::vector<candidate_result>& cs) {
+  constexpr double steadier_by = 2.0;
+  constexpr double noise_floor = 1e-3;
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < cs.size(); ++i) {
     if (cs[i].status != candidate_status::ok) continue;
@@ -143,18 +150,24 @@ struct provenance {
   }
   if (!best || !cs[*best].interleaved) return best;
   const auto spread = [](const candidate_result& c) { return c.time[2] - c.time[1]; };
+  // A result stored before the finals recorded their noise has none (nor has a non-finite one): its relative
+  // p20-p80 spread stands in.
+  const auto noise = [&](const candidate_result& c) {
+    const bool known = c.samples > 0 && std::isfinite(c.rsd) && c.rsd >= 0;
+    const double n = known ? c.rsd : (c.time[0] > 0 ? spread(c) / c.time[0] : 0.0);
+    return std::max(std::isfinite(n) ? n : 0.0, noise_floor);
+  };
   const auto& b = cs[*best];
   const double band_top = b.time[0] + spread(b) / 2;
   const auto tied = [&](const candidate_result& c) {
     return c.status == candidate_status::ok && c.interleaved && !c.screened_only &&
            c.time[0] - spread(c) / 2 <= band_top;
   };
-  double steadiest = spread(b);
+  double steadiest = noise(b);
   for (const auto& c : cs)
-    if (tied(c)) steadiest = std::min(steadiest, spread(c));
-  steadiest = std::max(steadiest, 1e-3 * b.time[0]);
+    if (tied(c)) steadiest = std::min(steadiest, noise(c));
   for (std::size_t i = 0; i < cs.size(); ++i)
-    if (tied(cs[i]) && spread(cs[i]) <= 2 * steadiest) return i;
+    if (tied(cs[i]) && noise(cs[i]) <= steadier_by * steadiest) return i;
   return best;
 }
 
