@@ -7,7 +7,7 @@
 # Prints one line per run and a JSON summary. The kernel is a 64K-element fill (cheap to compile);
 # the figure is dominated by the benchmark budget per candidate (2 candidates x rep_ms per key).
 set -euo pipefail
-tool=${1:-build/dev/tools/cotune}
+tool=${1:-build/bench/tools/cotune}
 n=${2:-4}
 rep_ms=${3:-50}
 work=$(mktemp -d)
