@@ -1,4 +1,5 @@
-// Tests for cotune/detail/files.hpp: private directories, whole-file reads and atomic writes.
+// Tests for cotune/detail/files.hpp (private directories, whole-file reads) and the path-based atomic
+// writes of cotune/detail/dir_fd.hpp.
 
 #include <catch2/catch.hpp>
 
@@ -12,6 +13,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <cotune/detail/dir_fd.hpp>
 #include <cotune/detail/files.hpp>
 
 #include "../support/temp_dir.hpp"
@@ -127,6 +129,34 @@ TEST_CASE("atomic_write handles names up to 255 bytes", "[detail][files]") {
   atomic_write(target, std::string("long"));
   CHECK(read_file(target) == "long");
   CHECK(names_in(tmp.path()).size() == 1);
+}
+
+TEST_CASE("atomic_write of a bare file name writes in the current directory", "[detail][files]") {
+  cotune_test::temp_dir tmp;
+  const auto before = fs::current_path();
+  fs::current_path(tmp.path());
+  try {
+    atomic_write(fs::path("bare"), std::string("here"));
+  } catch (...) {
+    fs::current_path(before);
+    throw;
+  }
+  fs::current_path(before);
+  CHECK(read_file(tmp.path() / "bare") == "here");
+  CHECK(names_in(tmp.path()) == std::set<std::string>{"bare"});
+}
+
+TEST_CASE("atomic_write into a directory it cannot list still writes", "[detail][files]") {
+  // The directory is opened with O_PATH (named in the *at calls only): write and search permission
+  // are what a write needs, as for a plain open by path. (root reads anything: then this checks less.)
+  cotune_test::temp_dir tmp;
+  const auto dir = tmp.path() / "write-only";
+  fs::create_directory(dir);
+  fs::permissions(dir, fs::perms::owner_write | fs::perms::owner_exec);
+  atomic_write(dir / "entry", std::string("x"));
+  fs::permissions(dir, fs::perms::owner_all);
+  CHECK(read_file(dir / "entry") == "x");
+  CHECK(names_in(dir) == std::set<std::string>{"entry"});
 }
 
 TEST_CASE("atomic_write into a missing directory fails cleanly", "[detail][files]") {

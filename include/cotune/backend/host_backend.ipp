@@ -22,6 +22,7 @@
 
 #include <cotune/backend/host_backend.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/detail/dir_fd.hpp>
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/hashing.hpp>
 #include <cotune/detail/process.hpp>

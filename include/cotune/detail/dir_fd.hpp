@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -104,6 +105,17 @@ void atomic_write_at(int dir, const std::string& target, const std::filesystem::
 template <class... Parts>
 void atomic_write_at(int dir, const std::string& target, const std::filesystem::path& dir_shown, const Parts&... parts) {
   atomic_write_at(dir, target, dir_shown, flush_to_disk::yes, parts...);
+}
+
+/// Writes `parts` (concatenated) as the file `target` through a temporary file beside it (a
+/// `temp_file_writer` in its directory, the current one for a bare name), flushed to disk, then a
+/// rename: a reader sees the old file, the new one, or none, never a partial one.
+COTUNE_DECL void atomic_write_parts(const std::filesystem::path& target, std::initializer_list<std::string_view> parts);
+
+/// The same, for anything that converts to a string view.
+template <class... Parts>
+void atomic_write(const std::filesystem::path& target, const Parts&... parts) {
+  atomic_write_parts(target, {std::string_view(parts)...});
 }
 
 /// Removes the temporary file `name` in `dir` if it is at least `min_age` old and no live process

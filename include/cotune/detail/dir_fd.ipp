@@ -8,6 +8,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -124,6 +125,19 @@ COTUNE_DECL void temp_file_writer::commit(bool flush) {
 
 [[noreturn]] COTUNE_DECL void temp_file_writer::fail(const char* what) const {
   throw std::system_error(errno, std::generic_category(), fmt::format("cannot {} file '{}'", what, (shown_ / tmp_).string()));
+}
+
+COTUNE_DECL void atomic_write_parts(const std::filesystem::path& target,
+                                    std::initializer_list<std::string_view> parts) {
+  // O_PATH: the directory is only named in the *at calls, so it needs no read permission.
+  const auto parent = target.parent_path();
+  const unique_fd dir(::open(parent.empty() ? "." : parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir)
+    throw std::system_error(errno, std::generic_category(),
+                            fmt::format("cannot write file '{}': cannot open its directory", target.string()));
+  temp_file_writer w(dir.get(), target.filename().string(), parent);
+  for (auto part : parts) w.write(part);
+  w.commit(true);
 }
 
 COTUNE_DECL bool reclaim_temporary(int dir, const std::string& name, std::chrono::seconds min_age, std::uintmax_t& bytes) {

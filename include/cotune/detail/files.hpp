@@ -1,9 +1,8 @@
 #pragma once
-/// \file File helpers: private directories, whole-file reads, atomic writes. A failed call throws
+/// \file File helpers: private directories, whole-file reads (atomic writes: detail/dir_fd.hpp). A failed call throws
 /// std::system_error naming the path (the cache layer turns it into a cache_error with the fix).
 
 #include <filesystem>
-#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,16 +25,6 @@ COTUNE_DECL void make_private_dirs(const std::filesystem::path& dir);
 
 /// A random hex suffix for temporary names.
 [[nodiscard]] COTUNE_DECL std::string random_suffix();
-
-/// Writes `parts` (concatenated) to a temporary file beside `target`, flushes it to disk, then
-/// renames it onto `target`: a reader sees the old file, the new one, or none, never a partial one.
-COTUNE_DECL void atomic_write_parts(const std::filesystem::path& target, std::initializer_list<std::string_view> parts);
-
-/// The same, for anything that converts to a string view.
-template <class... Parts>
-void atomic_write(const std::filesystem::path& target, const Parts&... parts) {
-  atomic_write_parts(target, {std::string_view(parts)...});
-}
 
 } // namespace cotune::detail
 

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <initializer_list>
 #include <optional>
 #include <random>
 #include <string>
@@ -84,47 +83,6 @@ COTUNE_DECL const std::filesystem::path& process_private_dir() {
 COTUNE_DECL std::string random_suffix() {
   thread_local std::mt19937_64 rng{std::random_device{}() ^ static_cast<std::uint64_t>(::getpid())};
   return fmt::format("{:016x}", rng());
-}
-
-COTUNE_DECL void atomic_write_parts(const std::filesystem::path& target,
-                                    std::initializer_list<std::string_view> parts) {
-  // The target's name is cut to 64 bytes: with a 255-byte name the temporary name would exceed
-  // NAME_MAX and the write would fail.
-  const auto name = target.filename().string();
-  auto tmp = target.parent_path() /
-             fmt::format(".tmp.{}.{}.{}", std::string_view(name).substr(0, 64), ::getpid(), random_suffix());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0)
-    throw std::system_error(errno, std::generic_category(), fmt::format("cannot write file '{}'", tmp.string()));
-  auto fail = [&](const char* what) {
-    int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw std::system_error(err, std::generic_category(), fmt::format("cannot {} file '{}'", what, tmp.string()));
-  };
-  auto write_all = [&](std::string_view data) {
-    while (!data.empty()) {
-      ssize_t n = ::write(fd, data.data(), data.size());
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        fail("write");
-      }
-      data.remove_prefix(static_cast<std::size_t>(n));
-    }
-  };
-  for (auto part : parts) write_all(part);
-  if (::fsync(fd) != 0) fail("flush");
-  if (::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::system_error(err, std::generic_category(), fmt::format("cannot close file '{}'", tmp.string()));
-  }
-  if (::rename(tmp.c_str(), target.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    throw std::system_error(err, std::generic_category(),
-                            fmt::format("cannot rename '{}' onto '{}'", tmp.string(), target.string()));
-  }
 }
 
 } // namespace cotune::detail

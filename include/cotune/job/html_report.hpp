@@ -21,7 +21,7 @@
 #include <fmt/format.h>
 
 #include <cotune/core/config.hpp>
-#include <cotune/detail/files.hpp>
+#include <cotune/detail/dir_fd.hpp>
 #include <cotune/job/argument_pack.hpp>
 #include <cotune/tune/tuning_result.hpp>
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include <cotune/detail/dir_fd.hpp>
 #include <cotune/job/argument_pack.hpp>
 #include <cotune/job/tuning_database.hpp>
 
