@@ -51,7 +51,7 @@ int main() {
   double worst = 0, best = result.candidates[result.winner].time[0];
   for (const auto& cand : result.candidates)
     if (cand.status == cotune::candidate_status::ok) worst = std::max(worst, cand.time[0]);
-  std::printf("best config: {%s}\n", result.best().text().c_str());
+  std::printf("best config: {%s}\n", result.shown(result.best()).c_str());
   if (!result.from_cache) std::printf("slowest/fastest median: %.1fx\n", worst / best);
   std::printf("tuned kernel output vs reference: max abs error %.2e -> %s\n", max_err, max_err < 1e-3 ? "OK" : "WRONG");
   std::printf("total %.2f s\n", std::chrono::duration<double>(clock::now() - t0).count());

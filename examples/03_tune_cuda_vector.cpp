@@ -96,7 +96,7 @@ int main() {
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < got.size(); ++i) wrong += got[i] != expected[i];
   const double ms = result.candidates[result.winner].time[0];
-  std::printf("best config: {%s}", result.best().text().c_str());
+  std::printf("best config: {%s}", result.shown(result.best()).c_str());
   if (ms > 0) std::printf(", %.1f GB/s", 3.0 * n * sizeof(float) / (ms * 1e6));
   std::printf("\ntuned kernel output vs CPU reference: %zu of %d elements differ -> %s\n", wrong, n,
               wrong == 0 ? "OK" : "WRONG");

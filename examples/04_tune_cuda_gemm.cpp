@@ -262,7 +262,7 @@ int main(int argc, char** argv) {
   // value, while a wrong tile or a missed k-step is off by a sizeable fraction of it.
   const double tolerance = 1e-3 * max_ref;
   const double ms = result.candidates[result.winner].time[0];
-  std::printf("best config: {%s}", result.best().text().c_str());
+  std::printf("best config: {%s}", result.shown(result.best()).c_str());
   if (ms > 0) std::printf(", %.1f TFLOP/s", 2.0 * M * N * K / (ms * 1e9));
   std::printf("\ntuned kernel output vs CPU fp32 reference: max abs error %.3g (tolerance %.3g) -> %s\n", max_err,
               tolerance, max_err <= tolerance ? "OK" : "WRONG");

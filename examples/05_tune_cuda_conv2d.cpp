@@ -233,7 +233,7 @@ int main(int argc, char** argv) {
 
   const double err = max_abs_error(got, conv_reference(image, filter, w, h));
   const double ms = result.candidates[result.winner].time[0];
-  std::printf("best config: {%s}", result.best().text().c_str());
+  std::printf("best config: {%s}", result.shown(result.best()).c_str());
   if (ms > 0) std::printf(", %.0f GB/s of image in and out", 2.0 * double(image.size()) * sizeof(float) / (ms * 1e6));
   std::printf("\ntuned kernel output vs CPU reference: max abs error %.3g (tolerance %.3g) -> %s\n", err, tolerance,
               err <= tolerance ? "OK" : "WRONG");

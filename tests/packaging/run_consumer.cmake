@@ -9,7 +9,7 @@
 #   PKG_CONFIG          pkg-config (pkg_config only)
 # find_package and pkg_config first configure cotune on its own, build it and install it into
 # WORK_DIR/prefix, as the README tells a user to. Then the find_package consumer is configured, built
-# and run; the pkg_config one is compiled by the compiler alone, with the flags
+# (linking the installed cotune_separate: COTUNE_SEPARATE_COMPILATION) and run; the pkg_config one is compiled by the compiler alone, with the flags
 # `pkg-config --cflags --libs cotune` prints, and run. Any failing step fails the test with its output.
 cmake_minimum_required(VERSION 3.25)
 
@@ -55,7 +55,7 @@ if(CONSUMER STREQUAL "find_package" OR CONSUMER STREQUAL "pkg_config")
   # A fresh configure of the library alone (as a user or a package manager does), the build and an
   # install into a private prefix. find_package builds what a plain build does: cotune::cotune_separate
   # (the tool is left out). pkg_config leaves that library out: the .pc files describe the header-only
-  # library, and the static library is find_package's to test (its compile is a minute of this test).
+  # library, and the static library is find_package's to test: its consumer links it.
   set(separate ON)
   if(CONSUMER STREQUAL "pkg_config")
     set(separate OFF)
@@ -115,3 +115,12 @@ run("configure the consumer" ${CMAKE_COMMAND} -S "${CONSUMER_SOURCE_DIR}" -B "${
 run("build the consumer" ${CMAKE_COMMAND} --build "${WORK_DIR}/build")
 run("run the consumer" "${WORK_DIR}/build/consumer" "${WORK_DIR}/cache")
 message(STATUS "${last_output}")
+# find_package's consumer links the installed cotune_separate; the others are header-only.
+if(CONSUMER STREQUAL "find_package")
+  set(expected_mode "separate compilation")
+else()
+  set(expected_mode "header-only")
+endif()
+if(NOT last_output MATCHES "\\(${expected_mode}\\)")
+  message(FATAL_ERROR "packaging/${CONSUMER}: the consumer was not built ${expected_mode}:\n${last_output}")
+endif()

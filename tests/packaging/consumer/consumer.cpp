@@ -58,11 +58,12 @@ int main(int argc, char** argv) try {
   int out = 0;
   const auto& result = tuner.tune_now(x.data(), static_cast<int>(x.size()), &out);
   tuner(x.data(), static_cast<int>(x.size()), &out);
-  std::printf("consumer: cotune %s, %zu candidates, best {%s}, sum %d\n", cotune::version, result.candidates.size(),
-              result.best().text().c_str(), out);
+  std::printf("consumer: cotune %s (%s), %zu candidates, best {%s}, sum %d\n", cotune::version,
+              COTUNE_HEADER_ONLY ? "header-only" : "separate compilation", result.candidates.size(),
+              result.shown(result.best()).c_str(), out);
   for (const auto& c : result.candidates)
     if (c.status != cotune::candidate_status::ok) {
-      std::fprintf(stderr, "consumer: candidate {%s} failed: %s\n", c.cfg.text().c_str(), c.reason.c_str());
+      std::fprintf(stderr, "consumer: candidate {%s} failed: %s\n", result.shown(c.cfg).c_str(), c.reason.c_str());
       return 1;
     }
   return out == 3000 && result.candidates.size() == 2 ? 0 : 1;
