@@ -128,3 +128,36 @@ TEST_CASE("a temporary file is reclaimed only when old enough and its writer's l
   std::ofstream(tmp / "not.tmp") << "x"; // only temporary names are ever reclaimed
   CHECK_FALSE(reclaim_temporary(dir.get(), "not.tmp", seconds(0), bytes));
 }
+
+TEST_CASE("modified_ago reads a file's age from its timestamp to the nanosecond and never below zero",
+          "[detail][dir_fd]") {
+  cotune_test::temp_dir tmp;
+  const auto file = tmp / "f";
+  std::ofstream(file) << "x";
+  auto stat_of = [&] {
+    struct stat st {};
+    REQUIRE(::stat(file.c_str(), &st) == 0);
+    return st;
+  };
+  // Written just now: zero or more, and a zero minimum age is met at once (whatever clock stamped it).
+  CHECK(modified_ago(stat_of()) >= seconds(0));
+  // Stamped 100.5 s ago: the half second counts (a whole-second difference would say 100 or 101).
+  struct timespec now {};
+  REQUIRE(::clock_gettime(CLOCK_REALTIME, &now) == 0);
+  struct timespec past = now;
+  past.tv_sec -= 100;
+  if (past.tv_nsec >= 500000000) past.tv_nsec -= 500000000;
+  else {
+    past.tv_sec -= 1;
+    past.tv_nsec += 500000000;
+  }
+  const struct timespec times[2] = {past, past};
+  REQUIRE(::utimensat(AT_FDCWD, file.c_str(), times, 0) == 0);
+  const auto age = modified_ago(stat_of());
+  CHECK(age >= std::chrono::milliseconds(100500));
+  CHECK(age < seconds(3600)); // read from this timestamp, not from anywhere else
+  // From the future (another host's clock): new, not negative.
+  const struct timespec ahead[2] = {{now.tv_sec + 3600, 0}, {now.tv_sec + 3600, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, file.c_str(), ahead, 0) == 0);
+  CHECK(modified_ago(stat_of()) == std::chrono::nanoseconds(0));
+}

@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <ctime>
 #include <filesystem>
 #include <string>
 #include <tuple>
@@ -101,7 +100,6 @@ inline sweep_report sweep_cache(int root, const std::filesystem::path& root_path
   };
   sweep_report report;
   std::vector<entry> entries;
-  const std::time_t now = std::time(nullptr);
   for (const auto& dir_name : names_in(root)) {
     if (!is_key_dir_name(dir_name)) continue;
     const auto dir = open_dir_at(root, dir_name);
@@ -133,7 +131,7 @@ inline sweep_report sweep_cache(int root, const std::filesystem::path& root_path
     }
     struct stat dst {};
     if (left == 0 && opts.remove_empty_dirs && ::fstat(dir.get(), &dst) == 0 &&
-        now - dst.st_mtime >= opts.tmp_max_age.count() && ::unlinkat(root, dir_name.c_str(), AT_REMOVEDIR) == 0)
+        modified_ago(dst) >= opts.tmp_max_age && ::unlinkat(root, dir_name.c_str(), AT_REMOVEDIR) == 0)
       ++report.dirs_removed;
   }
   report.bytes_after = report.bytes_before;

@@ -5,7 +5,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -168,7 +167,7 @@ COTUNE_DECL std::optional<file_cache::found> file_cache::find(std::string_view n
       auto checked = detail::unframe(key_, name, *content, local_cache_key());
       if (!checked) return std::nullopt;
       content->resize(checked.payload.size()); // the payload is the content's prefix
-      if (std::time(nullptr) - f->st.st_mtime >= touch_after.count()) {
+      if (detail::modified_ago(f->st) >= touch_after) {
         const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
         (void)::futimens(f->fd.get(), times); // a read-only cache keeps its order; that is all
       }

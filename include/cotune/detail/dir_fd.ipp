@@ -140,13 +140,20 @@ COTUNE_DECL void atomic_write_parts(const std::filesystem::path& target,
   w.commit(true);
 }
 
+COTUNE_DECL std::chrono::nanoseconds modified_ago(const struct stat& st) noexcept {
+  struct timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const std::int64_t ns = (std::int64_t{now.tv_sec} - st.st_mtim.tv_sec) * 1000000000 + (now.tv_nsec - st.st_mtim.tv_nsec);
+  return std::chrono::nanoseconds(ns > 0 ? ns : 0); // a timestamp from the future (another host's clock) is new
+}
+
 COTUNE_DECL bool reclaim_temporary(int dir, const std::string& name, std::chrono::seconds min_age, std::uintmax_t& bytes) {
   if (!is_temporary_name(name)) return false;
   const unique_fd fd(::openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   if (!fd) return false;
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  if (std::time(nullptr) - st.st_mtime < min_age.count()) return false;
+  if (modified_ago(st) < min_age) return false;
   if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false; // a live writer holds it
   if (!still_linked(dir, name, st)) return false;
   if (::unlinkat(dir, name.c_str(), 0) != 0) return false;
