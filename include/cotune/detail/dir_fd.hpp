@@ -51,12 +51,14 @@ struct opened_file {
 /// Throws std::system_error naming `shown` (the path, for messages).
 [[nodiscard]] COTUNE_DECL unique_fd make_dir_at(int dir, const std::string& name, const std::filesystem::path& shown);
 
-/// How long ago `st` was last modified, by the real-time clock read now to the nanosecond; never
-/// negative. Not `time(nullptr) - st_mtime`: since Linux 6.13 a file whose times were looked at is
-/// stamped from the fine clock, which runs up to a tick ahead of the coarse one `time` reads, so a
-/// file written just now could look a second younger than it is (at a second's boundary) and a
-/// zero minimum age not be met (a flaky sweep).
-[[nodiscard]] COTUNE_DECL std::chrono::nanoseconds modified_ago(const struct stat& st) noexcept;
+/// How long ago `st` was last modified, in seconds, by the real-time clock read now to the
+/// nanosecond; never negative. Not `time(nullptr) - st_mtime`: since Linux 6.13 a file whose times
+/// were looked at is stamped from the fine clock, which runs up to a tick ahead of the coarse one
+/// `time` reads, so a file written just now could look a second younger than it is (at a second's
+/// boundary) and a zero minimum age not be met (a flaky sweep). In double seconds, not integer
+/// nanoseconds: compared with any `std::chrono::seconds` limit (a "never" of 10^10 s included) and
+/// with any timestamp, nothing overflows.
+[[nodiscard]] COTUNE_DECL std::chrono::duration<double> modified_ago(const struct stat& st) noexcept;
 
 /// True for names of temporary files (writes in progress, or left by writers that died).
 [[nodiscard]] constexpr bool is_temporary_name(std::string_view name) noexcept { return name.starts_with(".tmp."); }

@@ -140,11 +140,12 @@ COTUNE_DECL void atomic_write_parts(const std::filesystem::path& target,
   w.commit(true);
 }
 
-COTUNE_DECL std::chrono::nanoseconds modified_ago(const struct stat& st) noexcept {
+COTUNE_DECL std::chrono::duration<double> modified_ago(const struct stat& st) noexcept {
   struct timespec now {};
   ::clock_gettime(CLOCK_REALTIME, &now);
-  const std::int64_t ns = (std::int64_t{now.tv_sec} - st.st_mtim.tv_sec) * 1000000000 + (now.tv_nsec - st.st_mtim.tv_nsec);
-  return std::chrono::nanoseconds(ns > 0 ? ns : 0); // a timestamp from the future (another host's clock) is new
+  const double s = static_cast<double>(now.tv_sec - st.st_mtim.tv_sec) +
+                   static_cast<double>(now.tv_nsec - st.st_mtim.tv_nsec) * 1e-9;
+  return std::chrono::duration<double>(s > 0 ? s : 0); // a timestamp from the future (another host's clock) is new
 }
 
 COTUNE_DECL bool reclaim_temporary(int dir, const std::string& name, std::chrono::seconds min_age, std::uintmax_t& bytes) {
