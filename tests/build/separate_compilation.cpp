@@ -47,6 +47,7 @@ int main() {
     std::puts("FAIL: the tuning database did not read back its own text");
     return 1;
   }
-  std::printf("separate compilation: tuned %s, winner {%s}\n", kernel.name.c_str(), result.shown(result.best()).c_str());
+  std::printf("separate compilation: tuned %s, winner {%s}\n", kernel.name.c_str(),
+              result.shown(result.best()).c_str());
   return 0;
 }

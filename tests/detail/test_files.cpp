@@ -133,15 +133,12 @@ TEST_CASE("atomic_write handles names up to 255 bytes", "[detail][files]") {
 
 TEST_CASE("atomic_write of a bare file name writes in the current directory", "[detail][files]") {
   cotune_test::temp_dir tmp;
-  const auto before = fs::current_path();
+  struct back_to {
+    fs::path dir;
+    ~back_to() { fs::current_path(dir); } // the other tests run in this process's directory
+  } const returned{fs::current_path()};
   fs::current_path(tmp.path());
-  try {
-    atomic_write(fs::path("bare"), std::string("here"));
-  } catch (...) {
-    fs::current_path(before);
-    throw;
-  }
-  fs::current_path(before);
+  atomic_write(fs::path("bare"), std::string("here"));
   CHECK(read_file(tmp.path() / "bare") == "here");
   CHECK(names_in(tmp.path()) == std::set<std::string>{"bare"});
 }

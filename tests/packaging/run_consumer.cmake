@@ -9,8 +9,9 @@
 #   PKG_CONFIG          pkg-config (pkg_config only)
 # find_package and pkg_config first configure cotune on its own, build it and install it into
 # WORK_DIR/prefix, as the README tells a user to. Then the find_package consumer is configured, built
-# (linking the installed cotune_separate: COTUNE_SEPARATE_COMPILATION) and run; the pkg_config one is compiled by the compiler alone, with the flags
-# `pkg-config --cflags --libs cotune` prints, and run. Any failing step fails the test with its output.
+# (linking the installed cotune_separate: COTUNE_SEPARATE_COMPILATION) and run; the pkg_config one is
+# compiled by the compiler alone, with the flags `pkg-config --cflags --libs cotune` prints, and run.
+# Any failing step fails the test with its output.
 cmake_minimum_required(VERSION 3.25)
 
 foreach(var IN ITEMS CONSUMER CONSUMER_SOURCE_DIR WORK_DIR COTUNE_SOURCE_DIR COTUNE_VERSION GENERATOR CXX_COMPILER)
