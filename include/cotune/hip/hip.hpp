@@ -1,8 +1,10 @@
 #pragma once
 /// \file The HIP module's umbrella header: hiprtc + HIP runtime backend, benchmarker, knobs.
 /// Link `cotune::hip` (it defines COTUNE_HAS_HIP); libamdhip64 (and libhiprtc) are opened at run time,
-/// and no HIP header is needed to build.
+/// and no HIP header is needed to build. With COTUNE_SEPARATE_COMPILATION it also declares the HIP
+/// tuners' job compiled once (<cotune/impl/hip_src.hpp>, in `cotune::cotune_separate`).
 
+#include <cotune/detail/config.hpp>
 #include <cotune/hip/availability.hpp>
 #include <cotune/hip/device.hpp>
 #include <cotune/hip/device_buffer.hpp>
@@ -11,3 +13,16 @@
 #include <cotune/hip/hip_benchmarker.hpp>
 #include <cotune/hip/hip_knobs.hpp>
 #include <cotune/hip/hiprtc_api.hpp>
+
+#if !COTUNE_HEADER_ONLY
+#include <cotune/cache/file_cache.hpp>
+#include <cotune/tune/tuned_keys.hpp>
+#include <cotune/tune/tuning_job.hpp>
+
+namespace cotune {
+// COTUNE_SEPARATE_COMPILATION: a HIP tuner's job and table of keys over the file cache (the bulk of a
+// tuner's code, the same for every kernel signature) are compiled once, in <cotune/impl/hip_src.hpp>.
+extern template class tuning_job<hip::hip_backend, hip::hip_benchmarker, file_cache>;
+extern template class detail::tuned_keys<hip::hip_backend, hip::hip_benchmarker, file_cache>;
+} // namespace cotune
+#endif
