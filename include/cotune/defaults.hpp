@@ -11,19 +11,17 @@
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/detail/config.hpp>
 #include <cotune/tune/autotuner.hpp>
-#include <cotune/tune/tuned_keys.hpp>
-#include <cotune/tune/tuning_job.hpp>
+#include <cotune/tune/job_instantiation.hpp>
 
 namespace cotune {
 
 template <class Signature, Backend B = host_backend, class Bench, CacheManager Cache>
 class autotuner;
 
+} // namespace cotune
+
 #if !COTUNE_HEADER_ONLY
 // COTUNE_SEPARATE_COMPILATION: the default tuner's tuning job and table of keys (the bulk of a
 // tuner's code, and the same for every kernel signature) are compiled once, in <cotune/impl/src.hpp>.
-extern template class tuning_job<host_backend, host_benchmarker, file_cache>;
-extern template class detail::tuned_keys<host_backend, host_benchmarker, file_cache>;
+COTUNE_EXTERN_TUNING_JOB(cotune::host_backend, cotune::host_benchmarker, cotune::file_cache);
 #endif
-
-} // namespace cotune

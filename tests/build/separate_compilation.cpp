@@ -1,11 +1,15 @@
 // Built with COTUNE_SEPARATE_COMPILATION and linked against cotune::cotune_separate (its one file,
 // src/cotune_separate.cpp, includes <cotune/impl/src.hpp>): proves that a program using the separately
-// compiled bodies links and tunes a real host kernel, and that the shipped-database hook, compiled
-// in the library, is installed. Exits 0 on success; prints what failed otherwise.
+// compiled bodies links and tunes a real host kernel, that the shipped-database hook, compiled in the
+// library, is installed, and that a program compiles a combination of its own once with cotune's
+// macros (separate_own_job.hpp, .cpp). Exits 0 on success; prints what failed otherwise.
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
 #include <cotune/cotune.hpp>
+
+#include "separate_own_job.hpp"
 
 #if !defined(COTUNE_SEPARATE_COMPILATION) || COTUNE_HEADER_ONLY
 #error "this program checks the separate mode: build it with COTUNE_SEPARATE_COMPILATION"
@@ -47,7 +51,17 @@ int main() {
     std::puts("FAIL: the tuning database did not read back its own text");
     return 1;
   }
-  std::printf("separate compilation: tuned %s, winner {%s}\n", kernel.name.c_str(),
-              result.shown(result.best()).c_str());
+  // A tuner over the program's own cache, whose job separate_own_job.cpp compiled (the link proves it).
+  cotune::autotuner<void(float*, int), cotune::host_backend, cotune::host_benchmarker, separate_test::counting_cache>
+      own{kernel, {cotune::config{{"STEP", 2}}, cotune::config{{"STEP", 8}}}, {.arg_names = {"x", "n"}, .key = {"n"}}};
+  std::fill(x.begin(), x.end(), -1.0f);
+  own(x.data(), static_cast<int>(x.size()));
+  if (separate_test::counting_cache::opened == 0 || x[999] != 2.0f * 999) {
+    std::printf("FAIL: the tuner over the program's own cache (opened %d times) computed x[999] = %g\n",
+                separate_test::counting_cache::opened, x[999]);
+    return 1;
+  }
+  std::printf("separate compilation: tuned %s, winner {%s}; own cache opened %d times\n", kernel.name.c_str(),
+              result.shown(result.best()).c_str(), separate_test::counting_cache::opened);
   return 0;
 }

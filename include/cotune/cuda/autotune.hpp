@@ -26,8 +26,7 @@
 #include <cotune/cuda/cuda_benchmarker.hpp>
 #include <cotune/detail/config.hpp>
 #include <cotune/tune/autotuner.hpp>
-#include <cotune/tune/tuned_keys.hpp>
-#include <cotune/tune/tuning_job.hpp>
+#include <cotune/tune/job_instantiation.hpp>
 
 // CUDA kernels are timed with CUDA events (do_bench's semantics), never with the host clock: the
 // backend declares `default_benchmarker_type = cuda_benchmarker`, which the autotuner picks up.
@@ -72,10 +71,7 @@ namespace cotune::cuda {
 } // namespace cotune::cuda
 
 #if !COTUNE_HEADER_ONLY
-namespace cotune {
 // COTUNE_SEPARATE_COMPILATION: a CUDA tuner's job and table of keys over the file cache (the bulk of a
 // tuner's code, the same for every kernel signature) are compiled once, in <cotune/impl/cuda_src.hpp>.
-extern template class tuning_job<cuda::cuda_backend, cuda::cuda_benchmarker, file_cache>;
-extern template class detail::tuned_keys<cuda::cuda_backend, cuda::cuda_benchmarker, file_cache>;
-} // namespace cotune
+COTUNE_EXTERN_TUNING_JOB(cotune::cuda::cuda_backend, cotune::cuda::cuda_benchmarker, cotune::file_cache);
 #endif

@@ -16,13 +16,9 @@
 
 #if !COTUNE_HEADER_ONLY
 #include <cotune/cache/file_cache.hpp>
-#include <cotune/tune/tuned_keys.hpp>
-#include <cotune/tune/tuning_job.hpp>
+#include <cotune/tune/job_instantiation.hpp>
 
-namespace cotune {
 // COTUNE_SEPARATE_COMPILATION: a HIP tuner's job and table of keys over the file cache (the bulk of a
 // tuner's code, the same for every kernel signature) are compiled once, in <cotune/impl/hip_src.hpp>.
-extern template class tuning_job<hip::hip_backend, hip::hip_benchmarker, file_cache>;
-extern template class detail::tuned_keys<hip::hip_backend, hip::hip_benchmarker, file_cache>;
-} // namespace cotune
+COTUNE_EXTERN_TUNING_JOB(cotune::hip::hip_backend, cotune::hip::hip_benchmarker, cotune::file_cache);
 #endif

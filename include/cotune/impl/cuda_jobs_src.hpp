@@ -14,12 +14,7 @@
 #include <cotune/cuda/cuda_backend.hpp>
 #include <cotune/cuda/cuda_benchmarker.hpp>
 #include <cotune/job/cuda_kernel_runner.hpp>
-#include <cotune/tune/tuned_keys.hpp>
-#include <cotune/tune/tuning_job.hpp>
+#include <cotune/tune/job_instantiation.hpp>
 
-namespace cotune {
-template class tuning_job<cuda::cuda_backend, cuda::cuda_benchmarker, file_cache>;
-template class detail::tuned_keys<cuda::cuda_backend, cuda::cuda_benchmarker, file_cache>;
-template class tuning_job<job::job_cuda_backend, cuda::cuda_benchmarker, file_cache>;
-template class detail::tuned_keys<job::job_cuda_backend, cuda::cuda_benchmarker, file_cache>;
-} // namespace cotune
+COTUNE_INSTANTIATE_TUNING_JOB(cotune::cuda::cuda_backend, cotune::cuda::cuda_benchmarker, cotune::file_cache);
+COTUNE_INSTANTIATE_TUNING_JOB(cotune::job::job_cuda_backend, cotune::cuda::cuda_benchmarker, cotune::file_cache);

@@ -5,15 +5,11 @@
 /// static link takes only into programs that name a HIP tuner.
 
 #if !defined(COTUNE_SEPARATE_COMPILATION)
-#error "<cotune/impl/hip_jobs_src.hpp> is for COTUNE_SEPARATE_COMPILATION builds: define it in every file of the program"
+#error "<cotune/impl/hip_jobs_src.hpp> is for COTUNE_SEPARATE_COMPILATION builds: define it in every file"
 #endif
 
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/hip/hip.hpp>
-#include <cotune/tune/tuned_keys.hpp>
-#include <cotune/tune/tuning_job.hpp>
+#include <cotune/tune/job_instantiation.hpp>
 
-namespace cotune {
-template class tuning_job<hip::hip_backend, hip::hip_benchmarker, file_cache>;
-template class detail::tuned_keys<hip::hip_backend, hip::hip_benchmarker, file_cache>;
-} // namespace cotune
+COTUNE_INSTANTIATE_TUNING_JOB(cotune::hip::hip_backend, cotune::hip::hip_benchmarker, cotune::file_cache);

@@ -48,7 +48,4 @@
 // The default (host) tuner's job and table of keys: declared `extern template` by <cotune/defaults.hpp>.
 #include <cotune/defaults.hpp>
 
-namespace cotune {
-template class tuning_job<host_backend, host_benchmarker, file_cache>;
-template class detail::tuned_keys<host_backend, host_benchmarker, file_cache>;
-} // namespace cotune
+COTUNE_INSTANTIATE_TUNING_JOB(cotune::host_backend, cotune::host_benchmarker, cotune::file_cache);

@@ -36,8 +36,7 @@
 #include <cotune/job/job_runner.hpp>
 #include <cotune/job/job_spec.hpp>
 #include <cotune/tune/autotuner.hpp>
-#include <cotune/tune/tuned_keys.hpp>
-#include <cotune/tune/tuning_job.hpp>
+#include <cotune/tune/job_instantiation.hpp>
 
 namespace cotune::job {
 
@@ -223,10 +222,7 @@ private:
 } // namespace cotune::job
 
 #if !COTUNE_HEADER_ONLY
-namespace cotune {
 // COTUNE_SEPARATE_COMPILATION: a job's CUDA tuner's job and table of keys over the file cache are
 // compiled once, in <cotune/impl/cuda_src.hpp> (as the CUDA tuner's in <cotune/cuda/autotune.hpp>).
-extern template class tuning_job<job::job_cuda_backend, cuda::cuda_benchmarker, file_cache>;
-extern template class detail::tuned_keys<job::job_cuda_backend, cuda::cuda_benchmarker, file_cache>;
-} // namespace cotune
+COTUNE_EXTERN_TUNING_JOB(cotune::job::job_cuda_backend, cotune::cuda::cuda_benchmarker, cotune::file_cache);
 #endif
