@@ -1,6 +1,7 @@
 // Tests for cotune/search/local_search.hpp: the best-first walk over neighbours (no device): it finds
 // the optimum of a convex space, steps only from measured candidates, waits for each step's outcomes,
-// never proposes a known failure, is reproducible by seed, and jumps along flat axes (line moves).
+// never proposes a known failure, is reproducible by seed, jumps along flat axes (line moves), and orders
+// a new best point's steps by the effect the same steps had beside it.
 
 #include <catch2/catch.hpp>
 
@@ -179,7 +180,7 @@ std::pair<std::size_t, std::vector<std::size_t>> after_flat_neighbourhood(const 
 
 } // namespace
 
-TEST_CASE("on a flat axis local search jumps to the far positions of the line, the furthest first",
+TEST_CASE("on a flat axis local search jumps along the line, the middle of the widest untried stretch first",
           "[search][local]") {
   const search_space space(plateau());
   for (std::uint64_t seed = 1; seed <= 8; ++seed) {
@@ -187,17 +188,21 @@ TEST_CASE("on a flat axis local search jumps to the far positions of the line, t
     const auto [start, next] = after_flat_neighbourhood(local_search(1, 3), seed);
     REQUIRE(next.size() == 3);
     const int a = space.coords(start)[0], b = space.coords(start)[1];
-    const int furthest = std::max(a, 9 - a);
-    int last = furthest;
+    // How far position q is from anything taken on the line (a - 1 to a + 1) or from just past an end.
+    const auto gap = [&](int q) { return std::min({q + 1, 10 - q, std::abs(q - a) - 1}); };
+    int widest = 0;
+    for (int q = 0; q < 10; ++q)
+      if (std::abs(q - a) >= 2) widest = std::max(widest, gap(q));
+    int last = widest;
     for (auto j : next) {
-      // On the start's line (same B), at least two positions away, in non-increasing distance.
+      // On the start's line (same B), at least two positions away, in non-increasing gap.
       CHECK(space.coords(j)[1] == b);
-      const int away = std::abs(space.coords(j)[0] - a);
-      CHECK(away >= 2);
-      CHECK(away <= last);
-      last = away;
+      const int q = space.coords(j)[0];
+      CHECK(std::abs(q - a) >= 2);
+      CHECK(gap(q) <= last);
+      last = gap(q);
     }
-    CHECK(std::abs(space.coords(next[0])[0] - a) == furthest);
+    CHECK(gap(space.coords(next[0])[0]) == widest);
   }
 }
 
@@ -227,4 +232,54 @@ TEST_CASE("an axis with a slower or failed neighbour is not flat: no line moves 
     s->tell({j, on_a ? 1.05 : 1.0, !(on_a && space.coords(j)[0] < a)});
   }
   for (auto j : s->propose(8)) CHECK(std::abs(space.coords(j)[0] - a) <= 2);
+}
+
+namespace {
+
+/// A 6 x 6 grid (A, B), for steps whose effect is measured beside the point they are taken from.
+const std::vector<config>& square() {
+  static const std::vector<config> cs = [] {
+    std::vector<config> out;
+    for (int a = 0; a < 6; ++a)
+      for (int b = 0; b < 6; ++b) out.push_back(config{{"A", a}, {"B", b}});
+    return out;
+  }();
+  return cs;
+}
+
+} // namespace
+
+TEST_CASE("local search first tries, from a new best point, the step that helped beside it", "[search][local]") {
+  // From start S = (a, b): S 1.0; its neighbours (a+1, b) 0.5 (the new best, P), (a-1, b) 1.0, (a, b+1)
+  // 0.9 (B up helped beside P) and (a, b-1) 1.1 (B down hurt). Both A up and B up won once, so their
+  // direction counts tie, and without the effect measured beside P the axes' order would pick A up
+  // (a+2, b). Measured beside P (at S), B up is faster: P's first proposal is (a+1, b+1), and B down,
+  // which hurt there, comes after A up, whose effect is unknown.
+  const search_space space(square());
+  int checked = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    auto s = local_search(1, 4).start(space, {.evaluations = 30, .seed = seed}, 2);
+    const auto start = s->propose(8);
+    REQUIRE(start.size() == 1);
+    const auto c = space.coords(start[0]);
+    const int a = c[0], b = c[1];
+    if (a < 1 || a > 3 || b < 1 || b > 4) continue; // every neighbour used below must exist
+    INFO("seed " << seed << ", start (" << a << ", " << b << ")");
+    ++checked;
+    s->tell({start[0], 1.0, true});
+    const auto step = s->propose(8);
+    REQUIRE(step.size() == 4);
+    const auto at = [&](int x, int y) { return *space.find({x, y}); };
+    for (auto j : step) {
+      const auto q = space.coords(j);
+      const double t = q[0] == a + 1 ? 0.5 : q[0] == a - 1 ? 1.0 : q[1] == b + 1 ? 0.9 : 1.1;
+      s->tell({j, t, true});
+    }
+    const auto next = s->propose(8);
+    REQUIRE(next.size() >= 3);
+    CHECK(next[0] == at(a + 1, b + 1));
+    CHECK(next[1] == at(a + 2, b));
+    CHECK(next[2] == at(a + 1, b - 1));
+  }
+  CHECK(checked >= 5);
 }

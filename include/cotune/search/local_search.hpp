@@ -18,21 +18,27 @@ namespace cotune {
 
 /// Starts from `starts` random candidates, then repeatedly takes the fastest candidate measured so
 /// far that still has untried neighbours (one step on one axis, see `search_space::neighbours`) and
-/// proposes `step` of them, the moves that most often helped first: each (axis, direction) keeps a
-/// count of how often a step that way was faster than the candidate it left (failed steps count as
-/// not faster). A faster neighbour becomes the next point to expand at once (first improvement), and
-/// when the best point's neighbourhood is used up the next fastest is expanded, so the search walks
-/// the plateau around the best candidates instead of restarting at random; a batch the fastest point
-/// cannot fill is filled from the next fastest. Only when every measured candidate's neighbourhood is
-/// used up does it draw random candidates again.
+/// proposes `step` of them. First the steps that helped beside it: a step's effect is read off the
+/// same step (same axis, same target value) measured from the nearest measured candidates that differ
+/// from the point on one other axis, and the steps with no such pair count as no change; then the
+/// moves that most often helped: each (axis, direction) keeps a count of how often a step that way
+/// was faster than the candidate it left (failed steps count as not faster); then the axes in turn,
+/// starting after the axis of the step that reached the point, each axis's step towards its longer
+/// side before its other one. A faster neighbour becomes the next point to expand at once (first
+/// improvement), and when the best point's neighbourhood is used up the next fastest is expanded, so
+/// the search walks the plateau around the best candidates instead of restarting at random; a batch
+/// the fastest point cannot fill is filled from the next fastest. Only when every measured candidate's
+/// neighbourhood is used up does it draw random candidates again.
 ///
 /// Line moves: on a plateau one step tells nothing (the neighbours are as fast), and the best value of
 /// a flat axis can lie several steps away. So when every one-step neighbour of a point along an axis
 /// has been measured, none failed and none is more than `flat` (a fraction) slower than the point, the
 /// axis is flat there, and the point's other positions on that axis become candidates too, after its
-/// one-step moves, the furthest first (only for the fastest point with a flat axis; a negative `flat`
-/// turns them off). Measured on three real H200 spaces, this cut the evaluations the reduction needs to
-/// come within 2% of its optimum by a seventh (benchmarks/RESULTS.md).
+/// one-step moves, ordered as one-step moves are by the effect seen beside the point, then the middle
+/// of the widest untried stretch of the line first (an axis's end value is the likeliest extreme), then
+/// the furthest (only for the fastest point with a flat axis; a negative `flat` turns them off).
+/// Measured on three real H200 spaces, line moves cut the evaluations the reduction needs to come
+/// within 2% of its optimum by a seventh (benchmarks/RESULTS.md).
 ///
 /// By default each batch waits for the previous one's outcomes: fewest evaluations, but a tuning pays
 /// each batch's compile latency in turn. `pipelined`: a batch is also proposed while another is in

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,13 +37,14 @@ protected:
     bool lines_given = flat_ < 0;
     for (std::size_t r = 0; r < valid.size() && picks.size() < n; ++r) {
       const std::size_t a = valid[r].index;
-      for (std::size_t j : space().neighbours(a))
-        if (!taken(j)) offer(picks, {{r, 0, -promise(a, j)}, j, a});
+      for (std::size_t j : neighbours_in_turn(a))
+        if (!taken(j)) offer(picks, {{r, 0, predicted(a, j), -promise(a, j)}, j, a});
       if (lines_given) continue;
       if (const auto axes = flat_axes(a); !axes.empty()) {
         lines_given = true;
         const auto far = line_moves(a, axes);
-        for (std::size_t k = 0; k < far.size(); ++k) offer(picks, {{r, 1, static_cast<double>(k)}, far[k], a});
+        for (std::size_t k = 0; k < far.size(); ++k)
+          offer(picks, {{r, 1, predicted(a, far[k]), static_cast<double>(k)}, far[k], a});
       }
     }
     if (picks.empty()) return draw(std::min(want, starts_)); // every neighbourhood used up: start afresh
@@ -67,9 +69,10 @@ protected:
 
 private:
   /// A proposal: ranked by the fastness order of the point it steps from, then one-step moves before
-  /// line moves, then promise (one-step) or distance order (line moves).
+  /// line moves, then the step's effect seen nearby (`predicted`, faster first), then promise
+  /// (one-step) or the order of `line_moves`.
   struct pick {
-    std::tuple<std::size_t, int, double> rank;
+    std::tuple<std::size_t, int, double, double> rank;
     std::size_t index, from;
   };
   /// Adds `p`, or re-ranks an earlier pick of the same candidate if `p` ranks before it.
@@ -98,6 +101,59 @@ private:
     const std::size_t m = move(a, b);
     return (static_cast<double>(wins_[m]) + 1) / (static_cast<double>(tries_[m]) + 2);
   }
+  /// The step from `a` to `b` (which differ on one axis `d`) as measured beside `a`: along each other
+  /// axis, on each side, the nearest measured candidate `c` whose partner (`c` with `d` as in `b`) is
+  /// measured too, both valid; the mean of log(partner / `c`) over those pairs, 0 (no change) if none.
+  /// Nearby points mostly share the effect of a step, so a step that helped (or hurt) beside `a` is
+  /// tried early (late) from `a`; a new best point's neighbours thus learn from the old one's.
+  [[nodiscard]] double predicted(std::size_t a, std::size_t b) const {
+    const std::size_t d = move(a, b) / 2;
+    const int v = space().coords(b)[d];
+    double sum = 0;
+    int pairs = 0;
+    for (std::size_t e = 0; e < space().dimensions(); ++e) {
+      if (e == d) continue;
+      for (int dir : {-1, 1})
+        space().walk(a, e, dir, [&](std::size_t c) {
+          const auto tc = time_.find(c);
+          if (tc == time_.end()) return true;
+          auto q = space().coords(c);
+          q[d] = v;
+          const auto partner = space().find(q);
+          const auto tp = partner ? time_.find(*partner) : time_.end();
+          if (tp == time_.end()) return true;
+          sum += std::log(tp->second / tc->second);
+          ++pairs;
+          return false; // the nearest pair only
+        });
+    }
+    return pairs == 0 ? 0.0 : sum / pairs;
+  }
+  /// `a`'s one-step neighbours taking the axes in turn, starting after the axis of the step that
+  /// reached `a` (from the first axis for a random start): first each axis's step towards its longer
+  /// side (the lower side on a tie), then each axis's other step. Among steps ranked alike, this order
+  /// decides: each batch spreads over the axes, and no axis always comes last.
+  [[nodiscard]] std::vector<std::size_t> neighbours_in_turn(std::size_t a) const {
+    const std::size_t dims = space().dimensions();
+    const auto from = from_.find(a);
+    const std::size_t first = from == from_.end() ? 0 : (move(from->second, a) / 2 + 1) % dims;
+    std::vector<std::tuple<std::size_t, std::size_t, std::size_t>> turns; // (side, turn, candidate)
+    for (std::size_t d = 0; d < dims; ++d) {
+      std::vector<std::size_t> sides; // lower side first
+      for (int dir : {-1, 1})
+        space().walk(a, d, dir, [&](std::size_t j) {
+          sides.push_back(j);
+          return false;
+        });
+      const int p = space().coords(a)[d], top = static_cast<int>(space().axes()[d].values.size()) - 1;
+      if (sides.size() == 2 && top - p > p) std::swap(sides[0], sides[1]);
+      for (std::size_t s = 0; s < sides.size(); ++s) turns.emplace_back(s, (d + dims - first) % dims, sides[s]);
+    }
+    std::sort(turns.begin(), turns.end());
+    std::vector<std::size_t> out;
+    for (const auto& t : turns) out.push_back(std::get<2>(t));
+    return out;
+  }
   /// The axes along which every one-step neighbour of measured point `a` is measured, valid and at
   /// most `flat` slower than `a`.
   [[nodiscard]] std::vector<std::size_t> flat_axes(std::size_t a) const {
@@ -121,20 +177,36 @@ private:
     return out;
   }
   /// The untaken candidates at least two present positions from `a` along `axes` (everything else
-  /// as `a`), the furthest first; ties in axis order, the lower side first.
+  /// as `a`): first those furthest from anything taken on their line (the axis's ends count as taken
+  /// positions just beyond them, so the middle of an untried stretch comes before its end: an end
+  /// value is the likeliest extreme), then the furthest from `a`; ties in axis order, the lower side
+  /// first.
   [[nodiscard]] std::vector<std::size_t> line_moves(std::size_t a, const std::vector<std::size_t>& axes) const {
-    std::vector<std::pair<std::size_t, std::size_t>> found; // (steps away, candidate), in walk order
-    for (std::size_t d : axes)
+    std::vector<std::tuple<int, std::size_t, std::size_t>> found; // (gap, steps away, candidate), in walk order
+    for (std::size_t d : axes) {
+      const int size = static_cast<int>(space().axes()[d].values.size());
       for (int dir : {-1, 1}) {
         std::size_t steps = 0;
         space().walk(a, d, dir, [&](std::size_t j) {
-          if (++steps >= 2 && !taken(j)) found.emplace_back(steps, j);
+          if (++steps < 2 || taken(j)) return true;
+          const int q = space().coords(j)[d];
+          int gap = std::min(q + 1, size - q);
+          for (int side : {-1, 1})
+            space().walk(j, d, side, [&](std::size_t k) {
+              if (!taken(k)) return true;
+              gap = std::min(gap, std::abs(space().coords(k)[d] - q));
+              return false;
+            });
+          found.emplace_back(gap, steps, j);
           return true;
         });
       }
-    std::stable_sort(found.begin(), found.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    }
+    std::stable_sort(found.begin(), found.end(), [](const auto& x, const auto& y) {
+      return std::tie(std::get<0>(x), std::get<1>(x)) > std::tie(std::get<0>(y), std::get<1>(y));
+    });
     std::vector<std::size_t> out;
-    for (const auto& f : found) out.push_back(f.second);
+    for (const auto& f : found) out.push_back(std::get<2>(f));
     return out;
   }
 
