@@ -121,7 +121,8 @@ private:
           q[d] = v;
           const auto partner = space().find(q);
           const auto tp = partner ? time_.find(*partner) : time_.end();
-          if (tp == time_.end()) return true;
+          // A time of 0 (a benchmarker's floor) has no ratio: such a pair says nothing.
+          if (tp == time_.end() || !(tc->second > 0) || !(tp->second > 0)) return true;
           sum += std::log(tp->second / tc->second);
           ++pairs;
           return false; // the nearest pair only
