@@ -252,11 +252,12 @@ const std::vector<config>& square() {
 TEST_CASE("local search first tries, from a new best point, the step that helped beside it", "[search][local]") {
   // From start S = (a, b): S 1.0; its neighbours (a+1, b) 0.5 (the new best, P), (a-1, b) 1.0, (a, b+1)
   // 0.9 (B up helped beside P) and (a, b-1) 1.1 (B down hurt). Both A up and B up won once, so their
-  // direction counts tie, and without the effect measured beside P the axes' order would pick A up
-  // (a+2, b). Measured beside P (at S), B up is faster: P's first proposal is (a+1, b+1), and B down,
-  // which hurt there, comes after A up, whose effect is unknown.
+  // direction counts tie. Measured beside P (at S), B up is faster: P's first proposal is (a+1, b+1),
+  // and B down, which hurt there, comes after A up, whose effect is unknown. Where a == 1 and b >= 3,
+  // the axes' order alone (A's longer side is up, B's is down) would pick A up (a+2, b) first: those
+  // starts are the ones that tell the measured effect from the order, and some must be among the seeds.
   const search_space space(square());
-  int checked = 0;
+  int checked = 0, telling = 0;
   for (std::uint64_t seed = 1; seed <= 40; ++seed) {
     auto s = local_search(1, 4).start(space, {.evaluations = 30, .seed = seed}, 2);
     const auto start = s->propose(8);
@@ -266,6 +267,7 @@ TEST_CASE("local search first tries, from a new best point, the step that helped
     if (a < 1 || a > 3 || b < 1 || b > 4) continue; // every neighbour used below must exist
     INFO("seed " << seed << ", start (" << a << ", " << b << ")");
     ++checked;
+    if (a == 1 && b >= 3) ++telling;
     s->tell({start[0], 1.0, true});
     const auto step = s->propose(8);
     REQUIRE(step.size() == 4);
@@ -282,4 +284,5 @@ TEST_CASE("local search first tries, from a new best point, the step that helped
     CHECK(next[2] == at(a + 1, b - 1));
   }
   CHECK(checked >= 5);
+  CHECK(telling >= 1);
 }

@@ -178,30 +178,41 @@ private:
     return out;
   }
   /// The untaken candidates at least two present positions from `a` along `axes` (everything else
-  /// as `a`): first those furthest from anything taken on their line (the axis's ends count as taken
-  /// positions just beyond them, so the middle of an untried stretch comes before its end: an end
-  /// value is the likeliest extreme), then the furthest from `a`; ties in axis order, the lower side
-  /// first.
+  /// as `a`): first those furthest from anything taken on their line (the line's ends, as the list holds
+  /// it, count as taken positions just beyond them, so the middle of an untried stretch comes before its
+  /// end: an end value is the likeliest extreme), then the furthest from `a`; ties in axis order, the
+  /// lower side first. One pass along each line.
   [[nodiscard]] std::vector<std::size_t> line_moves(std::size_t a, const std::vector<std::size_t>& axes) const {
     std::vector<std::tuple<int, std::size_t, std::size_t>> found; // (gap, steps away, candidate), in walk order
     for (std::size_t d : axes) {
-      const int size = static_cast<int>(space().axes()[d].values.size());
-      for (int dir : {-1, 1}) {
-        std::size_t steps = 0;
-        space().walk(a, d, dir, [&](std::size_t j) {
-          if (++steps < 2 || taken(j)) return true;
-          const int q = space().coords(j)[d];
-          int gap = std::min(q + 1, size - q);
-          for (int side : {-1, 1})
-            space().walk(j, d, side, [&](std::size_t k) {
-              if (!taken(k)) return true;
-              gap = std::min(gap, std::abs(space().coords(k)[d] - q));
-              return false;
-            });
-          found.emplace_back(gap, steps, j);
-          return true;
-        });
+      std::vector<std::size_t> line; // the line through `a` as the list holds it, lowest position first
+      const auto collect = [&](std::size_t j) {
+        line.push_back(j);
+        return true;
+      };
+      space().walk(a, d, -1, collect);
+      std::reverse(line.begin(), line.end());
+      const std::size_t at = line.size(); // `a`'s place on the line
+      line.push_back(a);
+      space().walk(a, d, 1, collect);
+      const auto pos = [&](std::size_t k) { return space().coords(line[k])[d]; };
+      // The nearest taken position below and above each place.
+      std::vector<int> below(line.size()), above(line.size());
+      int last = pos(0) - 1;
+      for (std::size_t k = 0; k < line.size(); ++k) {
+        below[k] = last;
+        if (taken(line[k])) last = pos(k);
       }
+      last = pos(line.size() - 1) + 1;
+      for (std::size_t k = line.size(); k-- > 0;) {
+        above[k] = last;
+        if (taken(line[k])) last = pos(k);
+      }
+      const auto offer_line_move = [&](std::size_t k, std::size_t steps) {
+        if (!taken(line[k])) found.emplace_back(std::min(pos(k) - below[k], above[k] - pos(k)), steps, line[k]);
+      };
+      for (std::size_t steps = 2; steps <= at; ++steps) offer_line_move(at - steps, steps);
+      for (std::size_t steps = 2; at + steps < line.size(); ++steps) offer_line_move(at + steps, steps);
     }
     std::stable_sort(found.begin(), found.end(), [](const auto& x, const auto& y) {
       return std::tie(std::get<0>(x), std::get<1>(x)) > std::tie(std::get<0>(y), std::get<1>(y));
