@@ -13,7 +13,7 @@
 #include <concepts>
 #include <cstdint>
 #include <cstddef>
-#include <ranges>
+#include <iterator>
 #include <span>
 #include <string>
 #include <string_view>
@@ -106,11 +106,19 @@ host_span(Container&) -> host_span<std::remove_reference_t<decltype(*std::declva
 static_assert(WritableBuffer<host_span<float>>);
 static_assert(Buffer<host_span<const float>> && !WritableBuffer<host_span<const float>>);
 
+namespace detail {
+/// The element type of a contiguous range `R` (what std::ranges::data points to), const if `R` is.
+template <class R>
+using host_element_t = std::remove_reference_t<decltype(*std::ranges::data(std::declval<R&>()))>;
+} // namespace detail
+
 /// A contiguous range of trivially copyable elements in host memory that is not itself a Buffer:
 /// `std::span<T>`, `std::vector<T>`, `std::array<T, N>` (strings are left out: they are text).
+/// Written over std::ranges::data and std::ranges::size, which <iterator> provides, and not over
+/// <ranges>' concepts: every file that includes cotune would compile <ranges> for this one check.
 template <class R>
-concept HostRange = !Buffer<R> && std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
-                    std::is_trivially_copyable_v<std::ranges::range_value_t<R>> &&
+concept HostRange = !Buffer<R> && requires(R& r) { std::ranges::data(r), std::ranges::size(r); } &&
+                    std::is_trivially_copyable_v<std::remove_cv_t<detail::host_element_t<R>>> &&
                     !std::is_convertible_v<const R&, std::string_view>;
 
 /// A Buffer, or a HostRange that `as_buffer` views as one.
@@ -122,8 +130,7 @@ template <class A>
   requires AnyBuffer<std::remove_const_t<A>>
 [[nodiscard]] constexpr decltype(auto) as_buffer(A& a) noexcept {
   if constexpr (Buffer<std::remove_const_t<A>>) return (a);
-  else return host_span<std::remove_reference_t<std::ranges::range_reference_t<A&>>>(std::ranges::data(a),
-                                                                                    std::ranges::size(a));
+  else return host_span<detail::host_element_t<A>>(std::ranges::data(a), std::ranges::size(a));
 }
 
 /// True when reset_to_zero and restore_value may name an argument of type A (a writable buffer, or a
@@ -131,7 +138,7 @@ template <class A>
 template <class A>
 inline constexpr bool is_writable_buffer = [] {
   if constexpr (Buffer<A>) return WritableBuffer<A>;
-  else if constexpr (HostRange<A>) return !std::is_const_v<std::remove_reference_t<std::ranges::range_reference_t<A&>>>;
+  else if constexpr (HostRange<A>) return !std::is_const_v<detail::host_element_t<A>>;
   else return false;
 }();
 

@@ -23,6 +23,7 @@
 #include <cotune/detail/files.ipp>
 #include <cotune/detail/dir_fd.ipp>
 #include <cotune/cache/cache_trust.ipp>
+#include <cotune/cache/cache_sweep.ipp>
 #include <cotune/cache/local_key.ipp>
 #include <cotune/cache/remote_companion.ipp>
 #include <cotune/tune/tuning_result.ipp>
@@ -32,6 +33,7 @@
 #include <cotune/knobs/knobs.ipp>
 #include <cotune/search/search_knobs.ipp>
 #include <cotune/search/search_space.ipp>
+#include <cotune/search/search_strategy.ipp>
 #include <cotune/search/exhaustive_search.ipp>
 #include <cotune/search/local_search.ipp>
 #include <cotune/search/evolutionary_search.ipp>

@@ -20,10 +20,11 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
+#include <cotune/detail/config.hpp>
+#include <cotune/detail/mersenne_twister.hpp>
 #include <cotune/search/search_space.hpp>
 
 namespace cotune {
@@ -31,11 +32,11 @@ namespace cotune {
 namespace detail {
 /// A number in [0, n) from the engine's raw output: mt19937_64's sequence is fixed by the standard,
 /// but the distributions are not, so this keeps proposals equal across standard libraries.
-[[nodiscard]] inline std::size_t below(std::mt19937_64& rng, std::size_t n) noexcept {
+[[nodiscard]] inline std::size_t below(detail::mt19937_64& rng, std::size_t n) noexcept {
   return n == 0 ? 0 : static_cast<std::size_t>(rng() % n);
 }
 /// A number in [0, 1) from the engine's raw output (53 bits).
-[[nodiscard]] inline double unit(std::mt19937_64& rng) noexcept {
+[[nodiscard]] inline double unit(detail::mt19937_64& rng) noexcept {
   return static_cast<double>(rng() >> 11) * 0x1.0p-53;
 }
 } // namespace detail
@@ -47,7 +48,8 @@ struct search_settings {
   std::size_t evaluations = 0;
   /// Wall-clock budget in ms from the first proposal; no batch is proposed after it. 0 = none.
   double wall_ms = 0;
-  /// Seed of the strategy's std::mt19937_64 (never std::random_device: tunings are reproducible).
+  /// Seed of the strategy's engine, std::mt19937_64's sequence (never std::random_device: tunings are
+  /// reproducible).
   std::uint64_t seed = 0;
 };
 
@@ -65,52 +67,23 @@ struct search_outcome {
 /// over protected virtuals.
 class search_session {
 public:
-  search_session(const search_space& space, search_settings settings, std::size_t default_evaluations,
-                 std::size_t depth)
-      : space_(space), rng_(settings.seed), depth_(std::max<std::size_t>(1, depth)),
-        taken_(space.size(), false), outcome_(space.size()), start_(std::chrono::steady_clock::now()),
-        wall_ms_(settings.wall_ms) {
-    limit_ = std::min(space.size(), settings.evaluations ? settings.evaluations : default_evaluations);
-  }
+  COTUNE_DECL search_session(const search_space& space, search_settings settings, std::size_t default_evaluations,
+                             std::size_t depth);
   virtual ~search_session() = default;
   search_session(const search_session&) = delete;
   search_session& operator=(const search_session&) = delete;
 
   /// Before the first proposal: an outcome known already (a resumed journal, a quarantined config).
   /// It counts against the budget and is never proposed.
-  void known(const search_outcome& o) {
-    if (o.index >= space_.size() || taken_[o.index]) return;
-    taken_[o.index] = true;
-    ++spent_;
-    prior_.push_back(o);
-  }
+  COTUNE_DECL void known(const search_outcome& o);
 
   /// The next batch: at most `want` indices, none proposed or known before, within the budget.
   /// Batch k sees the outcomes of batches up to k-depth, or of all batches once all are complete.
   /// Empty with batches in flight: ask again when one completes; empty with none: the search is over.
-  [[nodiscard]] std::vector<std::size_t> propose(std::size_t want) {
-    deliver();
-    want = std::min(want, limit_ > spent_ ? limit_ - spent_ : 0);
-    if (want == 0 || out_of_time()) return {};
-    std::vector<std::size_t> out;
-    for (std::size_t i : do_propose(want)) {
-      if (out.size() == want) break;
-      if (i >= space_.size() || taken_[i]) continue;
-      taken_[i] = true;
-      out.push_back(i);
-    }
-    spent_ += out.size();
-    if (!out.empty()) batches_.push_back({out, 0});
-    return out;
-  }
+  [[nodiscard]] COTUNE_DECL std::vector<std::size_t> propose(std::size_t want);
 
   /// The outcome of a proposed candidate (in any order; the strategy sees them in proposal order).
-  void tell(const search_outcome& o) {
-    if (o.index >= space_.size() || outcome_[o.index]) return;
-    outcome_[o.index] = o;
-    for (auto& b : batches_)
-      if (std::find(b.indices.begin(), b.indices.end(), o.index) != b.indices.end()) ++b.told;
-  }
+  COTUNE_DECL void tell(const search_outcome& o);
 
   /// Candidates proposed or known so far.
   [[nodiscard]] std::size_t spent() const noexcept { return spent_; }
@@ -126,7 +99,7 @@ protected:
   virtual void do_tell(const search_outcome&) {}
 
   [[nodiscard]] const search_space& space() const noexcept { return space_; }
-  [[nodiscard]] std::mt19937_64& rng() noexcept { return rng_; }
+  [[nodiscard]] detail::mt19937_64& rng() noexcept { return rng_; }
   /// The outcomes delivered so far, in proposal order.
   [[nodiscard]] const std::vector<search_outcome>& history() const noexcept { return history_; }
   /// The best valid delivered outcome's index (ties: the earlier told).
@@ -134,14 +107,7 @@ protected:
   /// Proposals whose outcomes the strategy has not seen yet.
   [[nodiscard]] std::size_t in_flight() const noexcept { return spent_ - history_.size() - prior_.size(); }
   /// A uniformly chosen candidate not yet taken.
-  [[nodiscard]] std::optional<std::size_t> random_untaken() {
-    const std::size_t left = space_.size() - static_cast<std::size_t>(std::count(taken_.begin(), taken_.end(), true));
-    if (left == 0) return std::nullopt;
-    std::size_t k = detail::below(rng_, left);
-    for (std::size_t i = 0; i < taken_.size(); ++i)
-      if (!taken_[i] && k-- == 0) return i;
-    return std::nullopt;
-  }
+  [[nodiscard]] COTUNE_DECL std::optional<std::size_t> random_untaken();
 
 private:
   struct batch {
@@ -150,33 +116,12 @@ private:
   };
 
   /// Hands the strategy the outcomes of whole batches, oldest first, up to batch (next - depth).
-  void deliver() {
-    for (auto& o : prior_) accept(o);
-    prior_.clear();
-    // Every batch complete: the caller waits on the strategy, so it sees them all (else it could stall).
-    const bool all_told = std::all_of(batches_.begin(), batches_.end(), [](const batch& b) { return b.told == b.indices.size(); });
-    while (delivered_ < batches_.size() && (all_told || delivered_ + depth_ <= batches_.size())) {
-      const batch& b = batches_[delivered_];
-      if (b.told < b.indices.size()) break;
-      for (std::size_t i : b.indices) accept(*outcome_[i]);
-      ++delivered_;
-    }
-  }
-  void accept(const search_outcome& o) {
-    history_.push_back(o);
-    if (o.valid() && (!best_ || o.time_ms < best_ms_)) {
-      best_ = o.index;
-      best_ms_ = o.time_ms;
-    }
-    do_tell(o);
-  }
-  [[nodiscard]] bool out_of_time() const {
-    if (wall_ms_ <= 0) return false;
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count() >= wall_ms_;
-  }
+  COTUNE_DECL void deliver();
+  COTUNE_DECL void accept(const search_outcome& o);
+  [[nodiscard]] COTUNE_DECL bool out_of_time() const;
 
   const search_space& space_;
-  std::mt19937_64 rng_;
+  detail::mt19937_64 rng_;
   std::size_t depth_, limit_ = 0, spent_ = 0, delivered_ = 0;
   std::vector<bool> taken_;
   std::vector<std::optional<search_outcome>> outcome_;
@@ -246,3 +191,7 @@ std::vector<search_outcome> run_search(const search_strategy& s, const search_sp
 }
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/search/search_strategy.ipp>
+#endif

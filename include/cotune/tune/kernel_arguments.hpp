@@ -12,7 +12,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
-#include <ranges>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -62,7 +62,7 @@ class kernel_arguments {
   // A std::vector or std::array taken by value would be a copy made for each call: the kernel would
   // fill the copy and the caller would never see its output.
   static_assert(((!HostRange<std::remove_cvref_t<Args>> || std::is_reference_v<Args> ||
-                  std::ranges::borrowed_range<std::remove_cvref_t<Args>>) && ...),
+                  std::ranges::enable_borrowed_range<std::remove_cvref_t<Args>>) && ...),
                 "a container argument taken by value is a copy: declare it as std::span<T> or by reference "
                 "(std::vector<T>&, std::array<T, N>&) so that the kernel writes into the caller's memory");
 
