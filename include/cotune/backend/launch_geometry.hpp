@@ -13,6 +13,7 @@
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/grid_expr.hpp>
+#include <cotune/detail/config.hpp>
 
 namespace cotune {
 
@@ -57,39 +58,11 @@ inline constexpr const char* dimension_names[3] = {"x", "y", "z"};
 /// Checks a block against the limits (each dimension, then the thread count against the device's
 /// limit and, when given, the kernel's own `kernel_max_threads`). Throws out_of_resources naming the
 /// dimension ("block dimension z") and its limit, launch_error for a dimension below 1.
-inline void check_block(const block_dims& b, const launch_limits& l, std::int64_t kernel_max_threads = 0) {
-  const int dims[3] = {b.x, b.y, b.z};
-  for (int i = 0; i < 3; ++i) {
-    if (dims[i] < 1)
-      throw launch_error(fmt::format("block dimension {} is {}; every block dimension must be at least 1 (block {}x{}x{})",
-                                     detail::dimension_names[i], dims[i], b.x, b.y, b.z));
-    if (dims[i] > l.max_block[i])
-      throw out_of_resources(fmt::format("block dimension {} (block {}x{}x{})", detail::dimension_names[i], b.x, b.y, b.z),
-                             dims[i], l.max_block[i]);
-  }
-  if (b.threads() > l.max_threads)
-    throw out_of_resources(fmt::format("threads per block (block {}x{}x{})", b.x, b.y, b.z), b.threads(), l.max_threads);
-  if (kernel_max_threads > 0 && b.threads() > kernel_max_threads)
-    throw out_of_resources(fmt::format("threads per block for this kernel (block {}x{}x{}; registers and "
-                                       "__launch_bounds__ set the kernel's limit)",
-                                       b.x, b.y, b.z),
-                           b.threads(), kernel_max_threads);
-}
+COTUNE_DECL void check_block(const block_dims& b, const launch_limits& l, std::int64_t kernel_max_threads = 0);
 
 /// Checks a grid's dimensions against the limits. Throws out_of_resources naming the dimension
 /// ("grid dimension y") and its limit, launch_error for an empty dimension (0 blocks).
-inline void check_grid(const launch_grid& g, const launch_limits& l) {
-  const unsigned dims[3] = {g.x, g.y, g.z};
-  for (int i = 0; i < 3; ++i) {
-    if (dims[i] == 0)
-      throw launch_error(fmt::format("grid dimension {} is 0 (grid {}x{}x{}): a launch needs at least one block in "
-                                     "each dimension; an empty problem should not be launched",
-                                     detail::dimension_names[i], g.x, g.y, g.z));
-    if (dims[i] > l.max_grid[i])
-      throw out_of_resources(fmt::format("grid dimension {} (grid {}x{}x{})", detail::dimension_names[i], g.x, g.y, g.z),
-                             dims[i], l.max_grid[i]);
-  }
-}
+COTUNE_DECL void check_grid(const launch_grid& g, const launch_limits& l);
 
 namespace detail {
 
@@ -123,3 +96,7 @@ template <class X, class Y = int, class Z = int>
 }
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/backend/launch_geometry.ipp>
+#endif

@@ -37,9 +37,9 @@ class config_space {
 public:
   /// Adds a parameter axis.
   COTUNE_DECL config_space& axis(std::string name, std::vector<value> values);
-  config_space& num_warps(std::vector<int> values) { return launch_axis("num_warps", std::move(values), &launch_options::num_warps); }
-  config_space& num_stages(std::vector<int> values) { return launch_axis("num_stages", std::move(values), &launch_options::num_stages); }
-  config_space& num_ctas(std::vector<int> values) { return launch_axis("num_ctas", std::move(values), &launch_options::num_ctas); }
+  COTUNE_DECL config_space& num_warps(std::vector<int> values);
+  COTUNE_DECL config_space& num_stages(std::vector<int> values);
+  COTUNE_DECL config_space& num_ctas(std::vector<int> values);
 
   /// Sets `name` in every config from what the axes (and earlier derivations) gave it. `name` is a
   /// launch option (num_warps, num_stages, num_ctas, maxnreg, threads_per_block or its alias threads,
@@ -49,12 +49,7 @@ public:
   template <class F>
     requires(grid_expression<F> || std::is_invocable_r_v<value, const F&, const config&>)
   config_space& derive(std::string name, F fn) {
-    if (!is_identifier(name)) throw error(fmt::format("config_space: derived name '{}' is not a C identifier", name));
-    for (const auto& a : axes_)
-      if (a.name == name || (name == "threads" && a.name == "threads_per_block"))
-        throw error(fmt::format("config_space: '{}' is both an axis and derived; drop one of them", name));
-    for (const auto& d : derived_)
-      if (d.name == name) throw error(fmt::format("config_space: '{}' is derived twice", name));
+    refuse_derived(name);
     derived_.push_back({std::move(name), [fn = std::move(fn)](const config& c) { return value(fn(c)); }});
     return *this;
   }
@@ -85,6 +80,8 @@ private:
   // A second axis of the same name would multiply the product while overwriting the first axis's
   // values: every candidate would appear several times.
   COTUNE_DECL void refuse_duplicate(const std::string& name) const;
+  // A derived name must be an identifier, and neither an axis nor derived already.
+  COTUNE_DECL void refuse_derived(const std::string& name) const;
 
   template <class Member>
   config_space& launch_axis(const char* name, std::vector<int> values, Member member) {

@@ -25,6 +25,25 @@ COTUNE_DECL config_space& config_space::axis(std::string name, std::vector<value
   return *this;
 }
 
+COTUNE_DECL config_space& config_space::num_warps(std::vector<int> values) {
+  return launch_axis("num_warps", std::move(values), &launch_options::num_warps);
+}
+COTUNE_DECL config_space& config_space::num_stages(std::vector<int> values) {
+  return launch_axis("num_stages", std::move(values), &launch_options::num_stages);
+}
+COTUNE_DECL config_space& config_space::num_ctas(std::vector<int> values) {
+  return launch_axis("num_ctas", std::move(values), &launch_options::num_ctas);
+}
+
+COTUNE_DECL void config_space::refuse_derived(const std::string& name) const {
+  if (!is_identifier(name)) throw error(fmt::format("config_space: derived name '{}' is not a C identifier", name));
+  for (const auto& a : axes_)
+    if (a.name == name || (name == "threads" && a.name == "threads_per_block"))
+      throw error(fmt::format("config_space: '{}' is both an axis and derived; drop one of them", name));
+  for (const auto& d : derived_)
+    if (d.name == name) throw error(fmt::format("config_space: '{}' is derived twice", name));
+}
+
 COTUNE_DECL std::vector<config> config_space::build() const {
   std::vector<config> out;
   const std::size_t total = product_size();

@@ -19,6 +19,7 @@
 #include <cotune/core/config_space.ipp>
 #include <cotune/bench/measurement.ipp>
 #include <cotune/bench/host_benchmarker.ipp>
+#include <cotune/backend/launch_geometry.ipp>
 #include <cotune/backend/host_backend.ipp>
 #include <cotune/detail/files.ipp>
 #include <cotune/detail/dir_fd.ipp>
@@ -30,10 +31,12 @@
 #include <cotune/tune/tuning_journal.ipp>
 #include <cotune/tune/binary_cache.ipp>
 #include <cotune/gpu/rtc_backend.ipp>
+#include <cotune/knobs/knob.ipp>
 #include <cotune/knobs/knobs.ipp>
 #include <cotune/search/search_knobs.ipp>
 #include <cotune/search/search_space.ipp>
 #include <cotune/search/search_strategy.ipp>
+#include <cotune/search/search.ipp>
 #include <cotune/search/exhaustive_search.ipp>
 #include <cotune/search/local_search.ipp>
 #include <cotune/search/evolutionary_search.ipp>

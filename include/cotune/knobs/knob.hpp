@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include <cotune/core/errors.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/detail/json.hpp>
 
 namespace cotune {
@@ -67,57 +68,20 @@ private:
 /// Every knob that exists in this program, in registration order.
 class knob_registry {
 public:
-  static knob_registry& instance() {
-    static knob_registry r;
-    return r;
-  }
-  void add(knob_base* k) {
-    std::lock_guard lock(mutex_);
-    knobs_.push_back(k);
-  }
+  [[nodiscard]] COTUNE_DECL static knob_registry& instance();
+  COTUNE_DECL void add(knob_base* k);
   /// Forgets a knob (called by its destructor, so that the registry never holds a dangling pointer
   /// to a knob that lived on the stack or in an unloaded plugin).
-  void remove(const knob_base* k) {
-    std::lock_guard lock(mutex_);
-    std::erase(knobs_, k);
-  }
+  COTUNE_DECL void remove(const knob_base* k);
   /// Throws one knob_error naming every variable whose value does not parse or is out of range, each
   /// with what it accepts; a tuning calls this before any candidate runs (and `cotune knobs --check`).
-  void check() const {
-    std::string problems;
-    std::size_t bad = 0;
-    for (auto* k : all()) {
-      try {
-        (void)k->current_text();
-      } catch (const knob_error& e) {
-        problems += fmt::format("\n  {}", e.what());
-        ++bad;
-      }
-    }
-    if (bad)
-      throw knob_error(fmt::format("{} setting{} cannot be used; fix or unset {}:{}", bad, bad == 1 ? "" : "s",
-                                   bad == 1 ? "it" : "them", problems));
-  }
+  COTUNE_DECL void check() const;
 
-  [[nodiscard]] std::vector<knob_base*> all() const {
-    std::lock_guard lock(mutex_);
-    return knobs_;
-  }
+  [[nodiscard]] COTUNE_DECL std::vector<knob_base*> all() const;
   /// `ENV=value` for each cache-invalidating knob that is set to something other than its default,
   /// sorted by variable name and joined by ';'. Only such knobs count, so that registering a new knob,
   /// or setting one to its default, does not change existing keys.
-  [[nodiscard]] std::string invalidating_text() const {
-    std::vector<std::string> parts;
-    for (auto* k : all()) {
-      if (!k->invalidates_caches() || !k->is_set()) continue;
-      auto text = k->current_text();
-      if (text != k->default_text()) parts.push_back(k->env() + "=" + std::move(text));
-    }
-    std::sort(parts.begin(), parts.end());
-    std::string out;
-    for (auto& p : parts) out += p + ";";
-    return out;
-  }
+  [[nodiscard]] COTUNE_DECL std::string invalidating_text() const;
 
 private:
   mutable std::mutex mutex_;
@@ -301,19 +265,10 @@ private:
 /// created after the snapshot had no in-code value then, so they lose theirs.
 class knob_snapshot {
 public:
-  knob_snapshot() {
-    for (auto* k : knob_registry::instance().all()) saved_.emplace_back(k, k->save());
-  }
+  COTUNE_DECL knob_snapshot();
   knob_snapshot(const knob_snapshot&) = delete;
   knob_snapshot& operator=(const knob_snapshot&) = delete;
-  ~knob_snapshot() {
-    // Walk the live knobs (a saved one may have been destroyed since) and match them to the saved state.
-    for (auto* k : knob_registry::instance().all()) {
-      auto it = std::find_if(saved_.begin(), saved_.end(), [k](const auto& s) { return s.first == k; });
-      if (it != saved_.end()) k->restore(it->second);
-      else k->reset();
-    }
-  }
+  COTUNE_DECL ~knob_snapshot();
 
 private:
   std::vector<std::pair<knob_base*, std::any>> saved_;
@@ -334,3 +289,7 @@ template <class G>
 }
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/knobs/knob.ipp>
+#endif
