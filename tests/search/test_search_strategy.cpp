@@ -75,7 +75,8 @@ TEST_CASE("the strategies' engine gives std::mt19937_64's sequence for every see
     for (int i = 0; i < 2000; ++i) differ += ours() != theirs(); // past several twists of the 312-word state
     CHECK(differ == 0);
   }
-  static_assert(detail::mt19937_64::min() == std::mt19937_64::min() && detail::mt19937_64::max() == std::mt19937_64::max());
+  static_assert(detail::mt19937_64::min() == std::mt19937_64::min() &&
+                detail::mt19937_64::max() == std::mt19937_64::max());
 }
 
 TEST_CASE("the search space recovers axes, positions and neighbours from the configs", "[search][search_space]") {

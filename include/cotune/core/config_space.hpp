@@ -83,18 +83,9 @@ private:
   // A derived name must be an identifier, and neither an axis nor derived already.
   COTUNE_DECL void refuse_derived(const std::string& name) const;
 
+  // An axis of a launch option (`member` of launch_options); the num_warps, num_stages and num_ctas axes.
   template <class Member>
-  config_space& launch_axis(const char* name, std::vector<int> values, Member member) {
-    if (values.empty()) throw error(fmt::format("config_space: axis '{}' has no values", name));
-    refuse_duplicate(name);
-    const std::size_t n = values.size();
-    axes_.push_back({name, [vals = std::move(values), member](config& c, std::size_t i) {
-                       auto launch = c.launch();
-                       launch.*member = vals[i];
-                       c.with_launch(launch);
-                     }, n});
-    return *this;
-  }
+  config_space& launch_axis(const char* name, std::vector<int> values, Member member);
 
   struct derived_entry {
     std::string name;

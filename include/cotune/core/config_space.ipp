@@ -25,6 +25,19 @@ COTUNE_DECL config_space& config_space::axis(std::string name, std::vector<value
   return *this;
 }
 
+template <class Member>
+config_space& config_space::launch_axis(const char* name, std::vector<int> values, Member member) {
+  if (values.empty()) throw error(fmt::format("config_space: axis '{}' has no values", name));
+  refuse_duplicate(name);
+  const std::size_t n = values.size();
+  axes_.push_back({name, [vals = std::move(values), member](config& c, std::size_t i) {
+                     auto launch = c.launch();
+                     launch.*member = vals[i];
+                     c.with_launch(launch);
+                   }, n});
+  return *this;
+}
+
 COTUNE_DECL config_space& config_space::num_warps(std::vector<int> values) {
   return launch_axis("num_warps", std::move(values), &launch_options::num_warps);
 }

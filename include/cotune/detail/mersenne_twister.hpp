@@ -20,7 +20,6 @@ public:
   explicit mt19937_64(result_type seed = default_seed) noexcept {
     x_[0] = seed;
     for (std::size_t i = 1; i < n; ++i) x_[i] = f * (x_[i - 1] ^ (x_[i - 1] >> 62)) + i;
-    i_ = n;
   }
 
   [[nodiscard]] static constexpr result_type min() noexcept { return 0; }
@@ -49,7 +48,7 @@ private:
   }
 
   std::array<result_type, n> x_{};
-  std::size_t i_ = n;
+  std::size_t i_ = n; ///< the next word to temper; n: twist first
 };
 
 } // namespace cotune::detail

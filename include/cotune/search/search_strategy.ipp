@@ -12,8 +12,8 @@
 
 namespace cotune {
 
-COTUNE_DECL search_session::search_session(const search_space& space, search_settings settings, std::size_t default_evaluations,
-               std::size_t depth)
+COTUNE_DECL search_session::search_session(const search_space& space, search_settings settings,
+                                           std::size_t default_evaluations, std::size_t depth)
     : space_(space), rng_(settings.seed), depth_(std::max<std::size_t>(1, depth)),
       taken_(space.size(), false), outcome_(space.size()), start_(std::chrono::steady_clock::now()),
       wall_ms_(settings.wall_ms) {
