@@ -2,9 +2,11 @@
 // src/cotune_separate.cpp, includes <cotune/impl/src.hpp>): proves that a program using the separately
 // compiled bodies links and tunes a real host kernel, that the shipped-database hook, compiled in the
 // library, is installed, and that a program compiles a combination of its own once with cotune's
-// macros (separate_own_job.hpp, .cpp). Exits 0 on success; prints what failed otherwise.
+// macros (separate_own_job.hpp, .cpp), and that cotune's fmt formatters link without <fmt/format.h>.
+// Exits 0 on success; prints what failed otherwise.
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include <cotune/cotune.hpp>
@@ -59,6 +61,12 @@ int main() {
   if (separate_test::counting_cache::opened == 0 || x[999] != 2.0f * 999) {
     std::printf("FAIL: the tuner over the program's own cache (opened %d times) computed x[999] = %g\n",
                 separate_test::counting_cache::opened, x[999]);
+    return 1;
+  }
+  // cotune's formatters for value and config link with <fmt/core.h> alone (the headers include no more).
+  const std::string shown = fmt::format("{}|{:>6}", result.best(), cotune::value(4));
+  if (shown != result.best().text() + "|     4") {
+    std::printf("FAIL: fmt printed a config and a value as '%s'\n", shown.c_str());
     return 1;
   }
   std::printf("separate compilation: tuned %s, winner {%s}; own cache opened %d times\n", kernel.name.c_str(),

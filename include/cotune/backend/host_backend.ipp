@@ -18,7 +18,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/backend/host_backend.hpp>
 #include <cotune/core/errors.hpp>

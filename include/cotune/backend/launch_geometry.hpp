@@ -8,7 +8,7 @@
 #include <optional>
 #include <utility>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/backend/launch_geometry.hpp>
 #include <cotune/core/errors.hpp>

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/bench/host_benchmarker.hpp>
 #include <cotune/bench/summary.hpp>

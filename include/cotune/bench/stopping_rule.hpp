@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/bench/benchmarker.hpp>
 #include <cotune/core/errors.hpp>

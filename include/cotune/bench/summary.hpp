@@ -6,7 +6,7 @@
 #include <numeric>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/bench/benchmarker.hpp>
 #include <cotune/core/errors.hpp>

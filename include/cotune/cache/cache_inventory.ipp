@@ -16,7 +16,7 @@
 #include <system_error>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/cache/cache_trust.hpp>
 #include <cotune/cache/entry_fault.hpp>

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/cache/cache_trust.hpp>
 #include <cotune/cache/local_key.hpp>

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/core/errors.hpp>

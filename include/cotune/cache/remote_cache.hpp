@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 #include <simdjson.h>
 
 #include <cotune/cache/cache_manager.hpp>

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/detail/config.hpp>
 #include <cotune/cache/entry_frame.hpp>

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/cache/entry_frame.hpp>
 #include <cotune/cache/remote_companion.hpp>

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/errors.hpp>
 #include <cotune/core/json_writer.hpp>
@@ -115,11 +115,7 @@ public:
     launch_ = launch;
     return *this;
   }
-  config& with_pre_hook(std::string name, config_hook fn) {
-    if (name.empty()) throw error("config: a pre-hook needs a non-empty name (it is part of cache keys)");
-    pre_hook_ = named_hook{std::move(name), std::move(fn)};
-    return *this;
-  }
+  COTUNE_DECL config& with_pre_hook(std::string name, config_hook fn);
 
   [[nodiscard]] const value* find(std::string_view name) const noexcept {
     auto it = std::lower_bound(params_.begin(), params_.end(), name,
@@ -128,7 +124,7 @@ public:
   }
   [[nodiscard]] const value& at(std::string_view name) const {
     if (auto v = find(name)) return *v;
-    throw error(fmt::format("config {{{}}} has no parameter '{}'", text(), name));
+    throw_missing(name);
   }
   [[nodiscard]] bool contains(std::string_view name) const noexcept { return find(name) != nullptr; }
   /// The parameters, sorted by name.
@@ -154,14 +150,14 @@ public:
   [[nodiscard]] static config from_json(std::string_view json);
 
   /// Equality over parameters (any order), launch options and the pre-hook's name.
-  friend bool operator==(const config& a, const config& b) {
-    auto hook_name = [](const config& c) { return c.pre_hook_ ? c.pre_hook_->name : std::string(); };
-    return a.params_ == b.params_ && a.launch_ == b.launch_ && hook_name(a) == hook_name(b);
-  }
+  friend bool operator==(const config& a, const config& b) { return a.equals(b); }
 
-  [[nodiscard]] std::size_t hash() const { return std::hash<std::string>{}(text()); }
+  [[nodiscard]] COTUNE_DECL std::size_t hash() const;
 
 private:
+  [[noreturn]] COTUNE_DECL void throw_missing(std::string_view name) const;
+  [[nodiscard]] COTUNE_DECL bool equals(const config& other) const;
+
   std::vector<param> params_; // sorted by name
   launch_options launch_;
   std::optional<named_hook> pre_hook_;
@@ -176,9 +172,8 @@ struct std::hash<cotune::config> {
 
 template <>
 struct fmt::formatter<cotune::config> : fmt::formatter<std::string_view> {
-  auto format(const cotune::config& c, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(c.text(), ctx);
-  }
+  // Out of line: the base's body is in <fmt/format.h>, which the headers leave out (config.ipp has it).
+  COTUNE_DECL format_context::iterator format(const cotune::config& c, format_context& ctx) const;
 };
 
 #if COTUNE_HEADER_ONLY

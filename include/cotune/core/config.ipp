@@ -142,4 +142,26 @@ COTUNE_DECL config config::from_json(std::string_view json) {
   return from_json(e);
 }
 
+COTUNE_DECL config& config::with_pre_hook(std::string name, config_hook fn) {
+  if (name.empty()) throw error("config: a pre-hook needs a non-empty name (it is part of cache keys)");
+  pre_hook_ = named_hook{std::move(name), std::move(fn)};
+  return *this;
+}
+
+COTUNE_DECL void config::throw_missing(std::string_view name) const {
+  throw error(fmt::format("config {{{}}} has no parameter '{}'", text(), name));
+}
+
+COTUNE_DECL bool config::equals(const config& other) const {
+  auto hook_name = [](const config& c) { return c.pre_hook_ ? c.pre_hook_->name : std::string(); };
+  return params_ == other.params_ && launch_ == other.launch_ && hook_name(*this) == hook_name(other);
+}
+
+COTUNE_DECL std::size_t config::hash() const { return std::hash<std::string>{}(text()); }
+
 } // namespace cotune
+
+COTUNE_DECL fmt::format_context::iterator fmt::formatter<cotune::config>::format(const cotune::config& c,
+                                                                                 format_context& ctx) const {
+  return fmt::formatter<std::string_view>::format(c.text(), ctx);
+}

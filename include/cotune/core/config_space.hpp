@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/config.hpp>
 #include <cotune/detail/config.hpp>

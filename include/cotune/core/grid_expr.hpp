@@ -11,7 +11,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>

@@ -8,15 +8,14 @@
 
 #include <concepts>
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
-#include <cotune/detail/json.hpp>
+#include <cotune/detail/config.hpp>
 
 namespace cotune {
 
@@ -30,28 +29,12 @@ public:
   json_writer& end_array() { return close(']'); }
 
   /// The next member's name (inside an object).
-  json_writer& key(std::string_view name) {
-    if (levels_.empty() || levels_.back().closer != '}' || after_key_)
-      throw std::logic_error("json_writer: a key outside an object, or two keys in a row");
-    comma();
-    detail::json_quote(out_, name);
-    out_ += ": ";
-    after_key_ = true;
-    return *this;
-  }
+  COTUNE_DECL json_writer& key(std::string_view name);
 
-  json_writer& value(std::string_view s) {
-    separate();
-    detail::json_quote(out_, s);
-    return *this;
-  }
+  COTUNE_DECL json_writer& value(std::string_view s);
   json_writer& value(const char* s) { return value(std::string_view(s)); }
   json_writer& value(const std::string& s) { return value(std::string_view(s)); }
-  json_writer& value(bool b) {
-    separate();
-    out_ += b ? "true" : "false";
-    return *this;
-  }
+  COTUNE_DECL json_writer& value(bool b);
   template <std::integral T>
     requires(!std::same_as<T, bool>)
   json_writer& value(T n) {
@@ -59,22 +42,10 @@ public:
     out_ += fmt::format("{}", n);
     return *this;
   }
-  json_writer& value(double d) {
-    separate();
-    out_ += detail::json_number(d);
-    return *this;
-  }
-  json_writer& null() {
-    separate();
-    out_ += "null";
-    return *this;
-  }
+  COTUNE_DECL json_writer& value(double d);
+  COTUNE_DECL json_writer& null();
   /// A value that is already JSON text (a config's `json()`), inserted as it is.
-  json_writer& raw(std::string_view json) {
-    separate();
-    out_ += json;
-    return *this;
-  }
+  COTUNE_DECL json_writer& raw(std::string_view json);
 
   /// `key(name).value(v)`.
   template <class T>
@@ -92,35 +63,10 @@ private:
     char closer;
     bool empty = true;
   };
-  void separate() {
-    if (after_key_) {
-      after_key_ = false;
-      return;
-    }
-    if (levels_.empty()) {
-      if (!out_.empty()) throw std::logic_error("json_writer: a second top-level value");
-      return;
-    }
-    if (levels_.back().closer == '}') throw std::logic_error("json_writer: a value in an object needs a key first");
-    comma();
-  }
-  void comma() {
-    if (!levels_.back().empty) out_ += ", ";
-    levels_.back().empty = false;
-  }
-  json_writer& open(char c) {
-    separate();
-    out_ += c;
-    levels_.push_back({c == '{' ? '}' : ']'});
-    return *this;
-  }
-  json_writer& close(char c) {
-    if (levels_.empty() || levels_.back().closer != c || after_key_)
-      throw std::logic_error("json_writer: unbalanced close");
-    levels_.pop_back();
-    out_ += c;
-    return *this;
-  }
+  COTUNE_DECL void separate();
+  COTUNE_DECL void comma();
+  COTUNE_DECL json_writer& open(char c);
+  COTUNE_DECL json_writer& close(char c);
 
   std::string out_;
   std::vector<level> levels_;
@@ -128,3 +74,7 @@ private:
 };
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/core/json_writer.ipp>
+#endif

@@ -1,7 +1,6 @@
 #pragma once
 /// \file `cotune::value`: one configuration parameter (integer, floating, bool or string).
 
-#include <cmath>
 #include <concepts>
 #include <cstdint>
 #include <string>
@@ -9,10 +8,10 @@
 #include <utility>
 #include <variant>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/errors.hpp>
-#include <cotune/detail/json.hpp>
+#include <cotune/detail/config.hpp>
 
 namespace cotune {
 
@@ -30,20 +29,10 @@ public:
     if (!std::in_range<std::int64_t>(v))
       throw error("cotune::value: the integer " + std::to_string(v) + " does not fit in a 64-bit signed parameter");
   }
-  value(double v) : v_(v == 0.0 ? 0.0 : v) { // NOLINT(google-explicit-constructor)
-    // -0.0 is stored as 0.0: the two compare equal, so they must also share one text (and hash).
-    if (!std::isfinite(v))
-      throw error("cotune::value: a floating parameter must be finite (got " + detail::double_text(v) +
-                  "); NaN would make configs compare unequal to themselves");
-  }
+  COTUNE_DECL value(double v); // NOLINT(google-explicit-constructor)
   value(float v) : value(static_cast<double>(v)) {} // NOLINT(google-explicit-constructor)
   value(bool v) : v_(v) {} // NOLINT(google-explicit-constructor)
-  value(std::string v) : v_(std::move(v)) { // NOLINT(google-explicit-constructor)
-    // Configs travel as JSON (cache entries, tuning results), and JSON strings are UTF-8: a string
-    // with other bytes would be written but could never be read back.
-    if (!detail::valid_utf8(std::get<std::string>(v_)))
-      throw error("cotune::value: a string parameter must be valid UTF-8 (got " + text() + ")");
-  }
+  COTUNE_DECL value(std::string v); // NOLINT(google-explicit-constructor)
   value(std::string_view v) : value(std::string(v)) {} // NOLINT(google-explicit-constructor)
   value(const char* v) : value(std::string(v)) {}      // NOLINT(google-explicit-constructor)
 
@@ -68,23 +57,9 @@ public:
   [[nodiscard]] const storage& raw() const noexcept { return v_; }
 
   /// Canonical text: 64, 1.5, 2.0, true, "text" (strings quoted, so that "1" and 1 differ).
-  [[nodiscard]] std::string text() const {
-    return std::visit(
-        [](const auto& v) -> std::string {
-          using T = std::decay_t<decltype(v)>;
-          if constexpr (std::same_as<T, std::int64_t>) return std::to_string(v);
-          else if constexpr (std::same_as<T, double>) return detail::double_text(v);
-          else if constexpr (std::same_as<T, bool>) return v ? "true" : "false";
-          else return detail::json_quoted(v);
-        },
-        v_);
-  }
+  [[nodiscard]] COTUNE_DECL std::string text() const;
   /// Text for a preprocessor definition or template argument: 64, 1.5, 1/0, strings verbatim.
-  [[nodiscard]] std::string macro_text() const {
-    if (is_bool()) return as_bool() ? "1" : "0";
-    if (is_string()) return as_string();
-    return text();
-  }
+  [[nodiscard]] COTUNE_DECL std::string macro_text() const;
   /// The value as JSON (the canonical text is valid JSON).
   [[nodiscard]] std::string json() const { return text(); }
 
@@ -103,7 +78,10 @@ private:
 
 template <>
 struct fmt::formatter<cotune::value> : fmt::formatter<std::string_view> {
-  auto format(const cotune::value& v, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format(v.text(), ctx);
-  }
+  // Out of line: the base's body is in <fmt/format.h>, which the headers leave out (value.ipp has it).
+  COTUNE_DECL format_context::iterator format(const cotune::value& v, format_context& ctx) const;
 };
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/core/value.ipp>
+#endif

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/cuda/device.hpp>
 #include <cotune/cuda/driver_api.hpp>

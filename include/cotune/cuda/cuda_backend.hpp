@@ -23,7 +23,7 @@
 #include <vector>
 
 #include <cuda.h>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/backend/backend.hpp>
 #include <cotune/core/buffer.hpp>

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include <cuda.h>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/bench/benchmarker.hpp>
 #include <cotune/bench/measurement.hpp>

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include <cuda.h>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/backend/launch_geometry.hpp>
 #include <cotune/cuda/driver_api.hpp>

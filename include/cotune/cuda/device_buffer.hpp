@@ -12,7 +12,7 @@
 #include <string_view>
 
 #include <cuda.h>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/buffer.hpp>
 #include <cotune/cuda/device.hpp>

@@ -22,7 +22,7 @@
 #include <dlfcn.h>
 
 #include <cuda.h>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/errors.hpp>
 #include <cotune/cuda/cuda_knobs.hpp>

@@ -12,7 +12,7 @@
 #include <string>
 
 #include <cuda.h>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/cuda/driver_api.hpp>
 #include <cotune/gpu/isolation.hpp>

@@ -11,7 +11,7 @@
 #include <string>
 
 #include <cuda.h>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/errors.hpp>
 #include <cotune/cuda/cuda_benchmarker.hpp>

@@ -27,7 +27,7 @@
 #include <dlfcn.h>
 
 #include <cuda.h>
-#include <fmt/format.h>
+#include <fmt/core.h>
 #include <nvrtc.h>
 
 #include <cotune/core/errors.hpp>

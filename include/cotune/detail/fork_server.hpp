@@ -67,7 +67,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/detail/fork_process.hpp>
 #include <cotune/detail/unique_fd.hpp>

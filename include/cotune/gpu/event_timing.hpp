@@ -41,7 +41,7 @@
 #include <optional>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/bench/benchmarker.hpp>
 #include <cotune/bench/measurement.hpp>

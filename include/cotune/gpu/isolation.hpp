@@ -52,7 +52,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/backend/launch_geometry.hpp>
 #include <cotune/bench/benchmarker.hpp>

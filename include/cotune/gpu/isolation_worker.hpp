@@ -42,7 +42,7 @@
 
 #include <unistd.h>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/bench/measurement.hpp>
 #include <cotune/core/errors.hpp>

@@ -10,7 +10,7 @@
 
 #include <dlfcn.h>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 namespace cotune::gpu {
 

@@ -32,7 +32,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/backend/launch_geometry.hpp>
 #include <cotune/backend/module_view.hpp>

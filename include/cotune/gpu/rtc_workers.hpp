@@ -33,7 +33,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/detail/fork_server.hpp>
 #include <cotune/gpu/rtc_output.hpp>

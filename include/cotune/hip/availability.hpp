@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/hip/hip_api.hpp>
 #include <cotune/hip/hiprtc_api.hpp>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/backend/launch_geometry.hpp>
 #include <cotune/hip/hip_api.hpp>

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/buffer.hpp>
 #include <cotune/gpu/device_memory.hpp>

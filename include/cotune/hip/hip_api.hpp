@@ -23,7 +23,7 @@
 
 #include <dlfcn.h>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/errors.hpp>
 #include <cotune/gpu/library_loader.hpp>

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/bench/benchmarker.hpp>
 #include <cotune/bench/measurement.hpp>

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/gpu/isolation.hpp>
 #include <cotune/gpu/isolation_protocol.hpp>

@@ -15,7 +15,9 @@
 
 #include <cotune/detail/hashing.ipp>
 #include <cotune/detail/json.ipp>
+#include <cotune/core/value.ipp>
 #include <cotune/core/config.ipp>
+#include <cotune/core/json_writer.ipp>
 #include <cotune/core/config_space.ipp>
 #include <cotune/bench/measurement.ipp>
 #include <cotune/bench/host_benchmarker.ipp>
@@ -23,6 +25,7 @@
 #include <cotune/backend/host_backend.ipp>
 #include <cotune/detail/files.ipp>
 #include <cotune/detail/dir_fd.ipp>
+#include <cotune/detail/isolated_run.ipp>
 #include <cotune/cache/cache_trust.ipp>
 #include <cotune/cache/cache_sweep.ipp>
 #include <cotune/cache/local_key.ipp>
@@ -44,6 +47,8 @@
 #include <cotune/job/job_knobs.ipp>
 #include <cotune/tune/events.ipp>
 #include <cotune/tune/engine.ipp>
+#include <cotune/tune/tuning_core.ipp>
+#include <cotune/tune/measure_strategy.ipp>
 #include <cotune/tune/tune_many.ipp>
 #include <cotune/cache/file_cache.ipp>
 #include <cotune/cache/cache_inventory.ipp>

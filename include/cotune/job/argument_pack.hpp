@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/buffer.hpp>
 #include <cotune/core/errors.hpp>

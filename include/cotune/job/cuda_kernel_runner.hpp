@@ -24,7 +24,7 @@
 #include <vector>
 
 #include <cuda.h>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/cuda/availability.hpp>

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/config.hpp>
 #include <cotune/detail/dir_fd.hpp>

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/backend/host_backend.hpp>
 #include <cotune/bench/host_benchmarker.hpp>

@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 namespace cotune::job {
 

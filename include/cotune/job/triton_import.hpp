@@ -32,7 +32,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 #include <simdjson.h>
 
 #include <cotune/core/config.hpp>

@@ -79,18 +79,9 @@ public:
   static constexpr int format_version = 1;
 
   /// Adds an entry, replacing the one with the same kernel, key and device.
-  void add(database_entry e) {
-    for (auto& x : entries_)
-      if (x.id() == e.id()) {
-        x = std::move(e);
-        return;
-      }
-    entries_.push_back(std::move(e));
-  }
+  COTUNE_DECL void add(database_entry e);
   /// Adds every entry of `other` (its entries replace equal ones here).
-  void merge(const tuning_database& other) {
-    for (const auto& e : other.entries_) add(e);
-  }
+  COTUNE_DECL void merge(const tuning_database& other);
 
   [[nodiscard]] const std::vector<database_entry>& entries() const noexcept { return entries_; }
   [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
@@ -98,12 +89,8 @@ public:
   [[nodiscard]] bool was_signed() const noexcept { return signed_; }
 
   /// The entry for this kernel and key on this device, or null. An empty `device` matches any.
-  [[nodiscard]] const database_entry* find(std::string_view kernel, std::string_view key,
-                                           std::string_view device) const noexcept {
-    for (const auto& e : entries_)
-      if (e.kernel == kernel && e.key == key && (device.empty() || e.device == device)) return &e;
-    return nullptr;
-  }
+  [[nodiscard]] COTUNE_DECL const database_entry* find(std::string_view kernel, std::string_view key,
+                                                       std::string_view device) const noexcept;
 
   /// The file's text: entries sorted by kernel, key and device; signed when `secret` is not empty.
   [[nodiscard]] COTUNE_DECL std::string json(std::string_view secret = {}) const;

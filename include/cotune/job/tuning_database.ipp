@@ -2,7 +2,7 @@
 /// \file The bodies of job/tuning_database.hpp (compiled once with COTUNE_SEPARATE_COMPILATION, see
 /// detail/config.hpp).
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 #include <simdjson.h>
 
 #include <cotune/detail/dir_fd.hpp>
@@ -10,6 +10,26 @@
 #include <cotune/job/tuning_database.hpp>
 
 namespace cotune::job {
+
+COTUNE_DECL void tuning_database::add(database_entry e) {
+  for (auto& x : entries_)
+    if (x.id() == e.id()) {
+      x = std::move(e);
+      return;
+    }
+  entries_.push_back(std::move(e));
+}
+
+COTUNE_DECL void tuning_database::merge(const tuning_database& other) {
+  for (const auto& e : other.entries_) add(e);
+}
+
+COTUNE_DECL const database_entry* tuning_database::find(std::string_view kernel, std::string_view key,
+                                                        std::string_view device) const noexcept {
+  for (const auto& e : entries_)
+    if (e.kernel == kernel && e.key == key && (device.empty() || e.device == device)) return &e;
+  return nullptr;
+}
 
 COTUNE_DECL database_entry database_entry::from(const tuning_result& r, std::string fingerprint,
                                          bool with_candidates) {

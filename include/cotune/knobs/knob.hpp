@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/errors.hpp>
 #include <cotune/detail/config.hpp>
@@ -166,41 +166,16 @@ class knob final : public knob_base {
 public:
   using value_type = T;
 
-  explicit knob(knob_spec<T> spec)
-      : knob_base(spec.name, spec.env,
-                  !spec.default_text.empty() ? spec.default_text : detail::knob_text(spec.fallback), spec.doc,
-                  spec.invalidating, spec.secret),
-        fallback_(std::move(spec.fallback)), computed_(std::move(spec.computed_default)),
-        validate_(std::move(spec.validate)) {
-    knob_registry::instance().add(this);
-  }
-  ~knob() override { knob_registry::instance().remove(this); }
+  explicit knob(knob_spec<T> spec);
+  ~knob() override;
 
   /// The current value. Throws knob_error naming the variable if its text does not parse.
-  [[nodiscard]] T get() const {
-    {
-      std::lock_guard lock(mutex_);
-      if (override_) return *override_;
-    }
-    if (auto text = env_text()) {
-      T v = detail::parse_knob<T>(env(), *text);
-      if (validate_) validate_(v);
-      return v;
-    }
-    return computed_ ? computed_() : fallback_;
-  }
+  [[nodiscard]] T get() const;
   [[nodiscard]] T operator()() const { return get(); }
 
   /// Sets the value in code (the environment is left alone).
-  void set(T v) {
-    if (validate_) validate_(v);
-    std::lock_guard lock(mutex_);
-    override_ = std::move(v);
-  }
-  void reset() override {
-    std::lock_guard lock(mutex_);
-    override_.reset();
-  }
+  void set(T v);
+  void reset() override;
 
   /// Sets the value until the returned guard is destroyed, then restores what was there before
   /// (an earlier in-code value, or none).
@@ -225,34 +200,16 @@ public:
   };
   [[nodiscard]] scope scoped(T v) { return scope(*this, std::move(v)); }
 
-  [[nodiscard]] std::string type_name() const override { return detail::knob_type_name<T>(); }
-  [[nodiscard]] std::string current_text() const override { return detail::knob_text(get()); }
-  [[nodiscard]] bool is_set() const override {
-    {
-      std::lock_guard lock(mutex_);
-      if (override_) return true;
-    }
-    return env_text().has_value();
-  }
+  [[nodiscard]] std::string type_name() const override;
+  [[nodiscard]] std::string current_text() const override;
+  [[nodiscard]] bool is_set() const override;
 
 private:
   /// The environment's text; an empty value counts as unset (Triton reads an empty bool as false
   /// even when its default is true, spec §11.10).
-  [[nodiscard]] std::optional<std::string> env_text() const {
-    const char* raw = std::getenv(env().c_str());
-    if (!raw || !*raw) return std::nullopt;
-    return std::string(raw);
-  }
-  [[nodiscard]] std::any save() const override {
-    std::lock_guard lock(mutex_);
-    return override_;
-  }
-  void restore(const std::any& saved) override {
-    std::lock_guard lock(mutex_);
-    // A mismatched type means another knob now lives at a saved knob's address: it had no state then.
-    if (auto p = std::any_cast<std::optional<T>>(&saved)) override_ = *p;
-    else override_.reset();
-  }
+  [[nodiscard]] std::optional<std::string> env_text() const;
+  [[nodiscard]] std::any save() const override;
+  void restore(const std::any& saved) override;
 
   T fallback_;
   std::function<T()> computed_;
@@ -260,6 +217,93 @@ private:
   mutable std::mutex mutex_;
   std::optional<T> override_;
 };
+
+// knob<T>'s members, out of the class so that the types cotune declares below are compiled once.
+template <class T>
+knob<T>::knob(knob_spec<T> spec)
+    : knob_base(spec.name, spec.env,
+                !spec.default_text.empty() ? spec.default_text : detail::knob_text(spec.fallback), spec.doc,
+                spec.invalidating, spec.secret),
+      fallback_(std::move(spec.fallback)), computed_(std::move(spec.computed_default)),
+      validate_(std::move(spec.validate)) {
+  knob_registry::instance().add(this);
+}
+
+template <class T>
+knob<T>::~knob() { knob_registry::instance().remove(this); }
+
+template <class T>
+T knob<T>::get() const {
+  {
+    std::lock_guard lock(mutex_);
+    if (override_) return *override_;
+  }
+  if (auto text = env_text()) {
+    T v = detail::parse_knob<T>(env(), *text);
+    if (validate_) validate_(v);
+    return v;
+  }
+  return computed_ ? computed_() : fallback_;
+}
+
+template <class T>
+void knob<T>::set(T v) {
+  if (validate_) validate_(v);
+  std::lock_guard lock(mutex_);
+  override_ = std::move(v);
+}
+
+template <class T>
+void knob<T>::reset() {
+  std::lock_guard lock(mutex_);
+  override_.reset();
+}
+
+template <class T>
+std::string knob<T>::type_name() const { return detail::knob_type_name<T>(); }
+
+template <class T>
+std::string knob<T>::current_text() const { return detail::knob_text(get()); }
+
+template <class T>
+bool knob<T>::is_set() const {
+  {
+    std::lock_guard lock(mutex_);
+    if (override_) return true;
+  }
+  return env_text().has_value();
+}
+
+template <class T>
+std::optional<std::string> knob<T>::env_text() const {
+  const char* raw = std::getenv(env().c_str());
+  if (!raw || !*raw) return std::nullopt;
+  return std::string(raw);
+}
+
+template <class T>
+std::any knob<T>::save() const {
+  std::lock_guard lock(mutex_);
+  return override_;
+}
+
+template <class T>
+void knob<T>::restore(const std::any& saved) {
+  std::lock_guard lock(mutex_);
+  // A mismatched type means another knob now lives at a saved knob's address: it had no state then.
+  if (auto p = std::any_cast<std::optional<T>>(&saved)) override_ = *p;
+  else override_.reset();
+}
+
+// The knob types cotune declares, compiled once with COTUNE_SEPARATE_COMPILATION (in knob.ipp).
+#if !COTUNE_HEADER_ONLY
+extern template class knob<bool>;
+extern template class knob<int>;
+extern template class knob<std::int64_t>;
+extern template class knob<double>;
+extern template class knob<std::string>;
+extern template class knob<std::optional<std::string>>;
+#endif
 
 /// Saves the in-code values of every knob and restores them on destruction (tests, plugins). Knobs
 /// created after the snapshot had no in-code value then, so they lose theirs.

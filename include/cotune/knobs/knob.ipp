@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <any>
+#include <cstdint>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/errors.hpp>
 #include <cotune/knobs/knob.hpp>
@@ -77,5 +79,14 @@ COTUNE_DECL knob_snapshot::~knob_snapshot() {
     else k->reset();
   }
 }
+
+#if !COTUNE_HEADER_ONLY
+template class knob<bool>;
+template class knob<int>;
+template class knob<std::int64_t>;
+template class knob<double>;
+template class knob<std::string>;
+template class knob<std::optional<std::string>>;
+#endif
 
 } // namespace cotune

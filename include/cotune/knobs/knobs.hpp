@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/errors.hpp>
 #include <cotune/detail/config.hpp>
@@ -18,17 +18,22 @@ namespace cotune {
 namespace detail {
 
 /// $XDG_CACHE_HOME, else $HOME/.cache, else the working directory's .cache.
-[[nodiscard]] inline std::string user_cache_root() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return xdg;
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache";
-  return ".cache";
-}
+[[nodiscard]] COTUNE_DECL std::string user_cache_root();
+/// The defaults of cache.dir, cache.dump_dir and cache.override_dir: cotune, cotune-dump and
+/// cotune-override under user_cache_root().
+[[nodiscard]] COTUNE_DECL std::string default_cache_dir();
+[[nodiscard]] COTUNE_DECL std::string default_dump_dir();
+[[nodiscard]] COTUNE_DECL std::string default_override_dir();
 
+/// Throws the knob_error of a value below its knob's minimum.
+[[noreturn]] COTUNE_DECL void throw_below_minimum(const char* env, const std::string& value, const std::string& minimum);
+
+/// A knob's `validate` that refuses values below `minimum`.
 template <class T>
 auto at_least(T minimum, const char* env) {
   return [minimum, env](const T& v) {
     // Written as !(v >= minimum) so that a NaN set in code is refused too.
-    if (!(v >= minimum)) throw knob_error(fmt::format("{}={} is out of range; it must be at least {}", env, v, minimum));
+    if (!(v >= minimum)) throw_below_minimum(env, knob_text(v), knob_text(minimum));
   };
 }
 
@@ -37,15 +42,15 @@ auto at_least(T minimum, const char* env) {
 /// Where cotune keeps files.
 struct cache_knob_group {
   knob<std::string> dir{{.name = "cache.dir", .env = "COTUNE_CACHE_DIR", .doc = "root of the file cache",
-                         .computed_default = [] { return detail::user_cache_root() + "/cotune"; },
+                         .computed_default = detail::default_cache_dir,
                          .default_text = "$XDG_CACHE_HOME/cotune, else ~/.cache/cotune"}};
   knob<std::string> dump_dir{{.name = "cache.dump_dir", .env = "COTUNE_DUMP_DIR",
                               .doc = "where dump managers write intermediate files",
-                              .computed_default = [] { return detail::user_cache_root() + "/cotune-dump"; },
+                              .computed_default = detail::default_dump_dir,
                               .default_text = "$XDG_CACHE_HOME/cotune-dump"}};
   knob<std::string> override_dir{{.name = "cache.override_dir", .env = "COTUNE_OVERRIDE_DIR",
                                   .doc = "where override managers read user-supplied files (read-only)",
-                                  .computed_default = [] { return detail::user_cache_root() + "/cotune-override"; },
+                                  .computed_default = detail::default_override_dir,
                                   .default_text = "$XDG_CACHE_HOME/cotune-override"}};
   // Unset: the root's permission check already keeps other local users out, and a key makes entries
   // unreadable to any process without it (a cache shared by design, a key lost with a home directory).

@@ -2,6 +2,12 @@
 /// \file The bodies of knobs/knobs.hpp (compiled once with COTUNE_SEPARATE_COMPILATION, see
 /// detail/config.hpp).
 
+#include <cstdlib>
+#include <string>
+
+#include <fmt/core.h>
+
+#include <cotune/core/errors.hpp>
 #include <cotune/knobs/knobs.hpp>
 
 namespace cotune {
@@ -9,6 +15,20 @@ namespace cotune {
 COTUNE_DECL knob_groups& knobs() { return knob_group<knob_groups>(); }
 
 namespace detail {
+
+COTUNE_DECL std::string user_cache_root() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return xdg;
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache";
+  return ".cache";
+}
+COTUNE_DECL std::string default_cache_dir() { return user_cache_root() + "/cotune"; }
+COTUNE_DECL std::string default_dump_dir() { return user_cache_root() + "/cotune-dump"; }
+COTUNE_DECL std::string default_override_dir() { return user_cache_root() + "/cotune-override"; }
+
+COTUNE_DECL void throw_below_minimum(const char* env, const std::string& value, const std::string& minimum) {
+  throw knob_error(fmt::format("{}={} is out of range; it must be at least {}", env, value, minimum));
+}
+
 /// Constructs the core knobs during static initialisation, so that the registry lists them (and
 /// `invalidating_text()` hashes them into keys) even before anything calls `knobs()`: otherwise the
 /// first key computed in a process could miss COTUNE_HOST_CXXFLAGS and differ from later ones.

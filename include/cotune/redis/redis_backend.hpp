@@ -47,7 +47,7 @@
 #include <unistd.h>
 
 #include <boost/asio.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 #include <hiredis/hiredis.h>
 
 #include <cotune/cache/remote_backend.hpp>

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/cache/remote_backend.hpp>
 #include <cotune/core/errors.hpp>

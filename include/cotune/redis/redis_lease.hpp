@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #include <boost/asio.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/cache/remote_backend.hpp>
 #include <cotune/redis/redis_backend.hpp>

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/errors.hpp>
 #include <cotune/detail/config.hpp>

@@ -17,8 +17,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/use_future.hpp>
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/backend/backend.hpp>
 #include <cotune/bench/benchmarker.hpp>
@@ -28,6 +27,7 @@
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/kernel_source.hpp>
+#include <cotune/detail/block_on.hpp>
 #include <cotune/tune/backend_traits.hpp>
 #include <cotune/tune/engine.hpp>
 #include <cotune/tune/kernel_arguments.hpp>
@@ -145,7 +145,7 @@ public:
   /// engine's coordinator thread. Concurrent callers of one key share one tuning; the result lives
   /// as long as the tuner. Buffers are views: the data they point to must outlive the operation.
   ///
-  ///     auto f = tuner.async_tune(x, y, n, boost::asio::use_future);
+  ///     auto f = tuner.async_tune(x, y, n, boost::asio::use_future); // <boost/asio/use_future.hpp>
   template <boost::asio::completion_token_for<void(std::exception_ptr, const tuning_result*)> Token>
   auto async_tune(Args... args, Token&& token) {
     auto op = tune(std::move(args)...);
@@ -153,7 +153,7 @@ public:
   }
 
   /// The result for these arguments' key, tuning first if needed (blocking).
-  const tuning_result& tune_now(Args... args) { return *async_tune(args..., boost::asio::use_future).get(); }
+  const tuning_result& tune_now(Args... args) { return *detail::block_on(ctx_.eng.coordinator(), tune(args...)); }
 
   /// The best config for these arguments if their key is tuned, else null.
   [[nodiscard]] const config* best_config(const Args&... args) const noexcept {
@@ -163,7 +163,7 @@ public:
 
   /// Compiles every candidate these arguments would try (concurrently), measuring nothing.
   std::vector<candidate_result> warmup(Args... args) {
-    return boost::asio::co_spawn(ctx_.eng.coordinator(), warm_up(ctx_, args...), boost::asio::use_future).get();
+    return detail::block_on(ctx_.eng.coordinator(), warm_up(ctx_, args...));
   }
 
   /// How many keys were tuned by measuring (not served from the result cache).

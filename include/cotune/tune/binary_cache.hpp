@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/backend/backend.hpp>
 #include <cotune/cache/cache_manager.hpp>

@@ -9,7 +9,7 @@
 #include <string>
 #include <variant>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/tune/events.hpp>
 

@@ -6,13 +6,12 @@
 ///
 ///     tuner_options.measure = std::make_shared<cotune::exhaustive_measure>();
 
-#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <vector>
 
 #include <cotune/bench/benchmarker.hpp>
-#include <cotune/knobs/knobs.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 namespace cotune {
@@ -29,14 +28,8 @@ public:
 
   /// After the first pass: the candidates (indices in config order) to measure again with the full
   /// budget `full`. Empty: the first pass decides. Only candidates whose status is ok are returned.
-  [[nodiscard]] std::vector<std::size_t> finalists(const std::vector<candidate_result>& first_pass,
-                                                   const bench_options& full) const {
-    auto out = do_finalists(first_pass, full);
-    std::erase_if(out, [&](std::size_t i) { return i >= first_pass.size() || first_pass[i].status != candidate_status::ok; });
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out;
-  }
+  [[nodiscard]] COTUNE_DECL std::vector<std::size_t> finalists(const std::vector<candidate_result>& first_pass,
+                                                               const bench_options& full) const;
 
 protected:
   [[nodiscard]] virtual bench_options do_first_pass(const bench_options& full, std::size_t candidates) const = 0;
@@ -64,10 +57,7 @@ public:
   screening_measure(double rep_ms, double margin, std::size_t keep) : rep_ms_(rep_ms), margin_(margin), keep_(keep) {}
 
   /// From the knobs bench.screen_rep_ms, bench.screen_margin and bench.screen_keep.
-  [[nodiscard]] static screening_measure from_knobs() {
-    return {knobs().bench.screen_rep_ms.get(), knobs().bench.screen_margin.get(),
-            static_cast<std::size_t>(knobs().bench.screen_keep.get())};
-  }
+  [[nodiscard]] COTUNE_DECL static screening_measure from_knobs();
 
   /// Whether screening applies to `candidates` candidates under the budget `full`.
   [[nodiscard]] bool applies(const bench_options& full, std::size_t candidates) const noexcept {
@@ -75,28 +65,9 @@ public:
   }
 
 protected:
-  bench_options do_first_pass(const bench_options& full, std::size_t candidates) const override {
-    if (!applies(full, candidates)) return full;
-    bench_options short_pass = full;
-    short_pass.rep_ms = rep_ms_;
-    short_pass.warmup_ms = std::min(full.warmup_ms, rep_ms_ / 4);
-    return short_pass;
-  }
-
-  std::vector<std::size_t> do_finalists(const std::vector<candidate_result>& rs, const bench_options& full) const override {
-    if (!applies(full, rs.size())) return {}; // the first pass was a full one
-    auto best = select_best(rs);
-    std::vector<std::size_t> out;
-    if (!best) return out;
-    const double limit = rs[*best].time[0] * (1.0 + margin_);
-    for (std::size_t i = 0; i < rs.size(); ++i)
-      if (rs[i].status == candidate_status::ok && rs[i].time[0] <= limit) out.push_back(i);
-    if (out.size() > keep_) {
-      std::stable_sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) { return rs[a].time < rs[b].time; });
-      out.resize(keep_);
-    }
-    return out;
-  }
+  COTUNE_DECL bench_options do_first_pass(const bench_options& full, std::size_t candidates) const override;
+  COTUNE_DECL std::vector<std::size_t> do_finalists(const std::vector<candidate_result>& rs,
+                                                    const bench_options& full) const override;
 
 private:
   double rep_ms_, margin_;
@@ -104,3 +75,7 @@ private:
 };
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/tune/measure_strategy.ipp>
+#endif

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <tuple>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/backend/backend.hpp>
 #include <cotune/backend/module_view.hpp>

@@ -12,13 +12,12 @@
 #include <utility>
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/use_future.hpp>
 
 #include <cotune/backend/backend.hpp>
 #include <cotune/cache/cache_manager.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/detail/block_on.hpp>
 #include <cotune/detail/read_mostly_map.hpp>
 #include <cotune/detail/shared_result.hpp>
 #include <cotune/tune/engine.hpp>
@@ -115,7 +114,7 @@ template <Backend B, class Bench, CacheManager Cache>
 auto tuned_keys<B, Bench, Cache>::tune_blocking(engine& eng, const tuning_key& key,
                                                 std::function<std::shared_ptr<job>()> make) -> entry* {
   auto tuning = ensure_tuned(key, std::move(make));
-  return boost::asio::co_spawn(eng.coordinator(), std::move(tuning), boost::asio::use_future).get();
+  return block_on(eng.coordinator(), std::move(tuning));
 }
 
 } // namespace cotune::detail

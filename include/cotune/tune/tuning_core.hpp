@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/backend/backend.hpp>
 #include <cotune/bench/benchmarker.hpp>
@@ -26,8 +26,7 @@
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/kernel_source.hpp>
-#include <cotune/core/version.hpp>
-#include <cotune/detail/hashing.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/search/search.hpp>
 #include <cotune/tune/backend_traits.hpp>
@@ -43,42 +42,16 @@ namespace cotune {
 namespace detail {
 
 /// Records a failure: the exception's type gives the status.
-inline void record_failure(candidate_result& r, std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const candidate_crashed& x) {
-    r.status = candidate_status::crashed;
-    r.reason = x.what();
-  } catch (const candidate_hung& x) {
-    r.status = candidate_status::hung;
-    r.reason = x.what();
-  } catch (const compiler_crashed& x) {
-    r.status = candidate_status::compiler_crashed;
-    r.reason = x.what();
-  } catch (const compile_error& x) {
-    r.status = candidate_status::compile_error;
-    r.reason = x.what();
-  } catch (const out_of_resources& x) {
-    r.status = candidate_status::out_of_resources;
-    r.reason = x.what();
-  } catch (const wrong_result& x) {
-    r.status = candidate_status::wrong_result;
-    r.reason = x.what();
-  } catch (const timeout_error& x) {
-    r.status = candidate_status::timeout;
-    r.reason = x.what();
-  } catch (const launch_error& x) {
-    r.status = candidate_status::launch_error;
-    r.reason = x.what();
-  } catch (const std::exception& x) {
-    r.status = candidate_status::error;
-    r.reason = x.what();
-  } catch (...) {
-    r.status = candidate_status::error;
-    r.reason = "unknown exception";
-  }
-  r.time = {inf_ms, inf_ms, inf_ms};
-}
+COTUNE_DECL void record_failure(candidate_result& r, std::exception_ptr e);
+
+/// Hands `e` to every observer of `observers`, then to the printer the knobs ask for
+/// (autotuning.print, autotuning.progress; warnings always).
+COTUNE_DECL void emit_event(const std::vector<std::shared_ptr<observer>>& observers, const tuning_event& e);
+
+/// The result cache's key of one tuning (see tuning_core::result_key).
+[[nodiscard]] COTUNE_DECL std::string result_key(const std::string& fingerprint, const std::string& kernel_digest,
+                                                 const std::string& key_text, const std::vector<config>& pruned,
+                                                 const search_strategy& search, const search_settings& budget);
 
 } // namespace detail
 
@@ -126,15 +99,7 @@ public:
   tuning_core& operator=(const tuning_core&) = delete;
 
   /// Reports an event to the options' observers and the printer the knobs choose (warnings always).
-  void emit(const tuning_event& e) const {
-    for (const auto& o : settings.observers) o->notify(e);
-    static printing_observer printer(stderr, true, true);
-    static printing_observer progress(stderr, false, true);
-    static printing_observer warnings_only(stderr, false, false);
-    if (knobs().autotuning.print.get()) printer.notify(e);
-    else if (knobs().autotuning.progress.get()) progress.notify(e);
-    else warnings_only.notify(e);
-  }
+  void emit(const tuning_event& e) const { detail::emit_event(settings.observers, e); }
 
   /// The binary of candidate `c` for device `d`: from the binary cache, or compiled now and stored.
   /// Thread-safe (runs on the compile pool).
@@ -163,19 +128,8 @@ public:
   /// SHA-256 over cotune's version, the backend's fingerprint, the kernel (source and compile options),
   /// the set cache-invalidating knobs, the tuning key and the candidate list.
   [[nodiscard]] std::string result_key(const std::string& key_text, const std::vector<config>& pruned) const {
-    detail::sha256_hasher h;
-    h.field("cotune-tuning-result").field(version).field(std::to_string(cache_format_version));
-    h.field(backend.fingerprint(devices[settings.device])).field(kernel.digest());
-    h.field(knob_registry::instance().invalidating_text()).field(key_text);
-    h.field(std::to_string(pruned.size()));
-    for (const auto& c : pruned) h.field(c.text());
-    // A budgeted search's winner is the best of what it measured: another strategy, budget or seed
-    // must not reuse it. An exhaustive search keeps the keys it always had.
-    const auto s = search();
-    const auto st = search_budget();
-    if (!s->evaluates_all() || st.evaluations || st.wall_ms > 0)
-      h.field(fmt::format("search {} {} {} {}", s->name(), st.evaluations, st.wall_ms, st.seed));
-    return detail::to_hex(h.digest());
+    return detail::result_key(backend.fingerprint(devices[settings.device]), kernel.digest(), key_text, pruned,
+                              *search(), search_budget());
   }
 
   /// The search strategy: the options', else the one COTUNE_SEARCH names.
@@ -216,3 +170,7 @@ private:
 };
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/tune/tuning_core.ipp>
+#endif

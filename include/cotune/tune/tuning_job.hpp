@@ -26,7 +26,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/post.hpp>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/backend/backend.hpp>
 #include <cotune/bench/measurement.hpp>

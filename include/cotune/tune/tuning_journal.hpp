@@ -34,9 +34,7 @@ namespace cotune {
 /// whenever the writer is killed (each put is atomic). Chunks are written from 0 upwards, so a reader
 /// reads them from 0 until the first one missing.
 struct tuning_journal {
-  [[nodiscard]] static std::string file(const std::string& kernel, std::size_t chunk) {
-    return kernel + ".journal." + std::to_string(chunk) + ".json";
-  }
+  [[nodiscard]] static COTUNE_DECL std::string file(const std::string& kernel, std::size_t chunk);
 
   /// The most chunks a journal has: enough for 2^40 writes.
   static constexpr std::size_t max_chunks = 41;
@@ -57,20 +55,9 @@ struct tuning_journal {
   }
 
   /// One chunk's text: the candidates at `indices` of `results`.
-  [[nodiscard]] static std::string chunk_json(const std::string& kernel, const std::string& key_text,
-                                              const std::vector<candidate_result>& results,
-                                              const std::vector<std::size_t>& indices) {
-    tuning_result part;
-    part.kernel = kernel;
-    part.key_text = key_text;
-    part.candidates.reserve(indices.size());
-    for (std::size_t i : indices) part.candidates.push_back(results[i]);
-    json_writer w;
-    w.begin_object().field("format", 1).field("size", results.size()).key("indices").begin_array();
-    for (std::size_t i : indices) w.value(i);
-    w.end_array().key("outcomes").raw(part.json());
-    return std::move(w.end_object()).take() + "\n";
-  }
+  [[nodiscard]] static COTUNE_DECL std::string chunk_json(const std::string& kernel, const std::string& key_text,
+                                                          const std::vector<candidate_result>& results,
+                                                          const std::vector<std::size_t>& indices);
 
 private:
   /// Adds the outcomes of one chunk to `out` (slots already filled stay as they are).
@@ -129,15 +116,10 @@ struct quarantine {
   };
   std::map<std::string, entry> entries;
 
-  [[nodiscard]] static std::string file(const std::string& kernel) { return kernel + ".quarantine.json"; }
+  [[nodiscard]] static COTUNE_DECL std::string file(const std::string& kernel);
 
   /// The cache key: the backend's fingerprint (toolchain and architecture) and the kernel's digest.
-  [[nodiscard]] static std::string key(const std::string& fingerprint, const std::string& kernel_digest) {
-    detail::sha256_hasher h;
-    h.field("cotune-quarantine").field(version).field(std::to_string(cache_format_version));
-    h.field(fingerprint).field(kernel_digest);
-    return detail::to_hex(h.digest());
-  }
+  [[nodiscard]] static COTUNE_DECL std::string key(const std::string& fingerprint, const std::string& kernel_digest);
 
   /// Adds the crashed and hung candidates of `results` and stores the quarantine in `cache` if that
   /// added any; returns why it could not be stored, or nothing.
@@ -159,18 +141,9 @@ struct quarantine {
     return std::nullopt;
   }
 
-  [[nodiscard]] const entry* find(const config& c) const {
-    auto it = entries.find(c.text());
-    return it == entries.end() ? nullptr : &it->second;
-  }
+  [[nodiscard]] COTUNE_DECL const entry* find(const config& c) const;
 
-  [[nodiscard]] std::string json() const {
-    json_writer w;
-    w.begin_object().field("format", 1).key("candidates").begin_array();
-    for (const auto& [cfg, e] : entries)
-      w.begin_object().field("config", cfg).field("status", to_string(e.status)).field("reason", e.reason).end_object();
-    return std::move(w.end_array().end_object()).take() + "\n";
-  }
+  [[nodiscard]] COTUNE_DECL std::string json() const;
 
   /// An unreadable quarantine is an empty one (it only ever saves time).
   [[nodiscard]] static quarantine from_json(std::string_view text);

@@ -12,10 +12,32 @@
 #include <simdjson.h>
 
 #include <cotune/core/config.hpp>
+#include <cotune/core/json_writer.hpp>
+#include <cotune/core/version.hpp>
+#include <cotune/detail/hashing.hpp>
 #include <cotune/tune/tuning_journal.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 namespace cotune {
+
+COTUNE_DECL std::string tuning_journal::file(const std::string& kernel, std::size_t chunk) {
+  return kernel + ".journal." + std::to_string(chunk) + ".json";
+}
+
+COTUNE_DECL std::string tuning_journal::chunk_json(const std::string& kernel, const std::string& key_text,
+                                                   const std::vector<candidate_result>& results,
+                                                   const std::vector<std::size_t>& indices) {
+  tuning_result part;
+  part.kernel = kernel;
+  part.key_text = key_text;
+  part.candidates.reserve(indices.size());
+  for (std::size_t i : indices) part.candidates.push_back(results[i]);
+  json_writer w;
+  w.begin_object().field("format", 1).field("size", results.size()).key("indices").begin_array();
+  for (std::size_t i : indices) w.value(i);
+  w.end_array().key("outcomes").raw(part.json());
+  return std::move(w.end_object()).take() + "\n";
+}
 
 COTUNE_DECL void tuning_journal::take(const std::string& text, const std::vector<config>& pruned,
                                       std::vector<std::optional<candidate_result>>& out) {
@@ -42,6 +64,28 @@ COTUNE_DECL void tuning_journal::take(const std::string& text, const std::vector
     c.resumed = true;
     out[i] = std::move(c);
   }
+}
+
+COTUNE_DECL std::string quarantine::file(const std::string& kernel) { return kernel + ".quarantine.json"; }
+
+COTUNE_DECL std::string quarantine::key(const std::string& fingerprint, const std::string& kernel_digest) {
+  detail::sha256_hasher h;
+  h.field("cotune-quarantine").field(version).field(std::to_string(cache_format_version));
+  h.field(fingerprint).field(kernel_digest);
+  return detail::to_hex(h.digest());
+}
+
+COTUNE_DECL const quarantine::entry* quarantine::find(const config& c) const {
+  auto it = entries.find(c.text());
+  return it == entries.end() ? nullptr : &it->second;
+}
+
+COTUNE_DECL std::string quarantine::json() const {
+  json_writer w;
+  w.begin_object().field("format", 1).key("candidates").begin_array();
+  for (const auto& [cfg, e] : entries)
+    w.begin_object().field("config", cfg).field("status", to_string(e.status)).field("reason", e.reason).end_object();
+  return std::move(w.end_array().end_object()).take() + "\n";
 }
 
 COTUNE_DECL quarantine quarantine::from_json(std::string_view text) {

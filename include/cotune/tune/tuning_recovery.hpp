@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/cache/cache_manager.hpp>
 #include <cotune/core/config.hpp>

@@ -15,7 +15,7 @@
 
 #include <unistd.h>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/core/config.hpp>
 #include <cotune/core/json_writer.hpp>

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
+#include <fmt/core.h>
 
 #include <cotune/backend/backend.hpp>
 #include <cotune/bench/measurement.hpp>

@@ -1,0 +1,85 @@
+#pragma once
+/// \file The bodies of tune/tuning_core.hpp's non-template helpers (compiled once with
+/// COTUNE_SEPARATE_COMPILATION, see detail/config.hpp).
+
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include <cotune/core/errors.hpp>
+#include <cotune/core/version.hpp>
+#include <cotune/detail/hashing.hpp>
+#include <cotune/knobs/knobs.hpp>
+#include <cotune/tune/events.hpp>
+#include <cotune/tune/tuning_core.hpp>
+
+namespace cotune::detail {
+
+COTUNE_DECL void record_failure(candidate_result& r, std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const candidate_crashed& x) {
+    r.status = candidate_status::crashed;
+    r.reason = x.what();
+  } catch (const candidate_hung& x) {
+    r.status = candidate_status::hung;
+    r.reason = x.what();
+  } catch (const compiler_crashed& x) {
+    r.status = candidate_status::compiler_crashed;
+    r.reason = x.what();
+  } catch (const compile_error& x) {
+    r.status = candidate_status::compile_error;
+    r.reason = x.what();
+  } catch (const out_of_resources& x) {
+    r.status = candidate_status::out_of_resources;
+    r.reason = x.what();
+  } catch (const wrong_result& x) {
+    r.status = candidate_status::wrong_result;
+    r.reason = x.what();
+  } catch (const timeout_error& x) {
+    r.status = candidate_status::timeout;
+    r.reason = x.what();
+  } catch (const launch_error& x) {
+    r.status = candidate_status::launch_error;
+    r.reason = x.what();
+  } catch (const std::exception& x) {
+    r.status = candidate_status::error;
+    r.reason = x.what();
+  } catch (...) {
+    r.status = candidate_status::error;
+    r.reason = "unknown exception";
+  }
+  r.time = {inf_ms, inf_ms, inf_ms};
+}
+
+COTUNE_DECL void emit_event(const std::vector<std::shared_ptr<observer>>& observers, const tuning_event& e) {
+  for (const auto& o : observers) o->notify(e);
+  static printing_observer printer(stderr, true, true);
+  static printing_observer progress(stderr, false, true);
+  static printing_observer warnings_only(stderr, false, false);
+  if (knobs().autotuning.print.get()) printer.notify(e);
+  else if (knobs().autotuning.progress.get()) progress.notify(e);
+  else warnings_only.notify(e);
+}
+
+COTUNE_DECL std::string result_key(const std::string& fingerprint, const std::string& kernel_digest,
+                                   const std::string& key_text, const std::vector<config>& pruned,
+                                   const search_strategy& search, const search_settings& budget) {
+  sha256_hasher h;
+  h.field("cotune-tuning-result").field(version).field(std::to_string(cache_format_version));
+  h.field(fingerprint).field(kernel_digest);
+  h.field(knob_registry::instance().invalidating_text()).field(key_text);
+  h.field(std::to_string(pruned.size()));
+  for (const auto& c : pruned) h.field(c.text());
+  // A budgeted search's winner is the best of what it measured: another strategy, budget or seed
+  // must not reuse it. An exhaustive search keeps the keys it always had.
+  if (!search.evaluates_all() || budget.evaluations || budget.wall_ms > 0)
+    h.field(fmt::format("search {} {} {} {}", search.name(), budget.evaluations, budget.wall_ms, budget.seed));
+  return to_hex(h.digest());
+}
+
+} // namespace cotune::detail
