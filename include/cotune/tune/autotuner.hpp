@@ -27,8 +27,8 @@
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/kernel_source.hpp>
-#include <cotune/detail/block_on.hpp>
 #include <cotune/tune/backend_traits.hpp>
+#include <cotune/tune/block_on.hpp>
 #include <cotune/tune/engine.hpp>
 #include <cotune/tune/kernel_arguments.hpp>
 #include <cotune/tune/tune_options.hpp>

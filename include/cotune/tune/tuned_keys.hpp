@@ -17,9 +17,9 @@
 #include <cotune/cache/cache_manager.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/detail/block_on.hpp>
 #include <cotune/detail/read_mostly_map.hpp>
 #include <cotune/detail/shared_result.hpp>
+#include <cotune/tune/block_on.hpp>
 #include <cotune/tune/engine.hpp>
 #include <cotune/tune/tuning_job.hpp>
 #include <cotune/tune/tuning_key.hpp>
