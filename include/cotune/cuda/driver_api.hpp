@@ -356,7 +356,10 @@ struct driver_entry {
 
 /// The CUDA driver; throws cotune::error with the reason when it cannot be loaded.
 [[nodiscard]] inline const driver_library& driver() {
-  const auto& entry = detail::driver_entry_for(detail::driver_path());
+  // A named argument: g++ 13's -Wdangling-reference fires on a reference returned from a call with a
+  // temporary argument, although the entry lives in a function-local static table.
+  const auto key = detail::driver_path();
+  const auto& entry = detail::driver_entry_for(key);
   if (!entry.library) throw error(entry.message);
   return *entry.library;
 }

@@ -347,7 +347,10 @@ inline void preload_nvrtc() {
 
 /// NVRTC; throws cotune::error with the reason when it cannot be loaded.
 [[nodiscard]] inline const nvrtc_library& nvrtc() {
-  const auto& entry = detail::nvrtc_entry_for(detail::nvrtc_search_paths());
+  // A named argument: g++ 13's -Wdangling-reference fires on a reference returned from a call with a
+  // temporary argument, although the entry lives in a function-local static table.
+  const auto key = detail::nvrtc_search_paths();
+  const auto& entry = detail::nvrtc_entry_for(key);
   if (!entry.library) throw error(entry.message);
   return *entry.library;
 }
