@@ -259,7 +259,7 @@ TEST_CASE("gc never evicts an entry another live process holds, and does once it
   if (holder == 0) {
     auto pin = file_cache(root.path(), key_a).pin("held.so");
     char byte = pin ? 'p' : 'n';
-    (void)::write(ready[1], &byte, 1);
+    if (::write(ready[1], &byte, 1) != 1) ::_exit(2);
     ::pause(); // holds the pin until killed
     ::_exit(0);
   }

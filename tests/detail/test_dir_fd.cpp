@@ -109,7 +109,8 @@ TEST_CASE("a temporary file is reclaimed only when old enough and its writer's l
   if (pid == 0) {
     temp_file_writer w(dir.get(), "dead", tmp.path());
     w.write("half of it");
-    (void)::write(ready[1], w.temporary_name().data(), w.temporary_name().size());
+    const auto name_size = static_cast<ssize_t>(w.temporary_name().size());
+    if (::write(ready[1], w.temporary_name().data(), w.temporary_name().size()) != name_size) ::_exit(2);
     ::pause();
     ::_exit(0);
   }

@@ -163,7 +163,7 @@ TEST_CASE("a holder that dies loses the lease at expiry and a waiter takes over"
     redis_backend backend(options);
     auto lease = try_acquire_lease(backend, key, quick_lease(600ms)); // renewed in the background
     const char c = lease ? 'y' : 'n';
-    (void)::write(ready_pipe[1], &c, 1);
+    if (::write(ready_pipe[1], &c, 1) != 1) return 2;
     std::this_thread::sleep_for(60s); // killed long before
     return 0;
   });

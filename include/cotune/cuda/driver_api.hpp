@@ -345,21 +345,26 @@ struct driver_entry {
   return cuda_knobs().libcuda_path.get().value_or("libcuda.so.1");
 }
 
+/// The entry for the paths the knobs name now. The key is a named local: a call with a temporary
+/// argument that returns a reference makes g++ 13 warn (-Wdangling-reference), although the entry
+/// lives in a function-local static table.
+[[nodiscard]] inline const driver_entry& current_driver_entry() {
+  const auto key = driver_path();
+  return driver_entry_for(key);
+}
+
 } // namespace detail
 
 /// The CUDA driver as the `cuda.libcuda_path` knob says, or nullptr if it cannot be loaded
 /// (`driver_error()` then says why). Never throws for a missing library.
-[[nodiscard]] inline const driver_library* try_driver() { return detail::driver_entry_for(detail::driver_path()).library.get(); }
+[[nodiscard]] inline const driver_library* try_driver() { return detail::current_driver_entry().library.get(); }
 
 /// Why `try_driver()` is null (empty when the driver loaded).
-[[nodiscard]] inline std::string driver_error() { return detail::driver_entry_for(detail::driver_path()).message; }
+[[nodiscard]] inline std::string driver_error() { return detail::current_driver_entry().message; }
 
 /// The CUDA driver; throws cotune::error with the reason when it cannot be loaded.
 [[nodiscard]] inline const driver_library& driver() {
-  // A named argument: g++ 13's -Wdangling-reference fires on a reference returned from a call with a
-  // temporary argument, although the entry lives in a function-local static table.
-  const auto key = detail::driver_path();
-  const auto& entry = detail::driver_entry_for(key);
+  const auto& entry = detail::current_driver_entry();
   if (!entry.library) throw error(entry.message);
   return *entry.library;
 }

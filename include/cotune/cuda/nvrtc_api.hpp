@@ -318,6 +318,14 @@ struct nvrtc_entry {
   return *slot;
 }
 
+/// The entry for the paths the knobs name now. The key is a named local: a call with a temporary
+/// argument that returns a reference makes g++ 13 warn (-Wdangling-reference), although the entry
+/// lives in a function-local static table.
+[[nodiscard]] inline const nvrtc_entry& current_nvrtc_entry() {
+  const auto key = nvrtc_search_paths();
+  return nvrtc_entry_for(key);
+}
+
 } // namespace detail
 
 /// Starts opening NVRTC on a background thread, once per process. Opening it costs about 5 ms
@@ -340,17 +348,14 @@ inline void preload_nvrtc() {
 }
 
 /// NVRTC as the `cuda.libnvrtc_path` knob says, or nullptr (`nvrtc_error()` says why).
-[[nodiscard]] inline const nvrtc_library* try_nvrtc() { return detail::nvrtc_entry_for(detail::nvrtc_search_paths()).library.get(); }
+[[nodiscard]] inline const nvrtc_library* try_nvrtc() { return detail::current_nvrtc_entry().library.get(); }
 
 /// Why `try_nvrtc()` is null (empty when NVRTC loaded).
-[[nodiscard]] inline std::string nvrtc_error() { return detail::nvrtc_entry_for(detail::nvrtc_search_paths()).message; }
+[[nodiscard]] inline std::string nvrtc_error() { return detail::current_nvrtc_entry().message; }
 
 /// NVRTC; throws cotune::error with the reason when it cannot be loaded.
 [[nodiscard]] inline const nvrtc_library& nvrtc() {
-  // A named argument: g++ 13's -Wdangling-reference fires on a reference returned from a call with a
-  // temporary argument, although the entry lives in a function-local static table.
-  const auto key = detail::nvrtc_search_paths();
-  const auto& entry = detail::nvrtc_entry_for(key);
+  const auto& entry = detail::current_nvrtc_entry();
   if (!entry.library) throw error(entry.message);
   return *entry.library;
 }

@@ -365,19 +365,27 @@ struct runtime_entry {
   return *slot;
 }
 
+/// The entry for the paths the knobs name now. The key is a named local: a call with a temporary
+/// argument that returns a reference makes g++ 13 warn (-Wdangling-reference), although the entry
+/// lives in a function-local static table.
+[[nodiscard]] inline const runtime_entry& current_runtime_entry() {
+  const auto key = runtime_search_paths();
+  return runtime_entry_for(key);
+}
+
 } // namespace detail
 
 /// The HIP runtime as the `hip.libamdhip64_path` knob says, or nullptr (`runtime_error()` says why).
 [[nodiscard]] inline const runtime_library* try_runtime() {
-  return detail::runtime_entry_for(detail::runtime_search_paths()).library.get();
+  return detail::current_runtime_entry().library.get();
 }
 
 /// Why `try_runtime()` is null (empty when it loaded).
-[[nodiscard]] inline std::string runtime_error() { return detail::runtime_entry_for(detail::runtime_search_paths()).message; }
+[[nodiscard]] inline std::string runtime_error() { return detail::current_runtime_entry().message; }
 
 /// The HIP runtime; throws cotune::error with the reason when it cannot be loaded.
 [[nodiscard]] inline const runtime_library& runtime() {
-  const auto& entry = detail::runtime_entry_for(detail::runtime_search_paths());
+  const auto& entry = detail::current_runtime_entry();
   if (!entry.library) throw error(entry.message);
   return *entry.library;
 }

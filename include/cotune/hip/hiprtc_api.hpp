@@ -219,19 +219,27 @@ struct hiprtc_entry {
   return *slot;
 }
 
+/// The entry for the paths the knobs name now. The key is a named local: a call with a temporary
+/// argument that returns a reference makes g++ 13 warn (-Wdangling-reference), although the entry
+/// lives in a function-local static table.
+[[nodiscard]] inline const hiprtc_entry& current_hiprtc_entry() {
+  const auto key = hiprtc_search_paths();
+  return hiprtc_entry_for(key);
+}
+
 } // namespace detail
 
 /// hiprtc as the `hip.libhiprtc_path` knob says, or nullptr (`hiprtc_error()` says why).
 [[nodiscard]] inline const hiprtc_library* try_hiprtc() {
-  return detail::hiprtc_entry_for(detail::hiprtc_search_paths()).library.get();
+  return detail::current_hiprtc_entry().library.get();
 }
 
 /// Why `try_hiprtc()` is null (empty when hiprtc loaded).
-[[nodiscard]] inline std::string hiprtc_error() { return detail::hiprtc_entry_for(detail::hiprtc_search_paths()).message; }
+[[nodiscard]] inline std::string hiprtc_error() { return detail::current_hiprtc_entry().message; }
 
 /// hiprtc; throws cotune::error with the reason when it cannot be loaded.
 [[nodiscard]] inline const hiprtc_library& hiprtc() {
-  const auto& entry = detail::hiprtc_entry_for(detail::hiprtc_search_paths());
+  const auto& entry = detail::current_hiprtc_entry();
   if (!entry.library) throw error(entry.message);
   return *entry.library;
 }
