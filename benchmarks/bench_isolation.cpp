@@ -3,6 +3,7 @@
 //      round trip (fork, run, report, reap);
 //   2. the CPU demo (example 02's 17-candidate matmul, n = 256, binaries cached, results not cached):
 //      tuning wall time with COTUNE_ISOLATE=off against on, 5 alternating runs each, medians and ratio;
+//   2b. a 1,000-config host space: tuning wall time off against on, cold and with the binaries cached;
 //   3. configs lost per fault: a 6-candidate list with one segfaulting candidate, isolated: how many
 //      candidates failed (target exactly 1).
 // Usage: bench_isolation [runs]
@@ -12,6 +13,8 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include <cotune/cotune.hpp>
 #include <cotune/detail/isolated_run.hpp>
@@ -68,6 +71,47 @@ int main(int argc, char** argv) {
   const double off_ms = quantile(off, 0.5), on_ms = quantile(on, 0.5);
   std::printf("CPU demo (17 candidates, n=%d): isolation off %.1f ms, on %.1f ms (medians of %d); on/off = %.3f\n", n,
               off_ms, on_ms, runs, on_ms / off_ms);
+
+  std::printf("FIGURE {\"figure\": \"isolation_cost_cpu_demo\", \"off_ms\": %.1f, \"on_ms\": %.1f, \"ratio\": %.4f}\n",
+              off_ms, on_ms, on_ms / off_ms);
+
+  // 2b. a 1,000-config host space (10 x 10 x 10), isolation off against on: once cold (every candidate
+  // compiled: new kernel names), then with the binaries cached, where the forks weigh most.
+  const std::string space_code = "extern \"C\" void spin(int* out, int n) {\n"
+                                 "  volatile int s = 0;\n"
+                                 "  for (int i = 0; i < n * (1 + (A + 2 * B + 3 * C) % 7); ++i) s += i;\n"
+                                 "  out[0] = s;\n}\n";
+  std::vector<cotune::config> space;
+  for (int x = 0; x < 10; ++x)
+    for (int y = 0; y < 10; ++y)
+      for (int z = 0; z < 10; ++z) space.push_back(cotune::config{{"A", x}, {"B", y}, {"C", z}});
+  int spin_out = 0;
+  auto tune_space = [&](const char* mode, const std::string& name) {
+    auto isolate = cotune::knobs().autotuning.isolate.scoped(mode);
+    cotune::autotuner<void(int*, int)> tuner{cotune::kernel_source{.name = name, .code = space_code, .entry = "spin"},
+                                             space, {.arg_names = {"out", "n"}, .key = {"n"}}};
+    const auto t0 = clock_type::now();
+    (void)tuner.tune_now(&spin_out, 2000);
+    return ms_since(t0);
+  };
+  const std::string run_tag = std::to_string(::getpid()); // cold: no binary of an earlier run can serve
+  const double cold_off = tune_space("off", "bench_isolation_space_cold_off_" + run_tag);
+  const double cold_on = tune_space("on", "bench_isolation_space_cold_on_" + run_tag);
+  std::printf("1000-config host space, cold: isolation off %.0f ms, on %.0f ms; on/off = %.3f\n", cold_off, cold_on,
+              cold_on / cold_off);
+  const int space_runs = std::max(1, runs / 2);
+  std::vector<double> space_off, space_on;
+  for (int i = 0; i < space_runs; ++i) {
+    space_off.push_back(tune_space("off", "bench_isolation_space_warm"));
+    space_on.push_back(tune_space("on", "bench_isolation_space_warm"));
+  }
+  const double warm_off = quantile(space_off, 0.5), warm_on = quantile(space_on, 0.5);
+  std::printf("1000-config host space, binaries cached: isolation off %.0f ms, on %.0f ms (medians of %d); on/off = "
+              "%.3f\n",
+              warm_off, warm_on, space_runs, warm_on / warm_off);
+  std::printf("FIGURE {\"figure\": \"isolation_cost_host_1000\", \"cold_off_ms\": %.0f, \"cold_on_ms\": %.0f, "
+              "\"cold_ratio\": %.4f, \"warm_off_ms\": %.0f, \"warm_on_ms\": %.0f, \"warm_ratio\": %.4f}\n",
+              cold_off, cold_on, cold_on / cold_off, warm_off, warm_on, warm_on / warm_off);
 
   // 3. configs lost per fault
   const cotune::kernel_source crashing{.name = "bench_isolation_crash",

@@ -37,7 +37,8 @@ TEST_CASE("an isolation job survives its encoding byte for byte", "[cuda][isolat
   j.flush_factor = 1.5;
   j.batch_below_us = 100;
   j.graph = true;
-  gpu::detail::worker_param dev{.device = true, .offset = 256, .extent = 4096, .zero = true, .restore = false};
+  gpu::detail::worker_param dev{.device = true, .offset = 256, .extent = 4096, .zero = true, .restore = false,
+                                .poison = true};
   dev.handle[0] = 'h';
   dev.handle[63] = 'z';
   j.params = {dev, {.bytes = std::string("\x01\x00\x00\x00", 4)}};
@@ -65,6 +66,7 @@ TEST_CASE("an isolation job survives its encoding byte for byte", "[cuda][isolat
   CHECK(back.params[0].extent == 4096);
   CHECK(back.params[0].zero);
   CHECK(!back.params[0].restore);
+  CHECK(back.params[0].poison);
   CHECK(!back.params[1].device);
   CHECK(back.params[1].bytes == j.params[1].bytes);
 
@@ -205,14 +207,46 @@ double percentile(std::vector<double> v, double p) {
 
 } // namespace
 
-TEST_CASE("with COTUNE_ISOLATE=on an illegal address, a trap and an endless kernel each cost one candidate",
+TEST_CASE("with no knob set, a candidate that writes nothing fails verification, in the worker and in-process",
           "[cuda][isolation][gpu]") {
   const auto devices = cuda::devices();
   if (devices.empty()) {
     WARN("skipped: no CUDA device here (" << cuda::availability().message << ")");
     return;
   }
-  auto isolate = cotune::knobs().autotuning.isolate.scoped("on");
+  cotune_test::private_cache cache;
+  const auto& d = devices.front();
+  const int n = 1 << 12;
+  std::vector<float> xs(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) xs[std::size_t(i)] = static_cast<float>(i % 97);
+  for (const char* isolate : {"on", "off"}) {
+    INFO("COTUNE_ISOLATE=" << isolate);
+    auto mode_knob = cotune::knobs().autotuning.isolate.scoped(isolate);
+    cuda::device_buffer<float> x(d, xs), out(d, std::size_t(n));
+    auto opts = options(n);
+    opts.reset_to_zero.clear(); // out is poisoned, not zeroed, before the verification run
+    // The right answer is already in `out`: without poisoning, MODE 4 (writes nothing) would pass.
+    std::vector<float> right(xs.size());
+    for (std::size_t i = 0; i < xs.size(); ++i) right[i] = 2.0f * xs[i];
+    out.copy_from(right);
+    cotune::autotuner<iso_signature, cuda::cuda_backend> tuner{cotune_test::fault_kernel(fmt::format("iso_nothing_{}", isolate), "__trap"),
+                                                               {mode(0, 0), mode(4, 0)}, opts};
+    const auto& result = tuner.tune_now(x, out, n);
+    CHECK(result.candidates[0].status == cotune::candidate_status::ok);
+    CHECK(result.candidates[1].status == cotune::candidate_status::wrong_result);
+    CHECK_THAT(result.candidates[1].reason, Catch::Contains("out[0] is wrong"));
+    CHECK(result.winner == 0);
+  }
+}
+
+TEST_CASE("with no knob set, an illegal address, a trap and an endless kernel each cost one candidate",
+          "[cuda][isolation][gpu]") {
+  const auto devices = cuda::devices();
+  if (devices.empty()) {
+    WARN("skipped: no CUDA device here (" << cuda::availability().message << ")");
+    return;
+  }
+  REQUIRE(cotune::knobs().autotuning.isolate.get() == "on"); // the default: run without COTUNE_ISOLATE
   auto timeout = cotune::knobs().bench.timeout_ms.scoped(1500);
   cotune_test::private_cache cache;
   const auto& d = devices.front();

@@ -2,7 +2,7 @@
 // of a kernel whose candidates may crash, printing each outcome as it happens, then a summary.
 // Usage: child_journal <cache dir> <scenario: slow | crash>
 //   slow:  8 candidates of busy work, each measured for ~40 ms (time to be killed midway)
-//   crash: 6 candidates; the one with CRASH=1 dereferences null (measured in-process unless isolated)
+//   crash: 6 candidates; the one with CRASH=1 dereferences null (COTUNE_ISOLATE=auto: in-process until it crashed)
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -33,6 +33,8 @@ protected:
 int main(int argc, char** argv) {
   if (argc != 3) return 2;
   cotune::knobs().cache.dir.set(argv[1]);
+  // `auto`: candidates run in-process until a crash has been seen (the default, `on`, isolates at once).
+  cotune::knobs().autotuning.isolate.set("auto");
   const std::string scenario = argv[2];
   std::vector<cotune::config> configs;
   if (scenario == "slow")
@@ -51,6 +53,8 @@ int main(int argc, char** argv) {
     resumed += c.resumed ? 1 : 0;
     crashed += c.status == cotune::candidate_status::crashed ? 1 : 0;
   }
-  std::printf("done resumed=%d crashed=%d best=%s\n", resumed, crashed, result.best().text().c_str());
+  // The winner's time to the last bit (%a): a resumed final is the journaled one, not a new measurement.
+  std::printf("done resumed=%d crashed=%d best=%s best_ms=%a\n", resumed, crashed, result.best().text().c_str(),
+              result.candidates[result.winner].time[0]);
   return 0;
 }

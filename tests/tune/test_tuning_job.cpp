@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -127,10 +128,10 @@ TEST_CASE("run_isolated brings back values, exceptions, crashes and hangs", "[tu
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)); // killed, not waited for
 }
 
-TEST_CASE("with isolation, a segfault, an abort and an endless loop each cost one candidate",
+TEST_CASE("with no knob set, a segfault, an abort and an endless loop each cost one candidate",
           "[tune][tuning_job][isolation]") {
   private_cache cache;
-  auto isolate = knobs().autotuning.isolate.scoped("on");
+  REQUIRE(knobs().autotuning.isolate.get() == "on"); // the default: the test runs without COTUNE_ISOLATE
   auto timeout = knobs().bench.timeout_ms.scoped(1500);
   crash_tuner tuner{crashing_kernel("work_faults"),
                     {candidate(2, 0), candidate(1, 1), candidate(1, 2), candidate(1, 3), candidate(3, 0)},
@@ -192,6 +193,30 @@ TEST_CASE("a tuning killed midway resumes from its journal, measuring nothing tw
   CHECK(resumed < 8);
   // The rerun measured only the others (screening's finalists may then be timed again in full).
   CHECK(lines_with(out, "resumed=0\n") == 8 - resumed);
+}
+
+TEST_CASE("a tuning killed after its finals resumes them from the journal, measuring nothing again",
+          "[tune][tuning_job][journal]") {
+  private_cache cache;
+  const auto dir = cache.cache_dir().string();
+  auto [first, first_status] = run_child(dir, "slow", 0);
+  INFO(first);
+  REQUIRE(WIFEXITED(first_status));
+  REQUIRE(WEXITSTATUS(first_status) == 0);
+  // As if killed after the finals, before the result was stored: the result goes, the journal stays.
+  int removed = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (e.path().filename() == "child_slow.autotune.json") removed += std::filesystem::remove(e.path()) ? 1 : 0;
+  REQUIRE(removed == 1);
+  auto [second, second_status] = run_child(dir, "slow", 0);
+  INFO(second);
+  REQUIRE(WIFEXITED(second_status));
+  REQUIRE(WEXITSTATUS(second_status) == 0);
+  CHECK(lines_with(second, "resumed=1\n") == 8);
+  CHECK(lines_with(second, "resumed=0\n") == 0);
+  // The winner and its time to the last bit: the journaled final, not a new measurement.
+  const auto best = [](const std::string& out) { return out.substr(out.rfind("best=")); };
+  CHECK(best(second) == best(first));
 }
 
 TEST_CASE("after a crash took the process down, the rerun isolates and loses only that candidate",
@@ -336,6 +361,8 @@ TEST_CASE("a candidate that computes a wrong answer is recorded as wrong_result 
   std::vector<config> configs{config{{"COST", 4}, {"PAD", 0}, {"WRONG", 0}}, config{{"COST", 1}, {"PAD", 0}, {"WRONG", 1}},
                               config{{"COST", 2}, {"PAD", 0}, {"WRONG", 0}}};
   std::atomic<int> checks{0};
+  // In-process: the verify hook's counter lives in this process (an isolated copy counts in its own).
+  auto in_process = knobs().autotuning.isolate.scoped("off");
   crash_tuner tuner{counting_kernel("count_verify"), configs,
                     {.arg_names = {"out", "n"},
                      .key = {"n"},
@@ -375,6 +402,47 @@ TEST_CASE("with verification in isolated processes, a wrong answer keeps its sta
   const auto& r = tuner.tune_now(&out, 1000);
   CHECK(r.candidates[0].status == candidate_status::wrong_result);
   CHECK(r.winner == 1);
+}
+
+TEST_CASE("verification sees a candidate that writes nothing: the outputs are poisoned first", "[tune][tuning_job][verify]") {
+  private_cache cache;
+  // SKIP=1 returns at once and writes nothing: the fastest candidate, and a wrong one.
+  const char* code = R"(
+extern "C" void fill(int* out, int n) {
+  if (SKIP) return;
+  volatile int s = 0;
+  for (int i = 0; i < n * COST; ++i) s += 1;
+  for (int i = 0; i < 4; ++i) out[i] = n + i;
+}
+)";
+  using fill_tuner = autotuner<void(std::span<int>, int)>;
+  auto verify = [](const config&, const std::span<int>& out, const int& n) -> std::optional<std::string> {
+    const std::vector<int> expected{n, n + 1, n + 2, n + 3};
+    return compare_outputs(std::span<const int>(expected), std::span<const int>(out.data(), 4));
+  };
+  const std::vector<config> configs{config{{"COST", 4}, {"SKIP", 0}}, config{{"COST", 1}, {"SKIP", 1}}};
+  for (const char* isolate : {"off", "on"}) {
+    INFO("COTUNE_ISOLATE=" << isolate);
+    auto mode = knobs().autotuning.isolate.scoped(isolate);
+    for (const bool poison : {true, false}) {
+      INFO("poison_outputs=" << poison);
+      fill_tuner tuner{kernel_source{.name = fmt::format("fill_nothing_{}_{}", isolate, poison), .code = code,
+                                     .entry = "fill"},
+                       configs,
+                       {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench(), .verify = verify,
+                        .poison_outputs = poison}};
+      std::vector<int> out{1000, 1001, 1002, 1003}; // already the right answer for n = 1000
+      const auto& r = tuner.tune_now(std::span<int>(out), 1000);
+      if (poison) {
+        CHECK(r.candidates[1].status == candidate_status::wrong_result);
+        CHECK_THAT(r.candidates[1].reason, Catch::Contains("got -1"));
+        CHECK(r.winner == 0);
+      } else { // what poisoning prevents: the stale right answer passes, and the empty kernel wins
+        CHECK(r.candidates[1].status == candidate_status::ok);
+        CHECK(r.winner == 1);
+      }
+    }
+  }
 }
 
 TEST_CASE("finalists are re-measured in interleaved rounds on one device", "[tune][tuning_job][finals]") {

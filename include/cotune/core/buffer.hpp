@@ -13,6 +13,7 @@
 #include <concepts>
 #include <cstdint>
 #include <cstddef>
+#include <cstring>
 #include <iterator>
 #include <span>
 #include <string>
@@ -83,6 +84,13 @@ public:
     requires(!std::is_const_v<T>)
   {
     std::fill(data_, data_ + size_, T{});
+  }
+  /// Sets every byte to 0xFF before a verification run (see tune_options::verify): a NaN in every
+  /// floating-point type, -1 in signed integers, so that a candidate that writes nothing is seen.
+  void poison() const
+    requires(!std::is_const_v<T> && !std::is_same_v<std::remove_cv_t<T>, bool>)
+  {
+    std::memset(static_cast<void*>(data_), 0xFF, size_ * sizeof(T));
   }
   [[nodiscard]] snapshot_type snapshot() const { return snapshot_type(data_, data_ + size_); }
   void restore(const snapshot_type& s) const

@@ -33,6 +33,7 @@ struct isolated_result {
 struct worker_task {
   bool timed = true;
   std::vector<bool> zero{}, restore{};
+  std::vector<bool> poison{}; ///< filled with 0xFF before the verification run (tune_options::poison_outputs)
   std::int64_t timeout_ms = 0; ///< the first run's deadline (COTUNE_BENCH_TIMEOUT_MS); 0 = none
 };
 

@@ -61,6 +61,12 @@ template <class P>
   if constexpr (std::is_pointer_v<P>) return p ? static_cast<P>(static_cast<std::byte*>(p) + bytes) : p;
   else return p + static_cast<P>(bytes);
 }
+/// Whether address `p` (an integer address or a void*) is a multiple of 4.
+template <class P>
+[[nodiscard]] bool aligned_to_4(P p) noexcept {
+  if constexpr (std::is_pointer_v<P>) return reinterpret_cast<std::uintptr_t>(p) % 4 == 0;
+  else return static_cast<std::uint64_t>(p) % 4 == 0;
+}
 } // namespace detail
 
 template <class R, class T>
@@ -133,6 +139,15 @@ public:
     requires(!std::is_const_v<T>)
   {
     if (context_ && size_) R::zero(*context_, ptr_, this->size_bytes());
+  }
+  /// Sets every whole 32-bit word to 0xFFFFFFFF before a verification run (queued on the device's
+  /// stream; see tune_options::verify): a NaN in float16, bfloat16, float32 and float64, -1 in signed
+  /// integers. A span that does not start on a 4-byte boundary is left as it is.
+  void poison() const
+    requires(!std::is_const_v<T>)
+  {
+    if (context_ && size_ && detail::aligned_to_4(ptr_))
+      R::fill32(*context_, ptr_, 0xFFFFFFFFu, this->size_bytes() / 4);
   }
   /// A device-side copy of the contents (queued on the device's stream).
   [[nodiscard]] snapshot_type snapshot() const {

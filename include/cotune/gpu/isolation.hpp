@@ -435,6 +435,7 @@ template <class S, class Context, class... Args>
   auto describe = [&](auto& a) {
     using A = std::remove_cvref_t<decltype(a)>;
     const bool zero = i < task.zero.size() && task.zero[i], restore = i < task.restore.size() && task.restore[i];
+    const bool poison = i < task.poison.size() && task.poison[i];
     const std::size_t at = i++;
     if (!why.empty()) return;
     auto device_memory = [&](pointer p, std::uint64_t extent) {
@@ -454,6 +455,7 @@ template <class S, class Context, class... Args>
       }
       param->zero = zero;
       param->restore = restore;
+      param->poison = poison;
       params.push_back(*std::move(param));
     };
     if constexpr (AnyBuffer<A>) {

@@ -46,6 +46,7 @@ struct worker_param {
   std::uint64_t offset = 0;          ///< of the argument's address in that allocation
   std::uint64_t extent = 0;          ///< bytes a buffer argument spans (0 for a raw pointer)
   bool zero = false, restore = false; ///< reset_to_zero, restore_value
+  bool poison = false;                ///< filled with 0xFF before the verification run (poison_outputs)
 };
 
 /// One measurement (or, when !timed, one run) of a loaded kernel.
@@ -143,6 +144,7 @@ std::optional<T> get_optional(wire_reader& r) {
     }
     w.put(p.handle).put(p.offset).put(p.extent);
     w.put(static_cast<std::uint8_t>(p.zero)).put(static_cast<std::uint8_t>(p.restore));
+    w.put(static_cast<std::uint8_t>(p.poison));
   }
   return w.take();
 }
@@ -184,6 +186,7 @@ std::optional<T> get_optional(wire_reader& r) {
       p.extent = r.get<std::uint64_t>();
       p.zero = r.get<std::uint8_t>() != 0;
       p.restore = r.get<std::uint8_t>() != 0;
+      p.poison = r.get<std::uint8_t>() != 0;
     }
     j.params.push_back(std::move(p));
   }

@@ -95,14 +95,19 @@ struct autotuning_knob_group {
   knob<int> compile_threads{{.name = "autotuning.compile_threads", .env = "COTUNE_COMPILE_THREADS", .fallback = 0,
                              .doc = "threads of the compile pool; 0 = hardware threads",
                              .validate = detail::at_least(0, "COTUNE_COMPILE_THREADS")}};
-  // auto: a process that crashed mid-tuning (a journal left behind) or a candidate that crashed before
-  // (the quarantine) turns isolation on for that kernel; otherwise candidates run in-process, which
-  // costs nothing and keeps user hooks' side effects (a fork per candidate costs ~1 ms here).
-  knob<std::string> isolate{{.name = "autotuning.isolate", .env = "COTUNE_ISOLATE", .fallback = "auto",
-                             .doc = "benchmark each candidate in another process, so that a crash or a hang costs that "
-                                    "candidate alone (host: a forked copy; CUDA, HIP: a worker process per device "
-                                    "with its own context): `off`, `on`, or `auto` (on for a kernel after a crash: a "
-                                    "journal left by a process that died mid-tuning, or a quarantined candidate)",
+  // on: the safe default (issue 33). A crash or a hang in a candidate costs that candidate alone, on the
+  // first run. What it costs, measured side by side (benchmarks/RESULTS.md, "Default isolation"): a fork
+  // per host candidate (0.10 ms at the median) and a round trip to the device's worker per GPU
+  // candidate; only each candidate's first run (verification and screening) is isolated, the finalists
+  // that ran cleanly there are measured again in fair interleaved rounds in-process.
+  knob<std::string> isolate{{.name = "autotuning.isolate", .env = "COTUNE_ISOLATE", .fallback = "on",
+                             .doc = "run each candidate's first contact (verification and screening) in another "
+                                    "process, so that a crash or a hang costs that candidate alone (host: a forked "
+                                    "copy; CUDA, HIP: a worker process per device with its own context): `on` (the "
+                                    "default: wherever the backend and the options allow, with one warning per "
+                                    "tuning where they do not), `off` (nothing forked: a crash ends the process), or "
+                                    "`auto` (off until a kernel has crashed: a journal left by a process that died "
+                                    "mid-tuning, or a quarantined candidate)",
                              .validate = [](const std::string& v) {
                                if (v != "off" && v != "on" && v != "auto")
                                  throw knob_error(fmt::format("COTUNE_ISOLATE={} is not one of off, on, auto", v));

@@ -68,8 +68,9 @@ bool isolation_applies(bool wanted, const std::string& mode, const Options& opts
   if (!wanted) return false;
   if (!can_isolate<B>()) {
     if (mode == "on")
-      warning = "COTUNE_ISOLATE=on, but this backend's candidates cannot be measured in another process; measuring "
-                "in-process";
+      warning = "COTUNE_ISOLATE=on (the default), but this backend's candidates cannot be measured in another "
+                "process: they are measured in-process, where a crash ends the program (a backend opts in with "
+                "fork_isolation or worker_isolation; COTUNE_ISOLATE=off silences this)";
     return false;
   }
   if (fork_isolation<B>()) return true; // a forked copy runs every hook itself
@@ -81,10 +82,10 @@ bool isolation_applies(bool wanted, const std::string& mode, const Options& opts
   if (std::any_of(configs.begin(), configs.end(), [](const config& c) { return c.pre_hook() && c.pre_hook()->fn; }))
     add("a config's pre-hook");
   if (hooks.empty()) return true;
-  warning = fmt::format("COTUNE_ISOLATE={}: this tuning's {} are host code that only this process can run, so its "
-                        "candidates are measured in-process, not in an isolation worker (reset_to_zero, restore_value "
-                        "and verify work in a worker)",
-                        mode, hooks);
+  warning = fmt::format("COTUNE_ISOLATE={}{}: this tuning's {} are host code that only this process can run, so its "
+                        "candidates are measured in-process, not in an isolation worker, and a crash ends the program "
+                        "(reset_to_zero, restore_value and verify work in a worker; COTUNE_ISOLATE=off silences this)",
+                        mode, mode == "on" ? " (the default)" : "", hooks);
   return false;
 }
 
@@ -103,6 +104,7 @@ std::optional<measurement> measure_in_worker(const Ctx& ctx, const Bin& bin, con
     const auto& r = ctx.opts.restore_value;
     task.zero.push_back(std::find(z.begin(), z.end(), name) != z.end());
     task.restore.push_back(std::find(r.begin(), r.end(), name) != r.end());
+    task.poison.push_back(ctx.opts.verify && ctx.arguments.poisoned()[task.poison.size()]);
   }
   if (ctx.arguments.runs_host_work(c)) o.capturable = false; // as in-process
   auto run = [&](bool timed) -> std::optional<std::vector<double>> {

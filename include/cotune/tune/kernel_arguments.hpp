@@ -97,7 +97,26 @@ public:
             fmt::format("autotuner for '{}': heuristic name '{}' is not a C identifier", kernel_name_, name));
     static const std::array<const std::type_info*, arity> types{&typeid(detail::bare<Args>)...};
     types_ = types;
+    is_poison_.assign(arity, false);
+    detail::for_each_indexed(probe, [&](auto* p, std::size_t i) {
+      is_poison_[i] = opts.poison_outputs && poisonable<std::remove_pointer_t<decltype(p)>> && !is_reset_[i] &&
+                      !is_restore_[i];
+    });
   }
+
+  /// Fills the buffers a verification run must write (writable buffers that reset_to_zero and
+  /// restore_value do not name) with a poison pattern, so that a candidate that writes nothing shows
+  /// up as wrong instead of passing on the previous candidate's outputs (tune_options::poison_outputs).
+  void poison_outputs(Args&... args) const {
+    std::tuple<Args&...> t(args...);
+    detail::for_each_indexed(t, [&](auto& a, std::size_t i) {
+      if constexpr (poisonable<detail::bare<decltype(a)>>)
+        if (is_poison_[i]) as_buffer(a).poison();
+    });
+  }
+
+  /// Which arguments poison_outputs fills (one flag per argument).
+  [[nodiscard]] const std::vector<bool>& poisoned() const noexcept { return is_poison_; }
 
   /// The tuning key of a call: each buffer's element type (and extent, if it is a key), each key
   /// scalar's value, each heuristic's value. Allocates nothing.
@@ -188,6 +207,9 @@ public:
 
 private:
   template <class A>
+  static constexpr bool poisonable = is_writable_buffer<A> && requires(A& a) { as_buffer(a).poison(); };
+
+  template <class A>
   static value value_of(const A& a) {
     if constexpr (std::is_enum_v<A>) return value(static_cast<std::int64_t>(a));
     else if constexpr (std::is_same_v<A, bool>) return value(a);
@@ -267,7 +289,7 @@ private:
 
   std::string kernel_name_;
   const options* opts_;
-  std::vector<bool> is_key_, is_reset_, is_restore_;
+  std::vector<bool> is_key_, is_reset_, is_restore_, is_poison_;
   std::array<const std::type_info*, arity> types_{};
 };
 

@@ -85,7 +85,14 @@ struct tune_options {
   /// else why not (e.g. `compare_outputs`' first differing element). A rejected candidate is
   /// recorded as `wrong_result` and never wins. Buffers named in restore_value are already restored
   /// when it runs (check in-place kernels' outputs with a post_hook instead). Unset: no check.
+  /// Before that run the outputs are poisoned (see poison_outputs).
   std::function<std::optional<std::string>(const config&, const Args&...)> verify{};
+  /// With verify: before each candidate's verification run, every writable buffer that
+  /// reset_to_zero and restore_value do not name is filled with bytes 0xFF (NaN in every floating-point
+  /// type, -1 in signed integers; host spans and device spans), so that a candidate that writes
+  /// nothing fails instead of passing on the previous candidate's outputs. Pass inputs as views of
+  /// const elements (or name in-place buffers in restore_value), or set this to false.
+  bool poison_outputs = true;
 };
 
 } // namespace cotune

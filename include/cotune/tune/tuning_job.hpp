@@ -380,6 +380,17 @@ auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state
   for (std::size_t i = 0; i < state->results.size(); ++i)
     if (state->results[i].status == candidate_status::ok) state->results[i].screened_only = true;
   for (auto i : finalists) state->results[i].screened_only = false;
+  // A run killed after its finals (before its result was stored) journaled them: nothing is measured again.
+  if (auto finals = recovery_.resumed_finals(finalists)) {
+    for (std::size_t k = 0; k < finalists.size(); ++k) {
+      auto& r = state->results[finalists[k]];
+      const config cfg = r.cfg; // the user's config, with its hooks
+      r = (*finals)[k];
+      r.cfg = cfg;
+      r.resumed = true;
+    }
+    co_return;
+  }
   // A finalist taken from the journal has no binary yet (normally a binary-cache hit).
   std::vector<std::size_t> runnable;
   for (auto i : finalists) {
@@ -400,7 +411,10 @@ auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state
     runnable.push_back(i);
   }
   finalists = std::move(runnable);
-  if (finalists.size() >= 2 && !isolate_) { // fair finals: interleaved rounds on the launch device
+  // Fair finals: interleaved rounds on the launch device, in this process also when the first pass was
+  // isolated. A finalist has run cleanly there (its verification and screening), so a deterministic crash
+  // or hang has already cost it the final; the rounds keep the timings comparable across finalists.
+  if (finalists.size() >= 2) {
     auto finals = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[ctx_.settings.device]), [&] {
       const auto loaded = load_finalists(*state, finalists, ctx_.settings.device); // on_load runs first
       measure_finals(*state, loaded, ctx_.settings.device, full);
@@ -410,6 +424,7 @@ auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state
     auto again = pipeline.remeasure(finalists, full);
     co_await std::move(again);
   }
+  warn(recovery_.journal_finals(state->results, finalists));
 }
 
 template <Backend B, class Bench, CacheManager Cache>

@@ -35,6 +35,8 @@ namespace cotune {
 /// reads them from 0 until the first one missing.
 struct tuning_journal {
   [[nodiscard]] static COTUNE_DECL std::string file(const std::string& kernel, std::size_t chunk);
+  /// The file of the finals' outcomes (one write, once the finals are measured).
+  [[nodiscard]] static COTUNE_DECL std::string finals_file(const std::string& kernel);
 
   /// The most chunks a journal has: enough for 2^40 writes.
   static constexpr std::size_t max_chunks = 41;
@@ -51,6 +53,15 @@ struct tuning_journal {
       if (!text) break;
       take(*text, pruned, out);
     }
+    return out;
+  }
+
+  /// The finals an earlier run completed, aligned with `pruned` (empty slots where it holds none).
+  template <class Cache>
+  [[nodiscard]] static std::vector<std::optional<candidate_result>>
+  read_finals(const Cache& cache, const std::string& kernel, const std::vector<config>& pruned) {
+    std::vector<std::optional<candidate_result>> out(pruned.size());
+    if (auto text = cache.get(finals_file(kernel))) take(*text, pruned, out);
     return out;
   }
 
@@ -96,6 +107,9 @@ public:
     ++writes_;
     return std::nullopt;
   }
+
+  /// The key's text the outcomes are recorded under.
+  [[nodiscard]] const std::string& key_text() const noexcept { return key_text_; }
 
   /// Outcomes written so far, counting every rewrite (at most writes x (log2(writes) + 1), plus the resumed).
   [[nodiscard]] std::size_t outcomes_written() const noexcept { return outcomes_written_; }

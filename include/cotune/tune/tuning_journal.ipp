@@ -24,6 +24,8 @@ COTUNE_DECL std::string tuning_journal::file(const std::string& kernel, std::siz
   return kernel + ".journal." + std::to_string(chunk) + ".json";
 }
 
+COTUNE_DECL std::string tuning_journal::finals_file(const std::string& kernel) { return kernel + ".journal.finals.json"; }
+
 COTUNE_DECL std::string tuning_journal::chunk_json(const std::string& kernel, const std::string& key_text,
                                                    const std::vector<candidate_result>& results,
                                                    const std::vector<std::size_t>& indices) {

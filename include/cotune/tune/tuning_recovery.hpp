@@ -40,6 +40,7 @@ public:
     journal_.emplace(open_journal{&cache, journal_writer(kernel_, key_text)});
     try {
       resumed_ = tuning_journal::read(cache, kernel_, pruned);
+      finals_ = tuning_journal::read_finals(cache, kernel_, pruned);
       quarantine_cache_.emplace(quarantine::key(fingerprint, kernel_digest));
       if (auto text = quarantine_cache_->get(quarantine::file(kernel_))) quarantine_ = quarantine::from_json(*text);
     } catch (const cache_error& e) {
@@ -57,6 +58,36 @@ public:
   /// Candidate `i`'s outcome from an interrupted run, or null.
   [[nodiscard]] const candidate_result* resumed(std::size_t i) const {
     return i < resumed_.size() && resumed_[i] ? &*resumed_[i] : nullptr;
+  }
+
+  /// The final rounds an interrupted run completed for exactly these `finalists` (each candidate's
+  /// outcome, in their order), or nothing: then the finals are measured.
+  [[nodiscard]] std::optional<std::vector<candidate_result>> resumed_finals(const std::vector<std::size_t>& finalists) const {
+    std::vector<candidate_result> out;
+    for (auto i : finalists) {
+      if (i >= finals_.size() || !finals_[i] || !resumed(i)) return std::nullopt;
+      out.push_back(*finals_[i]);
+    }
+    // The same finalists and no other: an earlier run with other finalists measured other finals.
+    const auto held = std::count_if(finals_.begin(), finals_.end(), [](const auto& f) { return f.has_value(); });
+    if (static_cast<std::size_t>(held) != finalists.size()) return std::nullopt;
+    return out;
+  }
+
+  /// Records the finals' outcomes (`results` at `finalists`), so that a run killed before its result is
+  /// stored does not measure them again. A failed write is a warning.
+  [[nodiscard]] std::optional<std::string> journal_finals(const std::vector<candidate_result>& results,
+                                                          const std::vector<std::size_t>& finalists) {
+    if (!journal_ || finalists.empty()) return std::nullopt;
+    try {
+      journal_->cache->put(tuning_journal::chunk_json(kernel_, journal_->writer.key_text(), results, finalists),
+                           tuning_journal::finals_file(kernel_));
+    } catch (const std::exception& e) {
+      return fmt::format("the finals' journal cannot be written ({}); a tuning killed now will measure the finals "
+                         "again",
+                         e.what());
+    }
+    return std::nullopt;
   }
 
   /// Why `c` is quarantined for this kernel, or null.
@@ -90,6 +121,7 @@ private:
 
   std::string kernel_;
   std::vector<std::optional<candidate_result>> resumed_; ///< from an interrupted run's journal
+  std::vector<std::optional<candidate_result>> finals_;  ///< its finals' outcomes, if it measured them
   quarantine quarantine_;
   std::optional<Cache> quarantine_cache_;
   std::optional<open_journal> journal_; ///< none before recall(), or once a write failed

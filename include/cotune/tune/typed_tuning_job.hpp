@@ -86,6 +86,7 @@ private:
           // One candidate: nothing to choose, so nothing to measure (as in Triton): it runs once.
           auto timed = [&]() -> std::vector<double> {
             if (ctx_.opts.verify) { // one run, then its outputs are checked before any timing
+              ctx_.arguments.poison_outputs(xs...);
               once();
               if (auto wrong = ctx_.opts.verify(c, xs...))
                 throw wrong_result(fmt::format("{}kernel '{}' with config {{{}}}: {}", detail::wrong_prefix,
