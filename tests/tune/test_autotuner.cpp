@@ -166,6 +166,8 @@ TEST_CASE("hooks run in balanced pairs and the post-hook sees failures", "[tune]
                           "  if (FAIL) throw std::runtime_error(\"launch failed on purpose\");\n  *x += 1;\n}\n",
                   .entry = "maybe_throw"};
   std::atomic<int> pre{0}, post{0}, post_with_error{0};
+  // In-process: the hooks count in this process (in an isolated copy, the default, they count in the copy).
+  auto in_process = knobs().autotuning.isolate.scoped("off");
   autotuner<void(int*)> tuner{k,
                               {config{{"FAIL", 1}}, config{{"FAIL", 0}}},
                               {.arg_names = {"x"},
@@ -368,6 +370,8 @@ static_assert(cotune::ReportsWarnings<other_host_backend>);
 TEST_CASE("tuners over differently parameterised backends on one device share its thread and never overlap",
           "[tune][autotuner][concurrency][device]") {
   private_cache cache;
+  // In-process: the hooks that watch for overlaps count in this process (an isolated copy counts in its own).
+  auto in_process = knobs().autotuning.isolate.scoped("off");
   engine eng(2);
   std::atomic<int> active{0}, overlaps{0}, runs{0};
   auto enter = [&](auto&...) {
