@@ -166,11 +166,12 @@ int main(int argc, char** argv) {
     print_figure("S2", mode,
                  fmt::format("\"size\": {}, \"candidates\": {}, \"compile_threads\": {}, \"wall_ms\": {:.1f}, "
                              "\"nvrtc_compilations\": {}, \"sum_compile_ms\": {:.1f}, \"max_compile_ms\": {:.1f}, "
-                             "\"warm_up_ms\": {:.1f}, \"compile_processes\": {}, \"winner\": \"{}\", "
+                             "\"warm_up_ms\": {:.1f}, \"compile_processes\": {}, \"isolate\": \"{}\", \"winner\": \"{}\", "
                              "\"winner_ms\": {:.4f}, \"correct\": {}",
                              size, r.candidates.size(), eng.compile_threads(), wall,
                              cuda::nvrtc().compilations() - before, compile_sum, compile_max, warm_ms,
-                             cuda::cuda_knobs().compile_processes.get() ? "true" : "false", r.best().text(), bench_best,
+                             cuda::cuda_knobs().compile_processes.get() ? "true" : "false",
+                             cotune::knobs().autotuning.isolate.get(), r.best().text(), bench_best,
                              ok ? "true" : "false"));
     return ok ? 0 : 1;
   }

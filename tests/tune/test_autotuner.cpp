@@ -910,6 +910,9 @@ TEST_CASE("on_load sets a module global before each candidate runs, and for the 
   private_cache cache;
   const int n = 64;
   std::vector<int> out(n, -1);
+  // In-process: on_load runs in this process for every candidate (in an isolated copy, the default, it
+  // runs in the copy, and here only for the finalists and the winner).
+  auto in_process = knobs().autotuning.isolate.scoped("off");
   {
     load_log log;
     scaled_tuner tuner{scaled_kernel, cost_configs({8, 1, 4}), scaled_options(log)};

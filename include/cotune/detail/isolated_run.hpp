@@ -37,6 +37,19 @@ struct worker_task {
   std::int64_t timeout_ms = 0; ///< the first run's deadline (COTUNE_BENCH_TIMEOUT_MS); 0 = none
 };
 
+/// What an isolated copy sends back for `call(context)`: "R", a count and the values, or "E" and the
+/// exception's message.
+[[nodiscard]] COTUNE_DECL std::string isolated_report(std::vector<double> (*call)(void*), void* context);
+/// Reads a report `isolated_report` wrote into `result` (returned or threw; crashed if malformed).
+COTUNE_DECL void read_isolated_report(const std::string& got, isolated_result& result);
+/// How a child that did not report ended, from its wait status ("killed by signal 11 (...)").
+[[nodiscard]] COTUNE_DECL std::string ending_of_status(int status);
+/// In a freshly forked copy: SIGPIPE ignored, and default actions for the signals a crash raises, so
+/// that the copy ends rather than running the program's own handlers.
+COTUNE_DECL void prepare_isolated_child();
+/// Writes all of [p, p + size) to `fd`, retrying on EINTR; false if the other end is gone.
+[[nodiscard]] COTUNE_DECL bool write_all(int fd, const char* p, std::size_t size);
+
 /// Runs `call(context)` in a child process; waits at most `limit`, then kills it. Throws
 /// std::system_error if the pipe or the fork fails (the caller may then run in-process).
 [[nodiscard]] COTUNE_DECL isolated_result run_isolated_call(std::vector<double> (*call)(void*), void* context,

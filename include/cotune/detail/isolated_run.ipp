@@ -26,6 +26,72 @@
 
 namespace cotune::detail {
 
+COTUNE_DECL std::string isolated_report(std::vector<double> (*call)(void*), void* context) {
+  std::string out;
+  try {
+    const std::vector<double> v = call(context);
+    out = "R";
+    const std::uint64_t n = v.size();
+    out.append(reinterpret_cast<const char*>(&n), sizeof n);
+    out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(double));
+  } catch (const std::exception& e) {
+    out = std::string("E") + e.what();
+  } catch (...) {
+    out = "Eunknown exception";
+  }
+  return out;
+}
+
+COTUNE_DECL void read_isolated_report(const std::string& got, isolated_result& result) {
+  if (!got.empty() && got[0] == 'E') {
+    result.end = isolated_result::ending::threw;
+    result.detail = got.substr(1);
+    return;
+  }
+  std::uint64_t n = 0;
+  if (got.empty() || got[0] != 'R' || got.size() < 1 + sizeof n) {
+    result.end = isolated_result::ending::crashed;
+    result.detail = "sent a malformed report";
+    return;
+  }
+  std::memcpy(&n, got.data() + 1, sizeof n);
+  if (got.size() != 1 + sizeof n + n * sizeof(double)) {
+    result.end = isolated_result::ending::crashed;
+    result.detail = "sent a truncated report";
+    return;
+  }
+  result.values.resize(n);
+  std::memcpy(result.values.data(), got.data() + 1 + sizeof n, n * sizeof(double));
+  result.end = isolated_result::ending::returned;
+}
+
+COTUNE_DECL std::string ending_of_status(int status) {
+  if (WIFSIGNALED(status)) {
+    const char* name = ::sigdescr_np(WTERMSIG(status));
+    return fmt::format("killed by signal {} ({})", WTERMSIG(status), name ? name : "unknown signal");
+  }
+  return WIFEXITED(status) ? fmt::format("exited with status {} before reporting", WEXITSTATUS(status))
+                           : std::string("ended without reporting");
+}
+
+COTUNE_DECL void prepare_isolated_child() {
+  ::signal(SIGPIPE, SIG_IGN);
+  // A crash must end the copy: handlers the program installed (a test framework's, a crash
+  // reporter's) would otherwise run in it and report the candidate's fault as their own.
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) ::signal(sig, SIG_DFL);
+}
+
+COTUNE_DECL bool write_all(int fd, const char* p, std::size_t left) {
+  while (left > 0) {
+    const ssize_t w = ::write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    left -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
 COTUNE_DECL isolated_result run_isolated_call(std::vector<double> (*call)(void*), void* context,
                                               std::chrono::milliseconds limit) {
   int fds[2];
@@ -37,31 +103,9 @@ COTUNE_DECL isolated_result run_isolated_call(std::vector<double> (*call)(void*)
   if (pid == 0) {
     // The child: only this thread exists. It reports through the pipe and leaves with _exit, running no
     // destructors or atexit handlers of the parent's objects.
-    ::signal(SIGPIPE, SIG_IGN);
-    // A crash must end the copy: handlers the program installed (a test framework's, a crash
-    // reporter's) would otherwise run in it and report the candidate's fault as their own.
-    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) ::signal(sig, SIG_DFL);
-    std::string out;
-    try {
-      const std::vector<double> v = call(context);
-      out = "R";
-      const std::uint64_t n = v.size();
-      out.append(reinterpret_cast<const char*>(&n), sizeof n);
-      out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(double));
-    } catch (const std::exception& e) {
-      out = std::string("E") + e.what();
-    } catch (...) {
-      out = "Eunknown exception";
-    }
-    const char* p = out.data();
-    std::size_t left = out.size();
-    while (left > 0) {
-      const ssize_t w = ::write(write_end.get(), p, left);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) break;
-      p += w;
-      left -= static_cast<std::size_t>(w);
-    }
+    prepare_isolated_child();
+    const std::string out = isolated_report(call, context);
+    (void)write_all(write_end.get(), out.data(), out.size());
     ::_exit(0);
   }
   isolated_result result;
@@ -96,38 +140,12 @@ COTUNE_DECL isolated_result run_isolated_call(std::vector<double> (*call)(void*)
     result.detail = fmt::format("still running after {} ms (COTUNE_BENCH_TIMEOUT_MS); killed", limit.count());
     return result;
   }
-  if (WIFSIGNALED(status)) {
-    const char* name = ::sigdescr_np(WTERMSIG(status));
-    result.end = isolated_result::ending::crashed;
-    result.detail = fmt::format("killed by signal {} ({})", WTERMSIG(status), name ? name : "unknown signal");
-    return result;
-  }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got.empty()) {
     result.end = isolated_result::ending::crashed;
-    result.detail = WIFEXITED(status) ? fmt::format("exited with status {} before reporting", WEXITSTATUS(status))
-                                      : std::string("ended without reporting");
+    result.detail = ending_of_status(status);
     return result;
   }
-  if (got[0] == 'E') {
-    result.end = isolated_result::ending::threw;
-    result.detail = got.substr(1);
-    return result;
-  }
-  std::uint64_t n = 0;
-  if (got[0] != 'R' || got.size() < 1 + sizeof n) {
-    result.end = isolated_result::ending::crashed;
-    result.detail = "sent a malformed report";
-    return result;
-  }
-  std::memcpy(&n, got.data() + 1, sizeof n);
-  if (got.size() != 1 + sizeof n + n * sizeof(double)) {
-    result.end = isolated_result::ending::crashed;
-    result.detail = "sent a truncated report";
-    return result;
-  }
-  result.values.resize(n);
-  std::memcpy(result.values.data(), got.data() + 1 + sizeof n, n * sizeof(double));
-  result.end = isolated_result::ending::returned;
+  read_isolated_report(got, result);
   return result;
 }
 

@@ -26,6 +26,7 @@
 #include <cotune/detail/files.ipp>
 #include <cotune/detail/dir_fd.ipp>
 #include <cotune/detail/isolated_run.ipp>
+#include <cotune/tune/isolated_measure.ipp>
 #include <cotune/cache/cache_trust.ipp>
 #include <cotune/cache/cache_sweep.ipp>
 #include <cotune/cache/local_key.ipp>

@@ -1,10 +1,11 @@
 #pragma once
 /// \file How COTUNE_ISOLATE measures one candidate away from the tuning's own process: in a forked
-/// copy (backends with `fork_isolation`: the host, detail/isolated_run.hpp) or in the backend's own
+/// copy (backends with `fork_isolation`: the host, a worker of detail/fork_server.hpp) or in the backend's own
 /// worker process (`worker_isolation`: CUDA and HIP, gpu/isolation.hpp), and how each ending becomes the
 /// candidate's status (crashed, hung, wrong result, launch error).
 
 #include <algorithm>
+#include <memory>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -20,6 +21,7 @@
 #include <cotune/bench/measurement.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/detail/isolated_run.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/backend_traits.hpp>
@@ -52,12 +54,45 @@ inline std::vector<double> isolated_values(isolated_result run, std::string_view
   throw error(fmt::format("kernel '{}' with config {{{}}}: {}", kernel, shown, run.detail));
 }
 
-/// Runs `timed` in a forked copy of the process, at most the bench timeout (plus polling, under 1 s).
-template <class F>
-std::vector<double> fork_measure(std::string_view kernel, std::string_view shown, F& timed) {
-  const auto limit = std::chrono::milliseconds(std::max<std::int64_t>(1, knobs().bench.timeout_ms.get()));
-  return isolated_values(run_isolated(timed, limit), kernel, shown, "its isolated benchmark process was ");
-}
+class fork_server;
+
+/// COTUNE_ISOLATE for backends with `fork_isolation` (the host): one tuning's candidates measured one
+/// after another in a persistent copy of the process. The copy is a worker of a `fork_server` forked
+/// when the tuning measures its first candidate, so it sees the arguments and the compiled binaries
+/// as they were then; it loads each candidate itself, so this process loads only the finalists (a fork
+/// of a process holding a thousand loaded libraries took ~5 ms on the H200 host, 2026-12-04, against
+/// well under 1 ms for this process). A crash or a hang ends the worker and costs that candidate alone:
+/// the server forks the next worker. A candidate compiled after the fork (a search's later batch) is
+/// not in the copy: the server is replaced, once, by a fresh fork.
+class fork_measurer {
+public:
+  /// Runs in the copy: loads and times candidate `index` with `o`, or nothing when the copy has no
+  /// binary for it.
+  using measure_fn = std::optional<std::vector<double>> (*)(const void* context, std::size_t index,
+                                                             const bench_options& o);
+
+  COTUNE_DECL fork_measurer(measure_fn measure, const void* context);
+  fork_measurer(const fork_measurer&) = delete;
+  fork_measurer& operator=(const fork_measurer&) = delete;
+  COTUNE_DECL ~fork_measurer();
+
+  /// Candidate `index`'s values (as_values of its measurement), within COTUNE_BENCH_TIMEOUT_MS;
+  /// throws the candidate's failure (crashed, hung, wrong result, error) as isolated_values does.
+  [[nodiscard]] COTUNE_DECL std::vector<double> measure(std::size_t index, const bench_options& o,
+                                                        std::string_view kernel, std::string_view shown);
+
+  /// Ends the server and its worker (the next `measure` forks a new one).
+  COTUNE_DECL void stop() noexcept;
+
+private:
+  /// The fork_server's job: a request (the index and the pass's budgets) in, "R" and the values, or "M".
+  static std::string serve(const void* self, std::string_view request);
+
+  measure_fn measure_;
+  const void* context_;
+  bench_options base_{}; ///< the options of the first request; later requests change only the budgets
+  std::unique_ptr<fork_server> server_;
+};
 
 /// Whether this tuning's candidates are measured in isolation: `wanted` (COTUNE_ISOLATE said so), the
 /// backend can, and (for a worker) nothing in the options is host code that only this process can
@@ -128,3 +163,7 @@ std::optional<measurement> measure_in_worker(const Ctx& ctx, const Bin& bin, con
 }
 
 } // namespace cotune::detail
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/tune/isolated_measure.ipp>
+#endif

@@ -42,6 +42,7 @@
 #include <cotune/tune/candidate_pipeline.hpp>
 #include <cotune/tune/coordination.hpp>
 #include <cotune/tune/events.hpp>
+#include <cotune/tune/isolated_measure.hpp>
 #include <cotune/tune/measure_strategy.hpp>
 #include <cotune/tune/tuning_core.hpp>
 #include <cotune/tune/tuning_recovery.hpp>
@@ -107,7 +108,8 @@ protected:
   /// On device `d`'s thread: loads a binary there and runs on_load with that device's arguments.
   [[nodiscard]] virtual function_type load(const binary_entry& bin, const config& c, std::size_t d) const = 0;
   /// On device `d`'s thread: times candidate `c`, loaded there as `fn` (verifying its outputs first
-  /// when the options say so; in isolation when `isolate`; once, untimed, when it is the only one).
+  /// when the options say so; in the device's worker when `isolate` and the backend has one (fork
+  /// isolation runs this in its copy, not isolated there); once, untimed, when it is the only one).
   [[nodiscard]] virtual measurement time(const binary_entry& bin, const function_type& fn, const config& c,
                                          std::size_t d, const bench_options& o, std::size_t n, bool isolate) = 0;
   /// On device `d`'s thread: the fair finals of `finalists`, all loaded there (interleaved_finals.hpp).
@@ -195,13 +197,52 @@ private:
   /// Loads the winner on the launch device if the measurement did not, and reports the selection.
   boost::asio::awaitable<outcome> finish(tuning_result result, std::optional<function_type> fn);
 
+  /// Candidate `i` loaded and timed in the tuning's isolated copy (fork isolation: the host), which
+  /// is forked at the first call and ended once the tuning has measured.
+  measurement measure_in_fork(shared_state& state, std::size_t i, std::size_t d, const bench_options& o,
+                              std::size_t n);
+
+  /// What the fork measurer's copy runs (`context` is this job's fork_context, as copied).
+  static std::optional<std::vector<double>> measure_forked(const void* context, std::size_t index,
+                                                           const bench_options& o);
+
+  /// What a forked copy of this process needs to measure a candidate.
+  struct fork_context {
+    tuning_job* job = nullptr;
+    shared_state* state = nullptr;
+    std::size_t device = 0, candidates = 0;
+  };
+
   core& ctx_;
   clock::time_point start_{};
   std::string key_text_;
   std::vector<config> pruned_;
   tuning_recovery<Cache> recovery_; ///< the journal and the quarantine
   bool isolate_ = false, warned_isolation_ = false;
+  fork_context fork_context_{};
+  std::unique_ptr<detail::fork_measurer> fork_measurer_; ///< while a fork-isolated tuning measures
 };
+
+template <Backend B, class Bench, CacheManager Cache>
+measurement tuning_job<B, Bench, Cache>::measure_in_fork(shared_state& state, std::size_t i, std::size_t d,
+                                                         const bench_options& o, std::size_t n) {
+  if (!fork_measurer_) {
+    fork_context_ = fork_context{this, &state, d, n};
+    fork_measurer_ = std::make_unique<detail::fork_measurer>(&measure_forked, &fork_context_);
+  }
+  return measurement_of_values(fork_measurer_->measure(i, o, ctx_.kernel.name, shown(state.results[i].cfg)));
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+std::optional<std::vector<double>> tuning_job<B, Bench, Cache>::measure_forked(const void* context, std::size_t index,
+                                                                               const bench_options& o) {
+  const auto& c = *static_cast<const fork_context*>(context);
+  auto& state = *c.state;
+  if (index >= state.binaries.size() || !state.binaries[index]) return std::nullopt; // compiled after the fork
+  const config& cfg = state.results[index].cfg;
+  const auto fn = c.job->load(*state.binaries[index], cfg, c.device); // runs on_load, in the copy
+  return as_values(c.job->time(*state.binaries[index], fn, cfg, c.device, o, c.candidates, false));
+}
 
 template <Backend B, class Bench, CacheManager Cache>
 auto tuning_job<B, Bench, Cache>::run() -> boost::asio::awaitable<outcome> {
@@ -290,6 +331,13 @@ auto tuning_job<B, Bench, Cache>::run() -> boost::asio::awaitable<outcome> {
   lease.reset(); // the result is stored: waiters elsewhere can read it
   ++ctx_.measured;
   std::optional<function_type> fn = std::move(state->loaded[result.winner]);
+  if (!fn && state->binaries[result.winner]) { // measured in an isolated copy: its binary is loaded here
+    const auto& bin = *state->binaries[result.winner];
+    const config& cfg = result.candidates[result.winner].cfg;
+    const std::size_t d = ctx_.settings.device;
+    auto loading = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[d]), [&] { return load(bin, cfg, d); });
+    fn.emplace(co_await std::move(loading));
+  }
   auto finishing = finish(std::move(result), std::move(fn));
   co_return co_await std::move(finishing);
 }
@@ -368,6 +416,7 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
 
   auto finals = run_finals(state, strategy, full, pipeline);
   co_await std::move(finals);
+  fork_measurer_.reset(); // the isolated copy's work is done: end it
   co_return state;
 }
 
@@ -468,15 +517,19 @@ void tuning_job<B, Bench, Cache>::measure_one(shared_state& state, std::size_t i
   r.device = static_cast<int>(d);
   r.resumed = false; // measured now
   try {
-    auto fn = load(*state.binaries[i], r.cfg, d); // runs on_load
-    const measurement m = time(*state.binaries[i], fn, r.cfg, d, bopts, n, isolate);
+    std::optional<function_type> fn; // loaded here unless the tuning's isolated copy loads it
+    const measurement m = [&] {
+      if (isolate && detail::fork_isolation<B>()) return measure_in_fork(state, i, d, bopts, n);
+      fn.emplace(load(*state.binaries[i], r.cfg, d)); // runs on_load
+      return time(*state.binaries[i], *fn, r.cfg, d, bopts, n, isolate);
+    }();
     if (m.times.size() < 3) throw error("the benchmarker returned fewer than 3 quantiles");
     r.time = {m.times[0], m.times[1], m.times[2]};
     r.method = m.method;
     r.rsd = m.rsd;
     r.samples = m.samples;
     r.status = candidate_status::ok;
-    if (d == launch_dev) state.loaded[i].emplace(std::move(fn));
+    if (fn && d == launch_dev) state.loaded[i].emplace(*std::move(fn));
   } catch (...) {
     detail::record_failure(r, std::current_exception());
   }

@@ -110,9 +110,7 @@ private:
             if (isolate) // nothing: refused by the worker, measured in-process below
               if (auto in_worker = detail::measure_in_worker(ctx_, bin.binary, fn, c, g, bopts, n, shown, xs...))
                 return *std::move(in_worker);
-          return measurement_of_values(isolate && detail::fork_isolation<B>()
-                                           ? detail::fork_measure(ctx_.kernel.name, shown, timed)
-                                           : timed());
+          return measurement_of_values(timed()); // fork isolation measures in tuning_job::measure_in_fork
         },
         args_on(d));
   }

@@ -1,0 +1,105 @@
+#pragma once
+/// \file The bodies of tune/isolated_measure.hpp's fork_measurer (compiled once with
+/// COTUNE_SEPARATE_COMPILATION, see detail/config.hpp).
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include <cotune/core/errors.hpp>
+#include <cotune/detail/fork_server.hpp>
+#include <cotune/knobs/knobs.hpp>
+#include <cotune/tune/isolated_measure.hpp>
+
+namespace cotune::detail {
+
+/// One request to a fork_measurer's worker: the candidate and the budgets of its pass (screening or full).
+struct fork_measure_request {
+  std::uint64_t index;
+  double warmup_ms;
+  double rep_ms;
+};
+
+COTUNE_DECL fork_measurer::fork_measurer(measure_fn measure, const void* context)
+    : measure_(measure), context_(context) {}
+
+COTUNE_DECL fork_measurer::~fork_measurer() { stop(); }
+
+COTUNE_DECL void fork_measurer::stop() noexcept { server_.reset(); }
+
+COTUNE_DECL std::string fork_measurer::serve(const void* self, std::string_view request) {
+  const auto& me = *static_cast<const fork_measurer*>(self);
+  fork_measure_request r{};
+  if (request.size() != sizeof r) throw error("isolated measurement: a malformed request");
+  std::memcpy(&r, request.data(), sizeof r);
+  bench_options o = me.base_;
+  o.warmup_ms = r.warmup_ms;
+  o.rep_ms = r.rep_ms;
+  const auto values = me.measure_(me.context_, static_cast<std::size_t>(r.index), o);
+  if (!values) return "M";
+  std::string out = "R";
+  out.append(reinterpret_cast<const char*>(values->data()), values->size() * sizeof(double));
+  return out;
+}
+
+COTUNE_DECL std::vector<double> fork_measurer::measure(std::size_t index, const bench_options& o,
+                                                       std::string_view kernel, std::string_view shown) {
+  const auto limit = std::chrono::milliseconds(std::max<std::int64_t>(1, knobs().bench.timeout_ms.get()));
+  const fork_measure_request r{index, o.warmup_ms, o.rep_ms};
+  const std::string_view request(reinterpret_cast<const char*>(&r), sizeof r);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!server_) {
+      base_ = o;
+      // One persistent worker, replaced after a crash; 1,000,000 jobs: never retired for age (a
+      // tuning's candidates are one kernel's, and the server dies with the tuning).
+      server_ = std::make_unique<fork_server>(&serve, this, nullptr,
+                                              warm_workers{.count = 1, .jobs_per_worker = 1000000, .prestart = 1});
+    }
+    const job_result done = server_->run(request, std::chrono::steady_clock::now() + limit);
+    isolated_result run;
+    switch (done.outcome) {
+    case job_outcome::ok:
+      if (done.reply == "M") { // the copy predates this candidate's binary: fork a fresh one
+        stop();
+        continue;
+      }
+      if (done.reply.empty() || done.reply[0] != 'R' || (done.reply.size() - 1) % sizeof(double) != 0) {
+        run.end = isolated_result::ending::crashed;
+        run.detail = "sent a malformed report";
+        break;
+      }
+      run.end = isolated_result::ending::returned;
+      run.values.resize((done.reply.size() - 1) / sizeof(double));
+      std::memcpy(run.values.data(), done.reply.data() + 1, done.reply.size() - 1);
+      break;
+    case job_outcome::failed:
+      run.end = isolated_result::ending::threw;
+      run.detail = done.detail;
+      break;
+    case job_outcome::crashed:
+      run.end = isolated_result::ending::crashed;
+      run.detail = done.detail;
+      break;
+    case job_outcome::timed_out:
+    case job_outcome::cancelled:
+      run.end = isolated_result::ending::hung;
+      run.detail = fmt::format("still running after {} ms (COTUNE_BENCH_TIMEOUT_MS); killed", limit.count());
+      break;
+    case job_outcome::lost:
+      stop(); // the next candidate forks a new server
+      throw error(fmt::format("kernel '{}' with config {{{}}}: its isolated benchmark process could not run it: {}",
+                              kernel, shown, done.detail));
+    }
+    return isolated_values(std::move(run), kernel, shown, "its isolated benchmark process was ");
+  }
+  throw error(fmt::format("kernel '{}' with config {{{}}}: a fresh isolated benchmark process has no binary for it",
+                          kernel, shown));
+}
+
+} // namespace cotune::detail
