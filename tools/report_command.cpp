@@ -78,7 +78,8 @@ command add_report_command(CLI::App& app) {
             }
             if (!s->title.empty()) in.title = s->title;
             cj::write_html_report(s->out, in);
-            fmt::print(stderr, "cotune: wrote {} ({} keys)\n", s->out, in.results.size());
+            fmt::print(stderr, "cotune: wrote {} ({} key{})\n", s->out, in.results.size(),
+                       in.results.size() == 1 ? "" : "s");
             return 0;
           }};
 }
