@@ -114,7 +114,7 @@ TEST_CASE("counts read in the right number", "[job][html_report]") {
   CHECK(cj::detail::counted(0, "kernel") == "0 kernels");
 }
 
-TEST_CASE("a host config is shown without GPU launch options; a GPU config with them", "[job][html_report]") {
+TEST_CASE("a host config is shown without GPU launch options, a GPU config with them", "[job][html_report]") {
   auto r = host_result("n=1024", {1.0, 2.0});
   const auto host = cj::html_report({"axpy", "", {r}});
   CHECK_THAT(host, Catch::Contains("<td class=\"label\">UNROLL: 1</td>") && Catch::Contains("<b>UNROLL: 1</b>"));
