@@ -143,4 +143,20 @@ extern "C" void axpy(float* y, const float* x, float a, int n) {
   CHECK_THAT(dom.output, Catch::Contains("error: #error \"UNROLL=3 is not supported\"</summary>"));
   CHECK_THAT(dom.output, Catch::Contains("<section class=\"key\" id=\"axpy-y-float32-x-float32-n-1024\">"));
   CHECK_THAT(dom.output, Catch::Contains("2 keys of 1 kernel<"));
+
+  // A database of the winners alone: its host configs are shown without launch options too.
+  const fs::path db = root / "axpy.db.json", db_page = root / "db.html";
+  const std::vector<std::string> env{"COTUNE_CACHE_DIR=" + (root / "cache").string(), "COTUNE_REDIS_URL="};
+  auto exported = cotune::detail::run_process(
+      {COTUNE_TOOL, "db", "export", "--job", job.string(), "-o", db.string(), "--winners-only"},
+      std::chrono::seconds(120), {}, env);
+  INFO("cotune db export output:\n" << exported.output);
+  REQUIRE(exported.exit_code == 0);
+  auto db_report =
+      cotune::detail::run_process({COTUNE_TOOL, "report", db.string(), "-o", db_page.string()}, std::chrono::seconds(60), {}, env);
+  INFO("cotune report output:\n" << db_report.output);
+  REQUIRE(db_report.exit_code == 0);
+  const std::string db_html = *cotune::detail::read_file(db_page);
+  CHECK_THAT(db_html, Catch::Contains("<td class=\"label\">ACCUMULATOR_COUNT: 1, PREFETCH_DISTANCE_BYTES: ") &&
+                          !Catch::Contains("num_warps"));
 }
