@@ -1,5 +1,6 @@
 # pkg-config files for builds without CMake, installed beside the CMake package:
 #   cotune.pc        the core: g++ -std=c++20 main.cpp $(pkg-config --cflags --libs cotune)
+#   cotune-compiled.pc  the core compiled once (libcotune.a, COTUNE_SEPARATE_COMPILATION), when installed
 #   cotune-redis.pc  with cotune::redis (Requires cotune and hiredis)
 #   cotune-cuda.pc   with cotune::cuda (the CUDA headers' directory found here)
 # Requires names the dependencies' own pkg-config modules, as pkg-config knows them here (Crypto++ is
@@ -54,8 +55,16 @@ if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
 else()
   set(COTUNE_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(COTUNE_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
+else()
+  set(COTUNE_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
+endif()
 
 set(cotune_pc_files cotune)
+if(COTUNE_BUILD_SEPARATE AND PROJECT_IS_TOP_LEVEL) # installed with the package (CMakeLists.txt)
+  list(APPEND cotune_pc_files cotune-compiled)
+endif()
 if(COTUNE_HAS_REDIS)
   cotune_pc_module(COTUNE_PC_HIREDIS hiredis hiredis)
   list(APPEND cotune_pc_files cotune-redis)

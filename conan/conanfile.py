@@ -1,6 +1,10 @@
-"""Conan 2 recipe for cotune, a header-only C++20 autotuner.
+"""Conan 2 recipe for cotune, a header-only C++20 autotuner, with its bodies compiled once beside.
 
 Lives in conan/ beside the sources: `conan create conan/` packages the working tree. Options:
+  compiled    also build and package libcotune.a (component cotune::compiled: the non-template bodies
+              and the host tuner compiled once, with COTUNE_SEPARATE_COMPILATION), as fmt's recipe
+              builds fmt::fmt beside its header-only mode; True by default. False packages the headers
+              alone (one package for every setting and option).
   with_redis  the remote cache over hiredis (component cotune::redis, defines COTUNE_HAS_REDIS)
   with_cuda   the NVRTC + driver API backend (component cotune::cuda, defines COTUNE_HAS_CUDA). It
               needs only the CUDA toolkit's headers (libcuda and libnvrtc are opened at run time);
@@ -23,8 +27,8 @@ import re
 from conan import ConanFile
 from conan.errors import ConanInvalidConfiguration
 from conan.tools.build import check_min_cppstd
-from conan.tools.files import copy, load
-from conan.tools.layout import basic_layout
+from conan.tools.cmake import CMake, CMakeDeps, CMakeToolchain, cmake_layout
+from conan.tools.files import copy, load, rmdir
 
 required_conan_version = ">=2.0"
 
@@ -35,22 +39,21 @@ class CotuneConan(ConanFile):
     # The project has no LICENSE file yet: set the SPDX identifier here when it picks one.
     license = "LicenseRef-cotune"
     topics = ("autotuning", "gpu", "cuda", "jit", "benchmarking", "header-only")
-    package_type = "header-library"
+    package_type = "static-library"
     settings = "os", "arch", "compiler", "build_type"
     options = {
+        "compiled": [True, False],
         "with_redis": [True, False],
         "with_cuda": [True, False],
     }
     default_options = {
+        "compiled": True,
         "with_redis": False,
         "with_cuda": False,
         # cotune uses Boost's headers only (Asio is header-only); a consumer that needs compiled
         # Boost libraries sets boost/*:header_only=False, which takes precedence.
         "boost/*:header_only": True,
     }
-    # The same headers whatever the settings and options: one package id (options only change which
-    # components package_info declares and which dependencies are pulled in).
-    implements = ["auto_header_only"]
     no_copy_source = True
 
     @property
@@ -68,11 +71,22 @@ class CotuneConan(ConanFile):
         self.version = match.group(1)
 
     def export_sources(self):
-        copy(self, "include/*", src=self._source_root, dst=self.export_sources_folder)
-        copy(self, "LICENSE*", src=self._source_root, dst=self.export_sources_folder)
+        # The headers, and what builds libcotune.a: the CMake project, its modules and its sources.
+        for pattern in ("include/*", "src/*", "cmake/*", "CMakeLists.txt", "LICENSE*"):
+            copy(self, pattern, src=self._source_root, dst=self.export_sources_folder)
+
+    def configure(self):
+        if not self.options.compiled:
+            self.package_type = "header-library"
+
+    def package_id(self):
+        # Header-only: the same headers whatever the settings and options, one package id (options only
+        # change which components package_info declares and which dependencies are pulled in).
+        if not self.info.options.compiled:
+            self.info.clear()
 
     def layout(self):
-        basic_layout(self, src_folder=".")
+        cmake_layout(self, src_folder=".")
 
     def requirements(self):
         # transitive_headers: cotune's public headers include theirs. Each lower bound is the version
@@ -101,8 +115,38 @@ class CotuneConan(ConanFile):
         if self.options.with_cuda and self.settings.os != "Linux":
             raise ConanInvalidConfiguration(f"{self.ref}: with_cuda is supported on Linux only")
 
+    def generate(self):
+        if not self.options.compiled:
+            return
+        tc = CMakeToolchain(self)
+        # The library alone: none of the project's tests, examples, benchmarks, tool or header checks.
+        for part in ("TESTS", "EXAMPLES", "BENCHMARKS", "TOOLS"):
+            tc.cache_variables[f"COTUNE_BUILD_{part}"] = False
+        tc.cache_variables["COTUNE_VERIFY_HEADERS"] = False
+        tc.cache_variables["COTUNE_BUILD_SEPARATE"] = True
+        # The modules this package declares, and no other (the recipe has no HIP option).
+        tc.cache_variables["COTUNE_WITH_REDIS"] = "ON" if self.options.with_redis else "OFF"
+        tc.cache_variables["COTUNE_WITH_CUDA"] = "ON" if self.options.with_cuda else "OFF"
+        tc.cache_variables["COTUNE_WITH_HIP"] = "OFF"
+        if self.options.with_cuda:
+            tc.cache_variables["COTUNE_CUDA_INCLUDE_DIR"] = self._cuda_include_dir()
+        tc.generate()
+        CMakeDeps(self).generate()
+
+    def build(self):
+        if not self.options.compiled:
+            return
+        cmake = CMake(self)
+        cmake.configure()
+        cmake.build()
+
     def package(self):
         copy(self, "LICENSE*", src=self.source_folder, dst=os.path.join(self.package_folder, "licenses"))
+        if self.options.compiled:
+            # libcotune.a (with cotune's headers); package_info declares the targets, so the project's own
+            # CMake package and pkg-config files are left out.
+            CMake(self).install()
+            rmdir(self, os.path.join(self.package_folder, "share"))
         # The headers and the bodies of their non-template functions (`.ipp`, which the headers include
         # unless COTUNE_SEPARATE_COMPILATION): a header-only package needs both.
         for pattern in ("*.hpp", "*.ipp"):
@@ -154,6 +198,15 @@ class CotuneConan(ConanFile):
         self._use(core, "boost", "fmt", "simdjson", "cryptopp")
         if self.settings.os in ("Linux", "FreeBSD"):
             core.system_libs += ["pthread", "dl"]
+
+        if self.options.compiled:
+            compiled = self.cpp_info.components["compiled"]
+            compiled.set_property("cmake_target_name", "cotune::compiled")
+            compiled.set_property("pkg_config_name", "cotune-compiled")
+            compiled.bindirs = []
+            compiled.libs = ["cotune"]
+            compiled.requires = ["core"]
+            compiled.defines = ["COTUNE_SEPARATE_COMPILATION"]
 
         if self.options.with_cuda:
             cuda = self.cpp_info.components["cuda"]

@@ -52,6 +52,9 @@ command add_report_command(CLI::App& app) {
                 if (e.detail) {
                   in.results.push_back(*e.detail);
                 } else if (auto r = cj::database_result(e, {e.winner}, e.key)) {
+                  // A winners-only entry does not say whether its backend uses launch options; the host
+                  // backend's device names (`host (x86_64,Linux,...)`) say it does not.
+                  if (e.device.starts_with("host (")) r->launch_options = false;
                   in.results.push_back(std::move(*r));
                 }
               }
@@ -78,7 +81,8 @@ command add_report_command(CLI::App& app) {
             }
             if (!s->title.empty()) in.title = s->title;
             cj::write_html_report(s->out, in);
-            fmt::print(stderr, "cotune: wrote {} ({} keys)\n", s->out, in.results.size());
+            fmt::print(stderr, "cotune: wrote {} ({} key{})\n", s->out, in.results.size(),
+                       in.results.size() == 1 ? "" : "s");
             return 0;
           }};
 }

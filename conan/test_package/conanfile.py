@@ -1,9 +1,11 @@
-"""Conan's test package: builds and runs a program against the created cotune package."""
+"""Conan's test package: builds and runs a program that tunes a kernel through the created package
+(cotune::compiled when the package has it, else the header-only cotune::cotune)."""
 import os
 
 from conan import ConanFile
 from conan.tools.build import can_run
 from conan.tools.cmake import CMake, CMakeToolchain, cmake_layout
+from conan.tools.files import rmdir
 
 
 class CotuneTestConan(ConanFile):
@@ -23,6 +25,7 @@ class CotuneTestConan(ConanFile):
         cotune = self.dependencies[self.tested_reference_str.split("/")[0]]
         tc.variables["TEST_WITH_CUDA"] = bool(cotune.options.with_cuda)
         tc.variables["TEST_WITH_REDIS"] = bool(cotune.options.with_redis)
+        tc.variables["TEST_COMPILED"] = bool(cotune.options.compiled)
         tc.generate()
 
     def build(self):
@@ -31,5 +34,10 @@ class CotuneTestConan(ConanFile):
         cmake.build()
 
     def test(self):
-        if can_run(self):
-            self.run(os.path.join(self.cpp.build.bindir, "test_package"), env="conanrun")
+        if not can_run(self):
+            return
+        # The host backend compiles the kernel with the C++ compiler found here, into a fresh cache of
+        # its own, so that the program tunes (it fails on a result read from a cache).
+        cache = os.path.join(self.build_folder, "cotune-cache")
+        rmdir(self, cache)
+        self.run(f'{os.path.join(self.cpp.build.bindir, "test_package")} "{cache}"', env="conanrun")

@@ -1,7 +1,9 @@
 # packaging/conan: `conan create` of conan/conanfile.py, with its test_package, offline, against
 # Debian 12's packages (conan/profiles/debian12 maps the recipe's ConanCenter dependencies to them
-# with [platform_requires]); once with the default options and, when hiredis is here, once with
-# with_redis=True (Debian's hiredis 0.14.1 must satisfy the recipe's range). Run as
+# with [platform_requires]); once with the default options (libcotune.a built: test_package tunes a
+# kernel through cotune::compiled) and, when hiredis is here, once with with_redis=True and
+# compiled=False (headers only: test_package tunes through cotune::cotune; Debian's hiredis 0.14.1 must
+# satisfy the recipe's range). Run as
 # `cmake -P run_conan.cmake` with
 #   COTUNE_SOURCE_DIR  cotune's source tree
 #   WORK_DIR           a scratch directory, emptied first; Conan's home (CONAN_HOME) lives in it, so
@@ -76,19 +78,22 @@ file(COPY "${COTUNE_SOURCE_DIR}/conan/test_package" DESTINATION "${WORK_DIR}")
 
 set(variants "default options")
 if(WITH_REDIS)
-  list(APPEND variants "with_redis=True")
+  list(APPEND variants "with_redis=True compiled=False")
 endif()
 foreach(variant IN LISTS variants)
   set(options "")
-  if(variant STREQUAL "with_redis=True")
-    set(options -o "cotune/*:with_redis=True")
+  set(mode "compiled")
+  if(variant STREQUAL "with_redis=True compiled=False")
+    set(options -o "cotune/*:with_redis=True" -o "cotune/*:compiled=False")
+    set(mode "header-only")
   endif()
   # -nr: no remote, so that the test never reaches ConanCenter, and fails if the recipe needs it.
   run("conan create (${variant})" "${conan}" create "${COTUNE_SOURCE_DIR}/conan"
       -pr "${COTUNE_SOURCE_DIR}/conan/profiles/debian12" -nr -tf "${WORK_DIR}/test_package" ${options})
-  # test_package's own output: the package's version, and the redis module when asked for.
-  if(NOT last_output MATCHES "cotune ${COTUNE_VERSION}: config")
-    message(FATAL_ERROR "packaging/conan: test_package (${variant}) did not print 'cotune ${COTUNE_VERSION}: config':\n${last_output}")
+  # test_package's own output: the package's version, the way in it tuned through, and the redis
+  # module when asked for.
+  if(NOT last_output MATCHES "cotune ${COTUNE_VERSION} \\(${mode}\\): tuned 3 configs")
+    message(FATAL_ERROR "packaging/conan: test_package (${variant}) did not print 'cotune ${COTUNE_VERSION} (${mode}): tuned 3 configs':\n${last_output}")
   endif()
   if(options AND NOT last_output MATCHES "redis module: key prefix")
     message(FATAL_ERROR "packaging/conan: test_package (${variant}) did not use the redis module:\n${last_output}")

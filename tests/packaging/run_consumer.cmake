@@ -7,10 +7,14 @@
 #   GENERATOR, MAKE_PROGRAM, CXX_COMPILER   the outer build's, so the consumer builds the same way
 #   PREFIX_PATH         the outer build's CMAKE_PREFIX_PATH, '|'-separated (where dependencies live)
 #   PKG_CONFIG          pkg-config (pkg_config only)
-# find_package and pkg_config first configure cotune on its own, build it and install it into
-# WORK_DIR/prefix, as the README tells a user to. Then the find_package consumer is configured, built
-# (linking the installed cotune_separate: COTUNE_SEPARATE_COMPILATION) and run; the pkg_config one is
-# compiled by the compiler alone, with the flags `pkg-config --cflags --libs cotune` prints, and run.
+#   INSTALLED_PREFIX    the prefix find_package's test installed into (pkg_config only; its fixture)
+# find_package first configures cotune on its own, builds it and installs it into WORK_DIR/prefix, as
+# the README tells a user to. Then its consumer project is configured and built, its program linking
+# the installed cotune::compiled (COTUNE_SEPARATE_COMPILATION), and run. The pkg_config consumer uses
+# that install: it is compiled by the compiler alone, twice, with the flags `pkg-config --cflags --libs`
+# prints for cotune (header-only) and for cotune-compiled, and both run. add_subdirectory's program
+# links cotune::compiled, fetch_content's the header-only cotune::cotune.
+# Each program tunes a kernel and says which mode it was built in, which is checked.
 # Any failing step fails the test with its output.
 cmake_minimum_required(VERSION 3.25)
 
@@ -52,19 +56,24 @@ if(MAKE_PROGRAM)
   list(APPEND common_args "-DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}")
 endif()
 
-if(CONSUMER STREQUAL "find_package" OR CONSUMER STREQUAL "pkg_config")
-  # A fresh configure of the library alone (as a user or a package manager does), the build and an
-  # install into a private prefix. find_package builds what a plain build does: cotune::cotune_separate
-  # (the tool is left out). pkg_config leaves that library out: the .pc files describe the header-only
-  # library, and the static library is find_package's to test: its consumer links it.
-  set(separate ON)
-  if(CONSUMER STREQUAL "pkg_config")
-    set(separate OFF)
+# Runs a consumer program, which must report the given mode. Each program has a cache of its own, so
+# that each tunes (none reads another's result).
+function(run_program program mode)
+  get_filename_component(name "${program}" NAME)
+  run("run ${program}" "${program}" "${WORK_DIR}/cache-${name}")
+  message(STATUS "${last_output}")
+  if(NOT last_output MATCHES "\\(${mode}\\)")
+    message(FATAL_ERROR "packaging/${CONSUMER}: ${program} was not built ${mode}:\n${last_output}")
   endif()
+endfunction()
+
+if(CONSUMER STREQUAL "find_package")
+  # A fresh configure of the library alone (as a user or a package manager does), the build and an
+  # install into a private prefix: what a plain build does, cotune::compiled included (the tool is
+  # left out).
   run("configure cotune for installing" ${CMAKE_COMMAND} -S "${COTUNE_SOURCE_DIR}" -B "${WORK_DIR}/cotune-build"
       ${common_args} -DCOTUNE_BUILD_TESTS=OFF -DCOTUNE_BUILD_EXAMPLES=OFF
-      -DCOTUNE_BUILD_BENCHMARKS=OFF -DCOTUNE_BUILD_TOOLS=OFF -DCOTUNE_VERIFY_HEADERS=OFF
-      -DCOTUNE_BUILD_SEPARATE=${separate})
+      -DCOTUNE_BUILD_BENCHMARKS=OFF -DCOTUNE_BUILD_TOOLS=OFF -DCOTUNE_VERIFY_HEADERS=OFF)
   run("build cotune" ${CMAKE_COMMAND} --build "${WORK_DIR}/cotune-build")
   run("install cotune" ${CMAKE_COMMAND} --install "${WORK_DIR}/cotune-build" --prefix "${WORK_DIR}/prefix")
   list(PREPEND prefix_path "${WORK_DIR}/prefix")
@@ -76,13 +85,22 @@ if(CONSUMER STREQUAL "pkg_config")
   if(NOT PKG_CONFIG)
     message(FATAL_ERROR "packaging/pkg_config: pkg-config was not found (Debian: pkg-config; scripts/install-deps installs it)")
   endif()
-  set(pc_dir "${WORK_DIR}/prefix/share/pkgconfig")
+  if(NOT INSTALLED_PREFIX OR NOT EXISTS "${INSTALLED_PREFIX}/share/pkgconfig/cotune.pc")
+    message(FATAL_ERROR "packaging/pkg_config: no cotune installed in '${INSTALLED_PREFIX}' (packaging/find_package installs it)")
+  endif()
+  set(pc_dir "${INSTALLED_PREFIX}/share/pkgconfig")
   set(ENV{PKG_CONFIG_PATH} "${pc_dir}")
-  # The modules installed: cotune, and cotune-redis / cotune-cuda when cotune was built with them.
-  set(modules cotune)
+  # The modules installed: cotune, cotune-compiled, and cotune-redis / cotune-cuda when cotune was built
+  # with them.
+  if(NOT EXISTS "${pc_dir}/cotune-compiled.pc")
+    message(FATAL_ERROR "packaging/pkg_config: cotune-compiled.pc was not installed beside cotune.pc in ${pc_dir}")
+  endif()
+  set(modules cotune cotune-compiled)
+  set(extra_modules "")
   foreach(module IN ITEMS redis cuda)
     if(EXISTS "${pc_dir}/cotune-${module}.pc")
       list(APPEND modules cotune-${module})
+      list(APPEND extra_modules cotune-${module})
     endif()
   endforeach()
   run("validate the .pc files" "${PKG_CONFIG}" --validate ${modules})
@@ -97,16 +115,20 @@ if(CONSUMER STREQUAL "pkg_config")
   if(NOT found_version STREQUAL COTUNE_VERSION)
     message(FATAL_ERROR "packaging/pkg_config: cotune.pc says version '${found_version}', expected '${COTUNE_VERSION}'")
   endif()
-  run("pkg-config --cflags --libs ${modules}" "${PKG_CONFIG}" --cflags --libs ${modules})
-  string(STRIP "${last_output}" flags)
-  message(STATUS "packaging/pkg_config: ${flags}")
-  separate_arguments(flags UNIX_COMMAND "${flags}")
   # As a user would write it: the compiler, the standard, the source, pkg-config's flags. The
-  # version the consumer checks then comes from core/version.hpp (the .pc defines none).
-  run("compile the consumer" "${CXX_COMPILER}" -std=c++20 "-DCONSUMER_EXPECTED_VERSION=\"${COTUNE_VERSION}\""
-      "${CMAKE_CURRENT_LIST_DIR}/consumer/consumer.cpp" -o "${WORK_DIR}/consumer" ${flags})
-  run("run the consumer" "${WORK_DIR}/consumer" "${WORK_DIR}/cache")
-  message(STATUS "${last_output}")
+  # version the consumer checks then comes from core/version.hpp (the .pc defines none). Header-only
+  # with cotune (and the modules), compiled once with cotune-compiled.
+  foreach(core IN ITEMS cotune cotune-compiled)
+    run("pkg-config --cflags --libs ${core} ${extra_modules}" "${PKG_CONFIG}" --cflags --libs ${core} ${extra_modules})
+    string(STRIP "${last_output}" flags)
+    message(STATUS "packaging/pkg_config: ${flags}")
+    separate_arguments(flags UNIX_COMMAND "${flags}")
+    run("compile the consumer with ${core}" "${CXX_COMPILER}" -std=c++20
+        "-DCONSUMER_EXPECTED_VERSION=\"${COTUNE_VERSION}\"" "${CMAKE_CURRENT_LIST_DIR}/consumer/consumer.cpp"
+        -o "${WORK_DIR}/consumer-${core}" ${flags})
+  endforeach()
+  run_program("${WORK_DIR}/consumer-cotune" "header-only")
+  run_program("${WORK_DIR}/consumer-cotune-compiled" "separate compilation")
   return()
 endif()
 
@@ -114,14 +136,8 @@ run("configure the consumer" ${CMAKE_COMMAND} -S "${CONSUMER_SOURCE_DIR}" -B "${
     "-DCOTUNE_SOURCE_DIR=${COTUNE_SOURCE_DIR}"
     "-DCOTUNE_EXPECTED_VERSION=${COTUNE_VERSION}" "-DCOTUNE_EXPECTED_PREFIX=${WORK_DIR}/prefix")
 run("build the consumer" ${CMAKE_COMMAND} --build "${WORK_DIR}/build")
-run("run the consumer" "${WORK_DIR}/build/consumer" "${WORK_DIR}/cache")
-message(STATUS "${last_output}")
-# find_package's consumer links the installed cotune_separate; the others are header-only.
-if(CONSUMER STREQUAL "find_package")
-  set(expected_mode "separate compilation")
+if(CONSUMER STREQUAL "fetch_content")
+  run_program("${WORK_DIR}/build/consumer" "header-only")
 else()
-  set(expected_mode "header-only")
-endif()
-if(NOT last_output MATCHES "\\(${expected_mode}\\)")
-  message(FATAL_ERROR "packaging/${CONSUMER}: the consumer was not built ${expected_mode}:\n${last_output}")
+  run_program("${WORK_DIR}/build/consumer" "separate compilation")
 endif()

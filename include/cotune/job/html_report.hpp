@@ -1,8 +1,10 @@
 #pragma once
 /// \file `cotune::job::html_report`: tuning results as one self-contained HTML page (inline SVG and
 /// CSS, no script, nothing fetched): per kernel a heat map of the winners over the problem sizes, per
-/// key every candidate's median with its p20-p80 spread, the failures with their reasons, and the
-/// winner. Each key is a `<section class="key">`, each candidate bar an SVG `<g class="candidate">`.
+/// key every candidate's full config beside a bar of its median with its p20-p80 spread (a linear scale
+/// that clips, and marks, a far slower outlier), the failures with their compiler's first error line,
+/// and the winner. Each key is a `<section class="key">` whose id is a valid fragment name, each
+/// candidate a `<tr class="candidate">` whose bar is an SVG `<g class="candidate">`.
 
 #include <algorithm>
 #include <cmath>
@@ -116,11 +118,14 @@ inline void heat_map(std::string& out, const std::vector<const tuning_result*>& 
     if (!x) continue;
     xs.insert(*x);
     ys.insert(y.value_or(0));
-    cells.push_back({*x, y.value_or(0), colour_of(r->best().text()), r->candidates.at(r->winner).time[0],
+    cells.push_back({*x, y.value_or(0), colour_of(r->shown(r->best())), r->candidates.at(r->winner).time[0],
                      instance_key_text(r->key_text)});
   }
   const std::vector<std::int64_t> xv(xs.begin(), xs.end()), yv(ys.begin(), ys.end());
-  const int cw = 84, ch = 34, left = 90, top = 30;
+  // The y labels end at the cells: room for the longest at 12px monospace (7.2 px a character).
+  std::size_t y_label = 0;
+  for (auto y : yv) y_label = std::max(y_label, yname.empty() ? 0 : fmt::format("{}={}", yname, y).size());
+  const int cw = 84, ch = 34, top = 30, left = std::max(90, static_cast<int>(y_label) * 15 / 2 + 16);
   const int width = left + cw * static_cast<int>(xv.size()) + 10;
   const int height = top + ch * static_cast<int>(yv.size()) + 40;
   out += fmt::format("<h3>Winners over problem sizes</h3>\n<svg class=\"heatmap\" xmlns=\"http://www.w3.org/2000/svg\" "
@@ -151,63 +156,141 @@ inline void heat_map(std::string& out, const std::vector<const tuning_result*>& 
   out += "</ul>\n";
 }
 
-/// One key: a bar per candidate (median, with a p20-p80 whisker), then the failures.
-inline void key_section(std::string& out, const tuning_result& r) {
+/// `n noun` with the noun's plural form where n is not 1 ("1 kernel", "3 keys").
+[[nodiscard]] inline std::string counted(std::size_t n, std::string_view noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+}
+
+/// A valid, readable fragment name for `text`: letters, digits, '_' and '-' kept, every other run of
+/// characters one '-' (`axpy-y-float32-x-float32-n-1024`); unique among `taken`, which it joins (a
+/// second `x` is `x-2`).
+[[nodiscard]] inline std::string fragment_id(std::string_view text, std::set<std::string>& taken) {
+  std::string id;
+  for (char c : text) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (keep) id += c;
+    else if (!id.empty() && id.back() != '-') id += '-';
+  }
+  while (!id.empty() && id.back() == '-') id.pop_back();
+  if (id.empty()) id = "key";
+  else if (!((id[0] >= 'a' && id[0] <= 'z') || (id[0] >= 'A' && id[0] <= 'Z'))) id.insert(0, "k-");
+  std::string unique = id;
+  for (int n = 2; taken.contains(unique); ++n) unique = fmt::format("{}-{}", id, n);
+  taken.insert(unique);
+  return unique;
+}
+
+/// The line of a failure's reason that says what went wrong: the compiler's first error line
+/// (`axpy.cpp:3:2: error: #error "UNROLL=3 is not supported"`) where the reason holds a compiler's log,
+/// else its first line. The reason's first line of a compile error is the command, which says nothing.
+[[nodiscard]] inline std::string failure_summary(std::string_view reason) {
+  const auto first_line = reason.substr(0, reason.find('\n'));
+  for (std::size_t at = 0; at < reason.size();) {
+    auto end = reason.find('\n', at);
+    if (end == std::string_view::npos) end = reason.size();
+    const auto line = reason.substr(at, end - at);
+    // g++/clang `file:line:col: error:` and `fatal error:`, NVRTC and hipRTC `file(line): error:`.
+    if (at > 0 && line.find("error:") != std::string_view::npos) return std::string(line);
+    at = end + 1;
+  }
+  return std::string(first_line);
+}
+
+/// Where a key's bars end: a linear scale from zero to the slowest p80, unless one candidate is far
+/// slower than the rest. Then the scale stops at `outlier_factor` times the median of the candidates'
+/// medians and the slower bars are drawn to the edge and marked clipped, so that the others stay
+/// readable. 4: a candidate 4 times slower than the typical one is out of the race, and 4 keeps the
+/// typical bars at a quarter of the width or more.
+struct bar_scale {
+  static constexpr double outlier_factor = 4;
+  double top_ms = 1;
+  bool clips = false;
+
+  [[nodiscard]] static bar_scale of(const tuning_result& r) {
+    std::vector<double> medians;
+    double slowest = 0;
+    for (const auto& c : r.candidates)
+      if (c.status == candidate_status::ok && std::isfinite(c.time[0])) {
+        medians.push_back(c.time[0]);
+        slowest = std::max(slowest, std::isfinite(c.time[2]) ? std::max(c.time[0], c.time[2]) : c.time[0]);
+      }
+    bar_scale s;
+    if (medians.empty() || slowest <= 0) return s;
+    std::sort(medians.begin(), medians.end());
+    const double cap = outlier_factor * medians[medians.size() / 2];
+    s.clips = cap > 0 && slowest > cap;
+    s.top_ms = s.clips ? cap : slowest;
+    return s;
+  }
+  [[nodiscard]] bool clipped(double ms) const { return clips && ms > top_ms; }
+  /// The pixel offset of `ms` on a bar `width` pixels wide.
+  [[nodiscard]] int at(double ms, int width) const {
+    return static_cast<int>(width * std::clamp(ms / top_ms, 0.0, 1.0));
+  }
+};
+
+/// One key: a row per candidate (its full config, a bar of its median with a p20-p80 whisker, its
+/// time), then the failures, each summarised by its compiler's first error line.
+inline void key_section(std::string& out, const tuning_result& r, std::set<std::string>& ids) {
   const std::string key = instance_key_text(r.key_text);
-  out += fmt::format("<section class=\"key\" id=\"{}\">\n<h3>{}</h3>\n", html_escape(fmt::format("{}-{}", r.kernel, key)),
-                     html_escape(key));
+  const std::string id = fragment_id(fmt::format("{}-{}", r.kernel, key), ids);
+  out += fmt::format("<section class=\"key\" id=\"{}\">\n<h3><a href=\"#{}\">{}</a></h3>\n", id, id, html_escape(key));
   out += fmt::format("<p class=\"meta\">winner: <b>{}</b> at {} median; measured on {} ({}) {}</p>\n",
-                     html_escape(r.best().text()), html_escape(ms_text(r.candidates.at(r.winner).time[0])),
+                     html_escape(r.shown(r.best())), html_escape(ms_text(r.candidates.at(r.winner).time[0])),
                      html_escape(r.made.device.empty() ? "?" : r.made.device), html_escape(r.made.host),
                      html_escape(r.made.date));
-  double top_ms = 0;
-  for (const auto& c : r.candidates)
-    if (c.status == candidate_status::ok && std::isfinite(c.time[2])) top_ms = std::max(top_ms, c.time[2]);
-  if (top_ms <= 0) top_ms = 1;
-  const int row = 22, label_w = 380, bar_w = 420;
-  const int height = row * static_cast<int>(r.candidates.size()) + 10;
-  out += fmt::format("<svg class=\"bars\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\" "
-                     "aria-label=\"median time per candidate\">\n",
-                     label_w + bar_w + 170, height);
+  const auto scale = bar_scale::of(r);
+  const int bar_w = 400, bar_h = 16;
+  out += "<table class=\"bars\">\n";
+  out += fmt::format("<caption>median per candidate, whisker p20-p80; linear scale, 0 to {}{}</caption>\n",
+                     html_escape(ms_text(scale.top_ms)),
+                     scale.clips ? fmt::format("; bars marked &#187; are clipped (slower than {} times the typical "
+                                               "median; their time is printed)",
+                                               bar_scale::outlier_factor)
+                                 : std::string());
   for (std::size_t i = 0; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
-    const int y = 5 + row * static_cast<int>(i);
     const bool ok = c.status == candidate_status::ok && std::isfinite(c.time[0]);
-    std::string label = c.cfg.text();
-    if (label.size() > 60) label = label.substr(0, 57) + "...";
-    out += fmt::format("<g class=\"candidate{}\"><title>{}: {}</title>", i == r.winner ? " winner" : "",
-                       html_escape(c.cfg.text()), html_escape(ok ? ms_text(c.time[0]) : std::string(to_string(c.status))));
-    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"label\">{}</text>", label_w - 6, y + 14,
-                       html_escape(label));
+    const bool clipped = ok && scale.clipped(c.time[0]);
+    const std::string label = r.shown(c.cfg);
+    out += fmt::format("<tr class=\"candidate{}{}\"><td class=\"label\">{}</td><td class=\"bar\">",
+                       i == r.winner ? " winner" : "", clipped ? " clipped" : "", html_escape(label));
+    out += fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\" "
+                       "aria-label=\"{}\"><g class=\"candidate\"><title>{}: {}</title>",
+                       bar_w, bar_h, ok ? "median, p20 to p80" : "failed", html_escape(label),
+                       html_escape(ok ? ms_text(c.time[0]) : std::string(to_string(c.status))));
     if (ok) {
-      auto px = [&](double ms) { return label_w + static_cast<int>(bar_w * std::clamp(ms / top_ms, 0.0, 1.0)); };
-      out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>", label_w, y + 3,
-                         std::max(1, px(c.time[0]) - label_w), row - 6, i == r.winner ? "#009E73" : "#0072B2");
-      out += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#333\" stroke-width=\"1.5\"/>",
-                         px(c.time[1]), px(c.time[2]), y + row / 2, y + row / 2);
-      out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"value\">{}{}</text>", px(c.time[2]) + 6, y + 14,
-                         html_escape(ms_text(c.time[0])), i == r.winner ? " (winner)" : "");
-    } else {
-      out += fmt::format("<text x=\"{}\" y=\"{}\" class=\"failed\">{}</text>", label_w + 4, y + 14,
-                         html_escape(to_string(c.status)));
+      out += fmt::format("<rect x=\"0\" y=\"2\" width=\"{}\" height=\"{}\" fill=\"{}\"/>",
+                         std::max(1, scale.at(c.time[0], bar_w)), bar_h - 4, i == r.winner ? "#009E73" : "#0072B2");
+      if (clipped) {
+        // A white notch across the bar's end: the bar goes on beyond the scale.
+        out += fmt::format("<path d=\"M{} 0 l6 {} M{} 0 l6 {}\" stroke=\"#fff\" stroke-width=\"2\"/>", bar_w - 16,
+                           bar_h, bar_w - 11, bar_h);
+      } else if (std::isfinite(c.time[1]) && std::isfinite(c.time[2])) {
+        out += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#333\" stroke-width=\"1.5\"/>",
+                           scale.at(c.time[1], bar_w), std::max(scale.at(c.time[2], bar_w), 1), bar_h / 2, bar_h / 2);
+      }
     }
-    out += "</g>\n";
+    out += "</g></svg></td>";
+    if (ok)
+      out += fmt::format("<td class=\"value\">{}{}{}</td></tr>\n", clipped ? "&#187; " : "",
+                         html_escape(ms_text(c.time[0])), i == r.winner ? " (winner)" : "");
+    else
+      out += fmt::format("<td class=\"value failed\">{}</td></tr>\n", html_escape(to_string(c.status)));
   }
-  out += "</svg>\n";
-  bool any_failed = false;
-  for (const auto& c : r.candidates) any_failed = any_failed || (c.status != candidate_status::ok && c.status != candidate_status::not_run &&
-                                         c.status != candidate_status::not_evaluated);
-  if (any_failed) {
+  out += "</table>\n";
+  const auto failed = [](const candidate_result& c) {
+    return c.status != candidate_status::ok && c.status != candidate_status::not_run &&
+           c.status != candidate_status::not_evaluated;
+  };
+  if (std::any_of(r.candidates.begin(), r.candidates.end(), failed)) {
     out += "<table class=\"failures\"><tr><th>config</th><th>status</th><th>reason</th></tr>\n";
     for (const auto& c : r.candidates) {
-      if (c.status == candidate_status::ok || c.status == candidate_status::not_run ||
-          c.status == candidate_status::not_evaluated)
-        continue;
-      const std::string first_line = c.reason.substr(0, c.reason.find('\n'));
+      if (!failed(c)) continue;
       out += fmt::format("<tr class=\"failure\"><td>{}</td><td>{}</td><td><details><summary>{}</summary><pre>{}</pre>"
                          "</details></td></tr>\n",
-                         html_escape(c.cfg.text()), html_escape(to_string(c.status)),
-                         html_escape(first_line.substr(0, 200)), html_escape(c.reason.substr(0, 4000)));
+                         html_escape(r.shown(c.cfg)), html_escape(to_string(c.status)),
+                         html_escape(failure_summary(c.reason).substr(0, 300)), html_escape(c.reason.substr(0, 4000)));
     }
     out += "</table>\n";
   }
@@ -224,7 +307,11 @@ inline void key_section(std::string& out, const tuning_result& r) {
   out += "<style>\nbody{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}"
          "h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;margin-top:32px}h3{font-size:15px}"
          "section.key{margin:12px 0 20px}.meta{color:#555}.label,.axis,.value,.failed{font:12px monospace;fill:#222}"
-         ".failed{fill:#D55E00}.cellt{font:11px monospace;fill:#fff}table.failures{border-collapse:collapse}"
+         "h3 a{color:inherit;text-decoration:none}.failed{fill:#D55E00;color:#D55E00}.cellt{font:11px monospace;fill:#fff}"
+         "table.bars{border-collapse:collapse}table.bars caption{text-align:left;color:#555;font-size:12px}"
+         "table.bars td{padding:1px 6px;vertical-align:middle}table.bars td.label{text-align:right;width:380px;"
+         "overflow-wrap:anywhere}table.bars td.bar{padding:0;line-height:0}table.bars svg{display:block}"
+         "table.bars td.value{white-space:nowrap}table.failures{border-collapse:collapse;margin-top:8px}"
          "table.failures td,table.failures th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}"
          "pre{white-space:pre-wrap;max-width:900px}ul.legend{list-style:none;padding:0}"
          ".swatch{display:inline-block;width:12px;height:12px;margin-right:6px}\n</style>\n</head>\n<body>\n";
@@ -236,12 +323,15 @@ inline void key_section(std::string& out, const tuning_result& r) {
     if (!by_kernel.contains(r.kernel)) kernels.push_back(r.kernel);
     by_kernel[r.kernel].push_back(&r);
   }
-  out += fmt::format("<p class=\"meta\">{} keys of {} kernels</p>\n", in.results.size(), kernels.size());
+  out += fmt::format("<p class=\"meta\">{} of {}</p>\n", detail::counted(in.results.size(), "key"),
+                     detail::counted(kernels.size(), "kernel"));
+  std::set<std::string> ids;
   for (const auto& k : kernels) {
     const auto& rs = by_kernel[k];
-    out += fmt::format("<h2 class=\"kernel\">{} ({} keys)</h2>\n", detail::html_escape(k), rs.size());
+    out += fmt::format("<h2 class=\"kernel\" id=\"{}\">{} ({})</h2>\n", detail::fragment_id(k, ids),
+                       detail::html_escape(k), detail::counted(rs.size(), "key"));
     if (rs.size() > 1) detail::heat_map(out, rs);
-    for (const auto* r : rs) detail::key_section(out, *r);
+    for (const auto* r : rs) detail::key_section(out, *r, ids);
   }
   out += "</body>\n</html>\n";
   return out;

@@ -1,6 +1,7 @@
 // The program of every packaging test: what a new user writes after getting cotune through
-// find_package, add_subdirectory or FetchContent. It tunes a trivial CPU kernel with the host backend
-// and checks the tuned kernel's answer. Usage: consumer <cache dir>
+// find_package, add_subdirectory, FetchContent or pkg-config, header-only or compiled once. It tunes
+// a small CPU kernel over three configs with the host backend, then calls the tuned kernel and checks
+// its answer and that the winner is what ran. Usage: consumer <cache dir>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -14,7 +15,8 @@
 #include <cotune/cuda/cuda.hpp>
 #endif
 
-// Sums n ints with UNROLL accumulators: every config gives the same answer at a different speed.
+// Sums n ints with UNROLL accumulators: every config gives the same answer at a different speed. It
+// writes the sum to out[0] and its UNROLL to out[1], which tells which config ran.
 static const char* sum_code = R"(
 extern "C" void sum(const int* x, int n, int* out) {
   int acc[UNROLL] = {};
@@ -24,7 +26,8 @@ extern "C" void sum(const int* x, int n, int* out) {
   int total = 0;
   for (; i < n; ++i) total += x[i];
   for (int u = 0; u < UNROLL; ++u) total += acc[u];
-  *out = total;
+  out[0] = total;
+  out[1] = UNROLL;
 }
 )";
 
@@ -49,24 +52,35 @@ int main(int argc, char** argv) try {
 #endif
 
   cotune::kernel_source kernel{.name = "consumer_sum", .code = sum_code, .entry = "sum"};
-  const cotune::config one{{"UNROLL", 1}}, four{{"UNROLL", 4}};
+  const cotune::config one{{"UNROLL", 1}}, two{{"UNROLL", 2}}, four{{"UNROLL", 4}};
   // 1 ms + 2 ms budgets: this checks that the pipeline works, not which config wins.
   cotune::autotuner<void(const int*, int, int*)> tuner{
-      kernel, {one, four}, {.arg_names = {"x", "n", "out"}, .key = {"n"}, .bench = cotune::bench_options{1.0, 2.0}}};
+      kernel, {one, two, four}, {.arg_names = {"x", "n", "out"}, .key = {"n"}, .bench = cotune::bench_options{1.0, 2.0}}};
 
   std::vector<int> x(1000, 3);
-  int out = 0;
-  const auto& result = tuner.tune_now(x.data(), static_cast<int>(x.size()), &out);
-  tuner(x.data(), static_cast<int>(x.size()), &out);
-  std::printf("consumer: cotune %s (%s), %zu candidates, best {%s}, sum %d\n", cotune::version,
+  int out[2] = {0, 0};
+  const auto& result = tuner.tune_now(x.data(), static_cast<int>(x.size()), out);
+  out[0] = out[1] = 0;
+  tuner(x.data(), static_cast<int>(x.size()), out);
+  const auto best_unroll = result.best().at("UNROLL").as_int();
+  std::printf("consumer: cotune %s (%s), %zu candidates, best {%s}, ran UNROLL %d, sum %d\n", cotune::version,
               COTUNE_HEADER_ONLY ? "header-only" : "separate compilation", result.candidates.size(),
-              result.shown(result.best()).c_str(), out);
+              result.shown(result.best()).c_str(), out[1], out[0]);
+  if (result.from_cache) {
+    std::fprintf(stderr, "%s: the result came from the cache in %s; this test tunes\n", argv[0], argv[1]);
+    return 1;
+  }
   for (const auto& c : result.candidates)
     if (c.status != cotune::candidate_status::ok) {
       std::fprintf(stderr, "consumer: candidate {%s} failed: %s\n", result.shown(c.cfg).c_str(), c.reason.c_str());
       return 1;
     }
-  return out == 3000 && result.candidates.size() == 2 ? 0 : 1;
+  if (out[1] != best_unroll) {
+    std::fprintf(stderr, "consumer: the tuned call ran UNROLL %d, not the winner's %lld\n", out[1],
+                 static_cast<long long>(best_unroll));
+    return 1;
+  }
+  return out[0] == 3000 && result.candidates.size() == 3 ? 0 : 1;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "consumer: %s\n", e.what());
   return 1;
