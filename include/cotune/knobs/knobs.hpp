@@ -96,10 +96,10 @@ struct autotuning_knob_group {
                              .doc = "threads of the compile pool; 0 = hardware threads",
                              .validate = detail::at_least(0, "COTUNE_COMPILE_THREADS")}};
   // on: the safe default (issue 33). A crash or a hang in a candidate costs that candidate alone, on the
-  // first run. What it costs, measured side by side (benchmarks/RESULTS.md, "Default isolation"): a fork
-  // per host candidate (0.10 ms at the median) and a round trip to the device's worker per GPU
-  // candidate; only each candidate's first run (verification and screening) is isolated, the finalists
-  // that ran cleanly there are measured again in fair interleaved rounds in-process.
+  // first run. What it costs, measured side by side (benchmarks/RESULTS.md, "Default isolation"): one
+  // fork per host tuning and a round trip per candidate to its persistent copy, a round trip per GPU
+  // candidate to the device's worker; only each candidate's first run (verification and screening) is
+  // isolated, the finalists that ran cleanly there are measured again in fair interleaved rounds here.
   knob<std::string> isolate{{.name = "autotuning.isolate", .env = "COTUNE_ISOLATE", .fallback = "on",
                              .doc = "run each candidate's first contact (verification and screening) in another "
                                     "process, so that a crash or a hang costs that candidate alone (host: a forked "
