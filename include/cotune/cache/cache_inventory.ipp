@@ -108,6 +108,7 @@ COTUNE_DECL cache_gc_report cache_inventory::gc(const cache_gc_options& opts) co
   ledger.save();
   r.temporaries_removed = s.temporaries_removed;
   r.temporary_bytes = s.temporary_bytes;
+  r.temporary_bytes_left = s.temporary_bytes_left;
   r.evicted = s.evicted;
   r.evicted_bytes = s.evicted_bytes;
   r.pinned = s.pinned;
