@@ -288,6 +288,7 @@ int run_cache_gc(const std::string& dir_option, std::int64_t max_bytes, std::int
     w.begin_object().field("type", "gc").field("dir", root.string()).field("max_bytes", opts.max_bytes);
     w.field("tmp_max_age_s", static_cast<std::int64_t>(opts.tmp_max_age.count()));
     w.field("temporaries_removed", r.temporaries_removed).field("temporary_bytes", r.temporary_bytes);
+    w.field("temporary_bytes_left", r.temporary_bytes_left);
     w.field("evicted", r.evicted).field("evicted_bytes", r.evicted_bytes).field("pinned", r.pinned);
     w.field("dirs_removed", r.dirs_removed).field("bytes_before", r.bytes_before).field("bytes_after", r.bytes_after);
     w.key("skipped").begin_array();
@@ -295,9 +296,11 @@ int run_cache_gc(const std::string& dir_option, std::int64_t max_bytes, std::int
     fmt::print("{}\n", std::move(w.end_array().end_object()).take());
   } else {
     fmt::print("cache '{}': removed {} orphaned temporary files ({}), evicted {} entries ({}), removed {} empty key "
-               "directories; entries now take {}{}\n",
+               "directories; entries now take {}{}{}\n",
                root.string(), r.temporaries_removed, human_size(r.temporary_bytes), r.evicted,
                human_size(r.evicted_bytes), r.dirs_removed, human_size(r.bytes_after),
+               r.temporary_bytes_left ? fmt::format(", writes in progress {}", human_size(r.temporary_bytes_left))
+                                      : std::string(),
                opts.max_bytes ? fmt::format(" (limit {})", human_size(opts.max_bytes)) : std::string(" (no limit)"));
     if (r.pinned)
       fmt::print("{} entries beyond the limit were kept: live processes have them loaded\n", r.pinned);
@@ -416,7 +419,8 @@ int main(int argc, char** argv) {
   gc_cmd->add_option("--max-bytes", max_bytes, "evict beyond this many bytes (default: cache.max_bytes, "
                                                "COTUNE_CACHE_MAX_BYTES; 0 = no limit)")
       ->check(CLI::NonNegativeNumber);
-  gc_cmd->add_option("--tmp-max-age", tmp_max_age_s, "reclaim temporary files at least this many seconds old "
+  gc_cmd->add_option("--tmp-max-age", tmp_max_age_s, "reclaim other hosts' unlocked temporary files at least this "
+                                                     "many seconds old; a dead writer's on this host go at once "
                                                      "(default: cache.tmp_max_age_s, COTUNE_CACHE_TMP_MAX_AGE_S)")
       ->check(CLI::NonNegativeNumber);
   gc_cmd->add_flag("--json", json, "print one JSON object saying what was done");

@@ -254,14 +254,10 @@ cj::job_summary run_job_with(const cj::job_spec& job, cj::run_options options, b
       if (!attempt.answered) return std::make_shared<int>(0);
       return nullptr;
     };
-    // The job's ledger in Redis: how many times each key was measured, by anyone.
-    const std::string ledger = fmt::format("{}:job:{}:measured", backend.options().prefix, job.digest().substr(0, 16));
-    auto user = std::move(options.on_key);
-    options.on_key = [&backend, ledger, user](const cj::key_report& r) {
-      if (r.outcome == cj::key_outcome::measured)
-        (void)backend.command({"HINCRBY", ledger, r.kernel + "|" + r.key_text, "1"});
-      if (user) user(r);
-    };
+    // The job's ledger in Redis: how many times each key was measured, by anyone, counted in the
+    // transaction that stores the key's result (redis/job_ledger.hpp).
+    cr::count_results_in(backend,
+                         fmt::format("{}:job:{}:measured", backend.options().prefix, job.digest().substr(0, 16)));
     return run_with_cache<cr::remote_cache>(job, options);
   }
 #endif

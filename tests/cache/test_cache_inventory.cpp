@@ -198,12 +198,14 @@ TEST_CASE("gc reclaims the temporary files of 200 writers killed with kill -9, a
   REQUIRE(temporaries_under(root.path()) == killed + live);
 
   const cache_inventory inv{root.path()};
-  // Too young for the default age: nothing goes.
-  CHECK(inv.gc({0, std::chrono::seconds(600)}).temporaries_removed == 0);
-  // Old enough: the orphans go; the live writers hold their locks, and their files stay.
-  const auto report = inv.gc({0, std::chrono::seconds(0)});
+  // Their writers are dead (their names say which process on this host wrote them): the orphans go at
+  // once, young as they are; the live writers' files stay.
+  const auto report = inv.gc({0, std::chrono::seconds(600)});
   CHECK(report.temporaries_removed == killed);
   CHECK(report.temporary_bytes == killed * 4096u);
+  CHECK(temporaries_under(root.path()) == live);
+  // However old, a live writer's file stays: it holds its lock.
+  CHECK(inv.gc({0, std::chrono::seconds(0)}).temporaries_removed == 0);
   CHECK(temporaries_under(root.path()) == live);
 
   // The live writers finish: their entries are whole, and nothing temporary is left.
@@ -222,7 +224,7 @@ TEST_CASE("gc reclaims the temporary files of 200 writers killed with kill -9, a
   CHECK(t.corrupt == live); // written raw by the test's writers, unframed: a miss for readers, as it should be
 }
 
-TEST_CASE("a later writer reclaims its key directory's orphaned temporary files", "[cache][cache_inventory][gc]") {
+TEST_CASE("a later writer reclaims its key directory's orphaned temporary files at once", "[cache][cache_inventory][gc]") {
   temp_dir root;
   int ready[2], go[2];
   REQUIRE(::pipe(ready) == 0);
@@ -238,12 +240,10 @@ TEST_CASE("a later writer reclaims its key directory's orphaned temporary files"
   for (int fd : {ready[0], ready[1], go[0], go[1]}) ::close(fd);
   REQUIRE(temporaries_under(root.path()) == 5);
   file_cache c(root.path(), key_a);
-  c.put("young orphans are left to their (dead) writers until they are old enough", "x");
-  CHECK(temporaries_under(root.path()) == 5);
-  auto age = cotune::knobs().cache.tmp_max_age_s.scoped(0);
-  c.put("now they go", "x");
+  auto age = cotune::knobs().cache.tmp_max_age_s.scoped(600);
+  c.put("their writers are dead: they go at once, young as they are", "x");
   CHECK(temporaries_under(root.path()) == 0);
-  CHECK(c.get("x") == "now they go");
+  CHECK(c.get("x") == "their writers are dead: they go at once, young as they are");
 }
 
 TEST_CASE("gc never evicts an entry another live process holds, and does once it is gone",

@@ -91,7 +91,7 @@ TEST_CASE("a temporary file is renamed onto its target, or removed if never comm
   CHECK(read_file(tmp / "target") == "part one, part two");
 }
 
-TEST_CASE("a temporary file is reclaimed only when old enough and its writer's lock is gone", "[detail][dir_fd]") {
+TEST_CASE("a temporary file is reclaimed when its writer is gone, or old enough and unlocked", "[detail][dir_fd]") {
   cotune_test::temp_dir tmp;
   const auto dir = open_dir(tmp.path());
   std::uintmax_t bytes = 0;
@@ -119,16 +119,36 @@ TEST_CASE("a temporary file is reclaimed only when old enough and its writer's l
   REQUIRE(n > 0);
   const std::string orphan(name, static_cast<std::size_t>(n));
   CHECK_FALSE(reclaim_temporary(dir.get(), orphan, seconds(0), bytes)); // its writer still lives
+  CHECK_FALSE(cotune::detail::temporary_writer_gone(orphan));
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
   ::close(ready[0]);
   ::close(ready[1]);
-  CHECK_FALSE(reclaim_temporary(dir.get(), orphan, seconds(3600), bytes)); // too young
-  CHECK(reclaim_temporary(dir.get(), orphan, seconds(0), bytes));
+  CHECK(cotune::detail::temporary_writer_gone(orphan));
+  CHECK(reclaim_temporary(dir.get(), orphan, seconds(3600), bytes)); // young, but its writer is gone
   CHECK(bytes == 10);
   CHECK(names_in(tmp.path()).empty());
   std::ofstream(tmp / "not.tmp") << "x"; // only temporary names are ever reclaimed
   CHECK_FALSE(reclaim_temporary(dir.get(), "not.tmp", seconds(0), bytes));
+}
+
+TEST_CASE("a temporary file's name says who writes it, and only this host's dead writers are known gone",
+          "[detail][dir_fd]") {
+  using cotune::detail::temporary_name_for;
+  using cotune::detail::temporary_writer_gone;
+  const std::string mine = temporary_name_for("entry.so");
+  CHECK(cotune::detail::is_temporary_name(mine));
+  CHECK(temporary_name_for(std::string(255, 'n')).size() <= 255);
+  CHECK_FALSE(temporary_writer_gone(mine)); // this process
+  // This process's id with another start time: the id was reused, so that writer is gone.
+  const auto at = mine.rfind('@'), dash = mine.rfind('-', at);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(dash != std::string::npos);
+  CHECK(temporary_writer_gone(mine.substr(0, dash + 1) + "1" + mine.substr(at)));
+  // Another host's writer, or a name that does not say (an older cotune's): nobody here can tell.
+  CHECK_FALSE(temporary_writer_gone(mine.substr(0, at) + "@another-host.example"));
+  CHECK_FALSE(temporary_writer_gone(".tmp.entry.so.12345.0123456789abcdef"));
+  CHECK_FALSE(temporary_writer_gone("entry.so"));
 }
 
 TEST_CASE("modified_ago reads a file's age from its timestamp to the nanosecond and never below zero",

@@ -11,9 +11,13 @@
 #include <string>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <simdjson.h>
 
 #include <cotune/cotune.hpp>
+#include <cotune/detail/dir_fd.hpp>
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/process.hpp>
 // Included for their knobs, which register themselves during static initialisation (as in the tool).
@@ -134,7 +138,7 @@ struct tuned_cache {
     tuner(x.data(), static_cast<int>(x.size()), &out);
     REQUIRE(out == 256);
     for (const auto& e : fs::recursive_directory_iterator(dir)) {
-      if (!e.is_regular_file()) continue;
+      if (!e.is_regular_file() || e.path().parent_path() == dir) continue; // entries live in key directories
       ++files;
       if (e.path().filename() == "cli_sum.autotune.json") result_file = e.path();
       if (e.path().extension() == ".so") binary_file = e.path();
@@ -393,12 +397,31 @@ TEST_CASE("cotune cache clear asks first, then removes only cache entries", "[to
 TEST_CASE("cotune cache gc reclaims orphaned temporary files and evicts beyond a size limit", "[tools][cli]") {
   if (!tool_available()) return;
   tuned_cache cache;
+  // A name that does not say who wrote it (an older cotune's): only its age can tell.
   const auto orphan = cache.binary_file.parent_path() / ".tmp.cli_sum.so.12345.0123456789abcdef";
   std::ofstream(orphan) << "left behind by a writer killed mid-write";
+  // A name that does: a process of this host, now gone.
+  int name_pipe[2];
+  REQUIRE(::pipe(name_pipe) == 0);
+  const pid_t writer = ::fork();
+  REQUIRE(writer >= 0);
+  if (writer == 0) {
+    const auto name = cotune::detail::temporary_name_for("cli_sum.so");
+    ::_exit(::write(name_pipe[1], name.data(), name.size()) == static_cast<ssize_t>(name.size()) ? 0 : 1);
+  }
+  REQUIRE(::waitpid(writer, nullptr, 0) == writer);
+  char name[256] = {};
+  const auto n = ::read(name_pipe[0], name, sizeof name - 1);
+  ::close(name_pipe[0]);
+  ::close(name_pipe[1]);
+  REQUIRE(n > 0);
+  const auto dead = cache.binary_file.parent_path() / std::string(name, static_cast<std::size_t>(n));
+  std::ofstream(dead) << "left behind by a writer of this host that is gone";
   auto r = cotune_cli({"cache", "gc", "--dir", cache.dir.string()});
   REQUIRE(r.exit_code == 0);
-  CHECK_THAT(r.output, Catch::Contains("removed 0 orphaned temporary files")); // too young by default
-  CHECK(fs::exists(orphan));
+  CHECK_THAT(r.output, Catch::Contains("removed 1 orphaned temporary files")); // the dead writer's, at once
+  CHECK_FALSE(fs::exists(dead));
+  CHECK(fs::exists(orphan)); // too young by default
 
   r = cotune_cli({"cache", "gc", "--dir", cache.dir.string(), "--tmp-max-age", "0", "--json"}, {}, true);
   REQUIRE(r.exit_code == 0);

@@ -76,8 +76,9 @@ struct cache_clear_plan {
   std::size_t left_alone = 0; ///< top-level files and directories that are not cotune's
 };
 
-/// What `gc` does: reclaim temporary files at least `tmp_max_age` old whose writers are gone, and
-/// evict entries beyond `max_bytes`, least recently used first.
+/// What `gc` does: reclaim the temporary files of writers that are gone (at once for this host's
+/// writers, at least `tmp_max_age` old for other hosts'), and evict entries beyond `max_bytes`
+/// (writes in progress counted), least recently used first.
 struct cache_gc_options {
   std::uintmax_t max_bytes = 0; ///< 0 = no limit: only temporary files and empty key directories go
   std::chrono::seconds tmp_max_age{600};
@@ -89,6 +90,7 @@ struct cache_gc_options {
 struct cache_gc_report {
   std::size_t temporaries_removed = 0;
   std::uintmax_t temporary_bytes = 0;
+  std::uintmax_t temporary_bytes_left = 0; ///< temporary files left in place: writes in progress
   std::size_t evicted = 0;
   std::uintmax_t evicted_bytes = 0;
   std::size_t pinned = 0; ///< entries beyond the limit kept because a live process holds them

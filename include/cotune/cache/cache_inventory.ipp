@@ -18,6 +18,7 @@
 
 #include <fmt/core.h>
 
+#include <cotune/cache/cache_ledger.hpp>
 #include <cotune/cache/cache_trust.hpp>
 #include <cotune/cache/entry_fault.hpp>
 #include <cotune/cache/file_cache.hpp>
@@ -63,6 +64,7 @@ COTUNE_DECL std::vector<cache_file> cache_inventory::files(const entry_describer
   for (const auto& top : sorted_entries(root_)) {
     const auto top_name = top.path().filename().string();
     const auto top_status = top.symlink_status();
+    if (top_name == detail::cache_ledger::file_name && fs::is_regular_file(top_status)) continue; // bookkeeping
     if (!fs::is_directory(top_status)) {
       out.push_back({"", top_name, top.path(), fs::is_regular_file(top_status) ? top.file_size() : 0,
                      cache_file_status::foreign, "not in a key directory"});
@@ -95,9 +97,18 @@ COTUNE_DECL cache_gc_report cache_inventory::gc(const cache_gc_options& opts) co
   const auto root_fd = detail::open_trusted_root(root_);
   if (!root_fd)
     throw cache_error(fmt::format("cannot open the cache directory '{}': {}", root_.string(), std::strerror(errno)));
+  // Under the ledger's lock (cache/cache_ledger.hpp): no put commits while the walk counts, and the
+  // ledger takes the walk's count.
+  detail::cache_ledger ledger(root_fd.get(), root_);
   const auto s = detail::sweep_cache(root_fd.get(), root_, {opts.max_bytes, opts.tmp_max_age, true});
+  ledger.bytes.reset();
+  ledger.reclaim_dead_writes(root_fd.get());
+  ledger.bytes = s.bytes_after + s.temporary_bytes_left;
+  ledger.written = 0;
+  ledger.save();
   r.temporaries_removed = s.temporaries_removed;
   r.temporary_bytes = s.temporary_bytes;
+  r.temporary_bytes_left = s.temporary_bytes_left;
   r.evicted = s.evicted;
   r.evicted_bytes = s.evicted_bytes;
   r.pinned = s.pinned;
@@ -134,7 +145,7 @@ COTUNE_DECL cache_clear_plan cache_inventory::plan_clear() const {
       plan.key_dirs.push_back(e.path());
       for (const auto& f : fs::recursive_directory_iterator(e.path()))
         if (fs::is_regular_file(f.symlink_status())) plan.bytes += f.file_size();
-    } else {
+    } else if (e.path().filename() != detail::cache_ledger::file_name) {
       ++plan.left_alone;
     }
   }

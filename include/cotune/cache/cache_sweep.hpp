@@ -8,7 +8,9 @@
 /// - An entry a live process has loaded is never evicted: such a process holds a shared flock on it
 ///   (file_cache::pin), and eviction takes an exclusive one without waiting, skipping the entry when
 ///   it cannot. The kernel drops the lock when the process dies, kill -9 included.
-/// - A temporary file is reclaimed only when it is old enough and its writer's exclusive lock is gone.
+/// - A temporary file is reclaimed when its writer's exclusive lock is gone and either its writer is
+///   known dead (same host, no process with its id and start time) or it is old enough (writers on
+///   other hosts). The bytes of the temporary files left (writes in progress) count against the limit.
 /// - Only key directories (52 base32 characters) are entered, and nothing is followed: what is not
 ///   cotune's is left alone.
 
@@ -32,6 +34,7 @@ struct sweep_options {
 struct sweep_report {
   std::size_t temporaries_removed = 0;
   std::uintmax_t temporary_bytes = 0;
+  std::uintmax_t temporary_bytes_left = 0; ///< bytes of the temporary files left in place (writes in progress)
   std::size_t evicted = 0;
   std::uintmax_t evicted_bytes = 0;
   std::size_t pinned = 0;          ///< entries beyond the limit that were kept because a live process holds them
@@ -50,7 +53,9 @@ struct sweep_report {
 /// Removes the entry `name` in `dir` unless a live process holds it; true if removed.
 COTUNE_DECL bool evict_entry(int dir, const std::string& name, bool& pinned);
 
-/// One pass over the cache root open as `root` (at `root_path`); see the file comment.
+/// One pass over the cache root open as `root` (at `root_path`); see the file comment. Evicts until
+/// entries and the temporary files left together take at most `max_bytes`. The caller holds the
+/// cache's ledger (cache/cache_ledger.hpp), so that no put commits while the pass counts.
 COTUNE_DECL sweep_report sweep_cache(int root, const std::filesystem::path& root_path, const sweep_options& opts);
 
 } // namespace cotune::detail

@@ -92,6 +92,8 @@ COTUNE_DECL sweep_report sweep_cache(int root, const std::filesystem::path& root
           ++report.temporaries_removed;
           report.temporary_bytes += bytes;
           --left;
+        } else {
+          report.temporary_bytes_left += static_cast<std::uintmax_t>(st.st_size);
         }
         continue;
       }
@@ -105,12 +107,13 @@ COTUNE_DECL sweep_report sweep_cache(int root, const std::filesystem::path& root
       ++report.dirs_removed;
   }
   report.bytes_after = report.bytes_before;
-  if (opts.max_bytes > 0 && report.bytes_after > opts.max_bytes) {
+  auto over = [&] { return report.bytes_after + report.temporary_bytes_left > opts.max_bytes; };
+  if (opts.max_bytes > 0 && over()) {
     std::sort(entries.begin(), entries.end(), [](const entry& a, const entry& b) {
       return std::tie(a.used_ns, a.dir, a.name) < std::tie(b.used_ns, b.dir, b.name);
     });
     for (const auto& e : entries) {
-      if (report.bytes_after <= opts.max_bytes) break;
+      if (!over()) break;
       const auto dir = open_dir_at(root, e.dir);
       if (!dir) continue;
       bool pinned = false;

@@ -17,6 +17,10 @@
 
 namespace cotune {
 
+namespace detail {
+class cache_ledger;
+} // namespace detail
+
 /// Which directory a file cache works in.
 enum class cache_mode {
   normal,   ///< `cache.dir`: framed, verified entries
@@ -61,10 +65,11 @@ private:
 /// followed, and a `put` replaces the link itself. A file not owned by this user (or root), or writable
 /// by others, is a miss.
 ///
-/// Writes are a locked temporary file plus an atomic rename; each `put` reclaims its key directory's
-/// orphaned temporary files (cache.tmp_max_age_s) and, when cache.max_bytes is set, now and then
-/// evicts the least recently used entries of the whole cache (cache/cache_sweep.hpp). Lookups never
-/// create directories.
+/// Writes are a locked temporary file plus an atomic rename, accounted in the cache's ledger
+/// (cache/cache_ledger.hpp): each `put` reclaims the temporary files of writers that died (at once on
+/// this host, after cache.tmp_max_age_s for other hosts') and, when cache.max_bytes is set, evicts the
+/// least recently used unpinned entries before its own entry could take the cache past the limit, so
+/// that concurrent writers never cross it. Lookups never create directories.
 class file_cache {
 public:
   /// A read refreshes an entry's mtime (its recency for eviction) when it is older than this: at most
@@ -115,10 +120,12 @@ private:
   /// Removes this key directory's temporary files whose writers are gone (cache.tmp_max_age_s).
   static COTUNE_DECL void reclaim_temporaries(int dir);
 
-  /// With cache.max_bytes set, sweeps the whole cache on this process's first write and after every
-  /// further tenth of the limit written by it: the cache may exceed the limit by a tenth per writing
-  /// process between sweeps, and a sweep (a walk of the cache) stays rare. `cotune cache gc` is exact.
-  COTUNE_DECL void maybe_evict(int root, std::size_t bytes) const;
+  /// Under the ledger's lock: reclaims dead writers' temporary files and, with cache.max_bytes set,
+  /// makes room for `bytes` more (cache/cache_ledger.hpp says when it walks and how far it evicts).
+  COTUNE_DECL void make_room(int root, detail::cache_ledger& ledger, std::uint64_t bytes) const;
+
+  /// Takes the write of `temporary` in key directory `dir` off the ledger's list of writes in flight.
+  static COTUNE_DECL void forget(detail::cache_ledger& ledger, const std::string& dir, const std::string& temporary);
 
   static COTUNE_DECL std::string group_file_name(std::string_view name);
 

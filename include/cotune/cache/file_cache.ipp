@@ -2,15 +2,18 @@
 /// \file The bodies of cache/file_cache.hpp (compiled once with COTUNE_SEPARATE_COMPILATION, see
 /// detail/config.hpp).
 
-#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include <sys/file.h>
 #include <sys/stat.h>
 
 #include <simdjson.h>
 
+#include <cotune/cache/cache_ledger.hpp>
 #include <cotune/cache/cache_sweep.hpp>
 #include <cotune/cache/cache_trust.hpp>
 #include <cotune/cache/entry_frame.hpp>
@@ -134,12 +137,66 @@ COTUNE_DECL std::filesystem::path file_cache::store(std::string_view data, std::
   const std::string file(name);
   // Flushing is a knob (cache.fsync): without it a crash can cost an entry, never serve a torn one,
   // because readers check the frame and writers rename whole files into place.
-  const auto flush = knobs().cache.fsync.get() ? detail::flush_to_disk::yes : detail::flush_to_disk::no;
-  if (mode_ == cache_mode::normal)
-    detail::atomic_write_at(dir.get(), file, dir_, flush, data, detail::make_frame(key_, name, data, local_cache_key()));
-  else detail::atomic_write_at(dir.get(), file, dir_, flush, data);
-  if (mode_ == cache_mode::normal) maybe_evict(root.get(), data.size() + detail::frame_size);
+  const bool flush = knobs().cache.fsync.get();
+  if (mode_ != cache_mode::normal) {
+    detail::atomic_write_at(dir.get(), file, dir_, flush ? detail::flush_to_disk::yes : detail::flush_to_disk::no, data);
+    return dir_ / file;
+  }
+  const std::string frame = detail::make_frame(key_, name, data, local_cache_key());
+  const std::uint64_t bytes = data.size() + frame.size();
+  // The ledger's three steps (cache/cache_ledger.hpp): reserve under its lock, write without it,
+  // rename under it.
+  std::optional<detail::temp_file_writer> w;
+  {
+    detail::cache_ledger ledger(root.get(), root_);
+    make_room(root.get(), ledger, bytes);
+    w.emplace(dir.get(), file, dir_);
+    w->reserve(bytes);
+    ledger.add(static_cast<std::int64_t>(bytes));
+    ledger.written += bytes;
+    ledger.writes.push_back({dir_name_, w->temporary_name(), bytes});
+    ledger.save();
+  }
+  struct unreserve { // a write that fails: its temporary file goes, and its bytes with it
+    int root;
+    const std::filesystem::path& root_shown;
+    const std::string& dir, &temporary;
+    std::uint64_t bytes;
+    bool armed = true;
+    ~unreserve() {
+      if (!armed) return;
+      try {
+        detail::cache_ledger ledger(root, root_shown);
+        forget(ledger, dir, temporary);
+        ledger.add(-static_cast<std::int64_t>(bytes));
+        ledger.save();
+      } catch (...) {
+        // the ledger errs high until the next walk
+      }
+    }
+  } on_failure{root.get(), root_, dir_name_, w->temporary_name(), bytes};
+  const std::size_t half = data.size() / 2;
+  w->write(data.substr(0, half));
+  if (auto hook = detail::put_midway_hook) hook((dir_ / w->temporary_name()).string());
+  w->write(data.substr(half));
+  w->write(frame);
+  if (flush) w->sync();
+  {
+    detail::cache_ledger ledger(root.get(), root_);
+    struct stat old {};
+    const bool replaces = ::fstatat(dir.get(), file.c_str(), &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(old.st_mode);
+    const std::string temporary = w->temporary_name();
+    w->commit(false);
+    on_failure.armed = false;
+    forget(ledger, dir_name_, temporary);
+    if (replaces) ledger.add(-static_cast<std::int64_t>(old.st_size));
+    ledger.save();
+  }
   return dir_ / file;
+}
+
+COTUNE_DECL void file_cache::forget(detail::cache_ledger& ledger, const std::string& dir, const std::string& temporary) {
+  std::erase_if(ledger.writes, [&](const auto& w) { return w.dir == dir && w.temporary == temporary; });
 }
 
 COTUNE_DECL std::filesystem::path file_cache::root_for(cache_mode mode) {
@@ -185,17 +242,22 @@ COTUNE_DECL void file_cache::reclaim_temporaries(int dir) {
   }
 }
 
-COTUNE_DECL void file_cache::maybe_evict(int root, std::size_t bytes) const {
-  const auto limit = knobs().cache.max_bytes.get();
-  if (limit <= 0) return;
-  static std::atomic<bool> swept{false};
-  static std::atomic<std::uint64_t> written{0};
-  const auto total = written.fetch_add(bytes) + bytes;
-  if (swept.exchange(true) && total < static_cast<std::uint64_t>(limit) / 10) return;
-  written = 0;
-  (void)detail::sweep_cache(root, root_,
-                            {static_cast<std::uintmax_t>(limit),
-                             std::chrono::seconds(knobs().cache.tmp_max_age_s.get()), false});
+COTUNE_DECL void file_cache::make_room(int root, detail::cache_ledger& ledger, std::uint64_t bytes) const {
+  ledger.reclaim_dead_writes(root);
+  const auto limit = static_cast<std::uint64_t>(knobs().cache.max_bytes.get());
+  if (limit == 0) return;
+  // A walk when the total is unknown (a new or torn ledger), when this entry would not fit, and after
+  // every `limit` bytes written (to find files added behind the ledger's back).
+  if (ledger.bytes && *ledger.bytes + bytes <= limit && ledger.written < limit) return;
+  // Down to a tenth below the limit, so that the next walk is a tenth of the limit's writes away.
+  const std::uint64_t room = bytes + limit / 10;
+  const auto target = limit > room ? limit - room : 1;
+  const auto report = detail::sweep_cache(root, root_,
+                                          {target, std::chrono::seconds(knobs().cache.tmp_max_age_s.get()), false});
+  ledger.bytes.reset(); // forgets the in-flight writes the walk reclaimed, whose bytes it did not count
+  ledger.reclaim_dead_writes(root);
+  ledger.bytes = report.bytes_after + report.temporary_bytes_left;
+  ledger.written = 0;
 }
 
 COTUNE_DECL std::string file_cache::group_file_name(std::string_view name) {

@@ -5,6 +5,10 @@
 ///
 /// Temporary files are written under an exclusive `flock`, which the kernel drops when the writer
 /// dies (kill -9 included): a reclaimer that can take the lock knows that no live process is writing.
+/// Their names also say who writes them (".tmp.<target>.<random>.w<pid>-<start>@<host>": the process
+/// id, its start time in clock ticks after boot, and the host), so that a reclaimer on the same host
+/// knows a dead writer's file at once, whatever its age; files of writers on other hosts (a shared
+/// mount, where a lock may not cross machines) are reclaimed by age alone.
 
 #include <chrono>
 #include <cstdint>
@@ -63,6 +67,14 @@ struct opened_file {
 /// True for names of temporary files (writes in progress, or left by writers that died).
 [[nodiscard]] constexpr bool is_temporary_name(std::string_view name) noexcept { return name.starts_with(".tmp."); }
 
+/// The name of a new temporary file for `target`, naming this process as its writer (see the file comment).
+[[nodiscard]] COTUNE_DECL std::string temporary_name_for(std::string_view target);
+
+/// True when the temporary file `name` was written by a process of this host that is no longer
+/// running (no process has its id and start time, or it is a zombie). False when it may be alive, when
+/// it ran on another host, and when the name does not say (an older cotune's, or no /proc here).
+[[nodiscard]] COTUNE_DECL bool temporary_writer_gone(std::string_view name);
+
 /// A temporary file in `dir`, written under an exclusive lock, then renamed onto its target: readers
 /// see the old file, the new one or none, never a partial one. Removed if never committed.
 class temp_file_writer {
@@ -78,6 +90,10 @@ public:
   [[nodiscard]] const std::string& temporary_name() const noexcept { return tmp_; }
 
   COTUNE_DECL void write(std::string_view data);
+
+  /// Gives the file its final size now (a sparse file, written over from the start), so that the bytes
+  /// it will hold are counted by anyone summing the directory while the write is in progress.
+  COTUNE_DECL void reserve(std::uint64_t bytes);
 
   /// Flushes what was written to disk.
   void sync() {
@@ -127,8 +143,9 @@ void atomic_write(const std::filesystem::path& target, const Parts&... parts) {
   atomic_write_parts(target, {std::string_view(parts)...});
 }
 
-/// Removes the temporary file `name` in `dir` if it is at least `min_age` old and no live process
-/// holds its lock; true if it was removed. `bytes` receives its size.
+/// Removes the temporary file `name` in `dir` if no live process holds its lock and either its writer
+/// is gone (`temporary_writer_gone`) or it is at least `min_age` old; true if it was removed. `bytes`
+/// receives its size.
 COTUNE_DECL bool reclaim_temporary(int dir, const std::string& name, std::chrono::seconds min_age, std::uintmax_t& bytes);
 
 } // namespace cotune::detail

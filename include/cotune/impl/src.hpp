@@ -29,6 +29,7 @@
 #include <cotune/tune/isolated_measure.ipp>
 #include <cotune/cache/cache_trust.ipp>
 #include <cotune/cache/cache_sweep.ipp>
+#include <cotune/cache/cache_ledger.ipp>
 #include <cotune/cache/local_key.ipp>
 #include <cotune/cache/remote_companion.ipp>
 #include <cotune/tune/tuning_result.ipp>

@@ -65,16 +65,19 @@ struct cache_knob_group {
   // 0: eviction walks the whole cache, and a limit right for a laptop is wrong for a build farm; with
   // no limit the cache grows as Triton's does, and `cotune cache gc --max-bytes` trims it on demand.
   knob<std::int64_t> max_bytes{{.name = "cache.max_bytes", .env = "COTUNE_CACHE_MAX_BYTES", .fallback = 0,
-                                .doc = "size limit of the file cache: the least recently used entries not loaded by "
-                                       "a live process are evicted beyond it; 0 = no limit",
+                                .doc = "size limit of the file cache, held by concurrent writers (a shared ledger): "
+                                       "the least recently used entries not loaded by a live process are evicted "
+                                       "before a put would cross it; 0 = no limit",
                                 .validate = detail::at_least<std::int64_t>(0, "COTUNE_CACHE_MAX_BYTES")}};
-  // 600 s: a live writer holds a lock on its temporary file, so the age only matters where flock is a
-  // no-op (some FUSE and old NFS mounts); there it must outlast the slowest write, a 100 MB fatbin at
-  // 1 MB/s taking 100 s: 6x headroom.
+  // 600 s: a temporary file's name says which process of which host writes it, so a dead writer's
+  // file on this host goes at once; the age only matters for writers on other hosts (a shared mount,
+  // where flock may not cross machines), and there it must outlast the slowest write, a 100 MB fatbin
+  // at 1 MB/s taking 100 s: 6x headroom.
   knob<std::int64_t> tmp_max_age_s{{.name = "cache.tmp_max_age_s", .env = "COTUNE_CACHE_TMP_MAX_AGE_S",
                                     .fallback = 600,
-                                    .doc = "temporary files older than this, whose writer is gone, are removed by "
-                                           "later writers and by `cotune cache gc`",
+                                    .doc = "temporary files of writers on other hosts older than this (and unlocked) "
+                                           "are removed by later writers and by `cotune cache gc`; a dead writer's "
+                                           "on this host go at once",
                                     .validate = detail::at_least<std::int64_t>(0, "COTUNE_CACHE_TMP_MAX_AGE_S")}};
   // false: every entry is checksummed and renamed into place whole, so a crash or a power loss can
   // lose an entry (a miss, rewritten by the next put) but never serve a broken one; ccache makes the

@@ -3,6 +3,7 @@
 /// the remote cache manager over it), and tuning leases. Link `cotune::redis`; `COTUNE_HAS_REDIS` is
 /// defined when it is available.
 
+#include <cotune/redis/job_ledger.hpp>
 #include <cotune/redis/redis_backend.hpp>
 #include <cotune/redis/redis_knobs.hpp>
 #include <cotune/redis/redis_lease.hpp>

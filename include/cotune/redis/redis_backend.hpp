@@ -51,6 +51,7 @@
 #include <hiredis/hiredis.h>
 
 #include <cotune/cache/remote_backend.hpp>
+#include <cotune/cache/entry_frame.hpp>
 #include <cotune/cache/remote_cache.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/detail/run_on.hpp>
@@ -58,6 +59,19 @@
 #include <cotune/redis/redis_wire.hpp>
 
 namespace cotune::redis {
+
+namespace detail {
+
+/// A test's hook: when set, a put sent as a transaction (see `redis_backend::ride_with_puts`) calls it
+/// after the server has its SET and its riders queued and before EXEC is sent (a test kills the
+/// process there).
+inline void (*transaction_midway_hook)() = nullptr;
+
+} // namespace detail
+
+/// A command sent with a put (argv form), or an empty one for none; see `redis_backend::ride_with_puts`.
+using put_rider = std::function<std::vector<std::string>(std::string_view key, std::string_view name,
+                                                         std::string_view payload)>;
 
 /// Everything a backend needs to know; `from_knobs()` reads the current knobs.
 struct redis_options {
@@ -197,13 +211,39 @@ public:
       ++skipped_writes_;
       return false;
     }
-    const std::string_view argv[] = {"SET", k, value};
-    auto reply = execute(o, argv);
-    if (reply && reply->is_status("OK")) {
+    std::vector<std::string> rider;
+    if (auto ride = rider_of()) {
+      const auto checked = cotune::detail::unframe(key, name, value, o.secret);
+      rider = (*ride)(key, name, checked ? checked.payload : value);
+    }
+    const std::string_view set[] = {"SET", k, value};
+    if (rider.empty()) {
+      auto reply = execute(o, set);
+      if (reply && reply->is_status("OK")) {
+        ++writes_;
+        return true;
+      }
+      return false;
+    }
+    const std::vector<std::string_view> with(rider.begin(), rider.end());
+    const std::span<const std::string_view> commands[] = {set, with};
+    auto reply = transact(o, commands);
+    if (reply && reply->type == redis_reply::kind::array && reply->elements.size() == 2 &&
+        reply->elements[0].is_status("OK") && !reply->elements[1].is_error()) {
       ++writes_;
       return true;
     }
     return false;
+  }
+
+  /// From now on, a put for which `rider` returns a command sends that command with its SET in one
+  /// MULTI/EXEC transaction: the server applies both or neither, whatever becomes of this process or
+  /// the connection in between. `payload` is the value without its frame (cache/entry_frame.hpp).
+  /// `cotune tune` counts each tuning result in its job's ledger this way (redis/job_ledger.hpp).
+  /// An empty function removes the rider.
+  void ride_with_puts(put_rider rider) {
+    std::lock_guard lock(rider_mutex_);
+    rider_ = rider ? std::make_shared<const put_rider>(std::move(rider)) : nullptr;
   }
 
   /// Sends one command (argv form, so no argument can be read as another command) and returns the
@@ -351,34 +391,11 @@ private:
   /// One command on `c`; nothing on an I/O error or a timeout (then `send_failure_` says which).
   std::optional<redis_reply> send(redisContext* c, std::span<const std::string_view> argv,
                                   std::chrono::milliseconds timeout) {
-    std::vector<const char*> ptrs;
-    std::vector<std::size_t> lens;
-    ptrs.reserve(argv.size());
-    lens.reserve(argv.size());
-    for (auto a : argv) {
-      ptrs.push_back(a.data());
-      lens.push_back(a.size());
-    }
     ++round_trips_;
     send_failure_ = {};
     detail::sigpipe_guard guard;
-    if (::redisAppendCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data()) != REDIS_OK) {
-      send_failure_.what = c->err ? c->errstr : "out of memory";
-      return std::nullopt;
-    }
-    if (!flush(c, timeout)) return std::nullopt;
-    void* raw = nullptr;
-    errno = 0;
-    if (::redisGetReply(c, &raw) != REDIS_OK || !raw) {
-      // A blocking hiredis read past SO_RCVTIMEO fails with EAGAIN (EWOULDBLOCK).
-      const int e = errno;
-      send_failure_.timed_out = c->err == REDIS_ERR_IO && (e == EAGAIN || e == EWOULDBLOCK);
-      send_failure_.what = c->err ? c->errstr : "no reply";
-      return std::nullopt;
-    }
-    auto reply = detail::copy_reply(static_cast<redisReply*>(raw));
-    ::freeReplyObject(raw);
-    return reply;
+    if (!append(c, argv) || !flush(c, timeout)) return std::nullopt;
+    return next_reply(c);
   }
 
   /// Writes the pending command without blocking, waiting at most `timeout` each time the socket is
@@ -416,6 +433,103 @@ private:
     c->flags |= REDIS_BLOCK;
     (void)::fcntl(c->fd, F_SETFL, flags);
     return ok;
+  }
+
+  [[nodiscard]] std::shared_ptr<const put_rider> rider_of() const {
+    std::lock_guard lock(rider_mutex_);
+    return rider_;
+  }
+
+  /// Queues one command on `c` (not yet sent); false (with `send_failure_`) when hiredis cannot.
+  bool append(redisContext* c, std::span<const std::string_view> argv) {
+    std::vector<const char*> ptrs;
+    std::vector<std::size_t> lens;
+    for (auto a : argv) {
+      ptrs.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    if (::redisAppendCommandArgv(c, static_cast<int>(argv.size()), ptrs.data(), lens.data()) == REDIS_OK) return true;
+    send_failure_.what = c->err ? c->errstr : "out of memory";
+    return false;
+  }
+
+  /// The next reply on `c`; nothing on an I/O error or a timeout (then `send_failure_` says which).
+  std::optional<redis_reply> next_reply(redisContext* c) {
+    void* raw = nullptr;
+    errno = 0;
+    if (::redisGetReply(c, &raw) != REDIS_OK || !raw) {
+      // A blocking hiredis read past SO_RCVTIMEO fails with EAGAIN (EWOULDBLOCK).
+      const int e = errno;
+      send_failure_.timed_out = c->err == REDIS_ERR_IO && (e == EAGAIN || e == EWOULDBLOCK);
+      send_failure_.what = c->err ? c->errstr : "no reply";
+      return std::nullopt;
+    }
+    auto reply = detail::copy_reply(static_cast<redisReply*>(raw));
+    ::freeReplyObject(raw);
+    return reply;
+  }
+
+  /// MULTI, `commands`, EXEC on one connection, in one round trip; EXEC's reply (an array of the
+  /// commands' replies, or an error), or nothing when the server is unavailable. The transaction is
+  /// retried on a new connection only when the old one failed before MULTI was answered, so that a
+  /// transaction the server may have applied is never applied twice.
+  std::optional<redis_reply> transact(const redis_options& o, std::span<const std::span<const std::string_view>> commands) {
+    if (backing_off_for(o)) {
+      ++backoff_skips_;
+      return std::nullopt;
+    }
+    std::lock_guard lock(mutex_);
+    if (backing_off_for(o)) {
+      ++backoff_skips_;
+      return std::nullopt;
+    }
+    static constexpr std::string_view multi[] = {"MULTI"}, exec[] = {"EXEC"};
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      bool fresh = false;
+      if (!connected_for(o)) {
+        if (!connect(o)) return std::nullopt;
+        fresh = true;
+      }
+      redisContext* c = context_.get();
+      ++round_trips_;
+      send_failure_ = {};
+      detail::sigpipe_guard guard;
+      bool sent = append(c, multi);
+      for (auto command : commands) sent = sent && append(c, command);
+      // The server has the transaction queued, not applied: a process killed here leaves nothing.
+      sent = sent && flush(c, o.timeout);
+      if (sent && detail::transaction_midway_hook) detail::transaction_midway_hook();
+      sent = sent && append(c, exec) && flush(c, o.timeout);
+      std::optional<redis_reply> reply;
+      bool multi_answered = false;
+      if (sent) {
+        reply = next_reply(c);
+        multi_answered = reply.has_value();
+        for (std::size_t i = 0; reply && i <= commands.size(); ++i) reply = next_reply(c); // QUEUED..., then EXEC
+      }
+      if (reply) {
+        if (reply->is_error() || reply->type != redis_reply::kind::array) {
+          ++errors_;
+          std::lock_guard state(state_mutex_);
+          last_error_ = fmt::format("Redis at {}: a transaction ({} ...) failed: {}", o.endpoint.display(),
+                                    commands.empty() ? std::string_view("EXEC") : commands[0][0],
+                                    reply->is_error() ? reply->str : std::string("EXEC was aborted"));
+        }
+        return reply;
+      }
+      context_.reset(); // hiredis contexts are unusable after an I/O error
+      ++errors_;
+      if (send_failure_.timed_out) {
+        ++timeouts_;
+        fail(o, fmt::format("a transaction timed out after {} ms", o.timeout.count()));
+        return std::nullopt;
+      }
+      if (fresh || multi_answered) {
+        fail(o, fmt::format("a transaction failed: {}", send_failure_.what));
+        return std::nullopt;
+      }
+    }
+    return std::nullopt;
   }
 
   std::optional<redis_reply> execute(const redis_options& o, std::span<const std::string_view> argv) {
@@ -473,6 +587,8 @@ private:
   }
 
   std::optional<redis_options> fixed_;
+  mutable std::mutex rider_mutex_;
+  std::shared_ptr<const put_rider> rider_;
   std::atomic<int> read_mode_{0}; // 0: EVAL_RO, 1: EVAL, 2: MGET
 
   std::mutex mutex_; // the connection: one call at a time
