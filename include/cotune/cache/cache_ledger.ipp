@@ -131,7 +131,9 @@ COTUNE_DECL void cache_ledger::save() noexcept {
       rest.remove_prefix(static_cast<std::size_t>(n));
       at += n;
     }
-    (void)::ftruncate(fd_.get(), static_cast<off_t>(text.size()));
+    // A shorter text leaves stale bytes past its end: cut them. If that fails, the next reader takes the
+    // tail for a torn ledger (it recounts, as for a lost one) or for writes it then finds gone.
+    if (::ftruncate(fd_.get(), static_cast<off_t>(text.size())) != 0) return;
   } catch (...) {
     // see the declaration
   }
