@@ -7,6 +7,7 @@
 
 #include <cotune/detail/dir_fd.hpp>
 #include <cotune/job/argument_pack.hpp>
+#include <cotune/job/input_limits.hpp>
 #include <cotune/job/tuning_database.hpp>
 
 namespace cotune::job {
@@ -74,6 +75,8 @@ COTUNE_DECL std::string tuning_database::json(std::string_view secret) const {
 COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, std::string_view secret,
                                                const std::string& origin) {
   using namespace simdjson;
+  if (auto why = input_size_problem(text.size()); !why.empty())
+    throw database_error(fmt::format("{}: the tuning database has {}", origin, why));
   dom::parser parser;
   dom::object root;
   const std::string normal = cotune::detail::normalize_nonfinite(text);
@@ -93,6 +96,10 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
   dom::array list;
   if (root["entries"].get_array().get(list) != SUCCESS)
     throw database_error(fmt::format("{}: the database has no \"entries\" list", origin));
+  if (const auto n = element_count(list); n > max_candidates())
+    throw database_error(fmt::format("{}: the database has {} entries, more than the limit of {} ({}); is this the "
+                                     "file you meant? If it is, raise the limit",
+                                     origin, n, max_candidates(), max_candidates_knob));
   std::size_t i = 0;
   for (auto item : list) {
     auto fail = [&](std::string_view why) {
@@ -104,8 +111,18 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
     auto str = [&](const char* k, std::string& out, bool required) {
       if (o[k].get_string().get(sv) == SUCCESS) out = sv;
       else if (required) throw fail(fmt::format("missing string \"{}\"", k));
+      if (out.size() > max_text_bytes)
+        throw fail(fmt::format("\"{}\" has {} bytes, more than {}", k, out.size(), max_text_bytes));
+    };
+    // What a job file or a tuner could have written: a kernel name that may become a file name, and
+    // launch options in the range a job file gives them.
+    auto check_config = [&](const config& c, std::string_view what) {
+      if (auto why = launch_problem(c.launch()); !why.empty())
+        throw fail(fmt::format("{} {{{}}}: {}", what, c.text(), why));
     };
     str("kernel", e.kernel, true);
+    if (auto why = kernel_name_problem(e.kernel); !why.empty())
+      throw fail(fmt::format("{}, as a job file requires; is the database damaged or forged?", why));
     str("key", e.key, true);
     str("device", e.device, true);
     str("fingerprint", e.fingerprint, false);
@@ -119,6 +136,7 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
     } catch (const error& x) {
       throw fail(x.what());
     }
+    check_config(e.winner, "the winner");
     dom::array t;
     if (o["time_ms"].get_array().get(t) != SUCCESS || t.size() != 3) throw fail("\"time_ms\" must hold 3 numbers");
     std::size_t j = 0;
@@ -126,8 +144,15 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
       if (!cotune::detail::json_read_timing(x, e.time[j++])) throw fail("\"time_ms\" must hold 3 numbers");
     dom::element r;
     if (o["result"].get(r) == SUCCESS) {
+      dom::array cands;
+      if (r["candidates"].get_array().get(cands) == SUCCESS && element_count(cands) > max_candidates())
+        throw fail(fmt::format("\"result\" lists {} candidates, more than the limit of {} ({})", element_count(cands),
+                               max_candidates(), max_candidates_knob));
       auto parsed = tuning_result::from_json(simdjson::to_string(r));
       if (!parsed) throw fail("\"result\" is not a readable tuning result");
+      if (auto why = kernel_name_problem(parsed->kernel); !why.empty()) throw fail(fmt::format("\"result\": {}", why));
+      for (std::size_t j = 0; j < parsed->candidates.size(); ++j)
+        check_config(parsed->candidates[j].cfg, fmt::format("\"result\" candidate {}", j));
       e.detail = std::move(parsed);
     }
     db.entries_.push_back(std::move(e));
@@ -154,9 +179,7 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
 }
 
 COTUNE_DECL tuning_database tuning_database::load(const std::filesystem::path& file, std::string_view secret) {
-  auto text = cotune::detail::read_file(file);
-  if (!text) throw database_error(fmt::format("{}: cannot read the tuning database", file.string()));
-  return from_json(*text, secret, file.string());
+  return from_json(read_input_file<database_error>(file, "tuning database"), secret, file.string());
 }
 
 COTUNE_DECL void tuning_database::save(const std::filesystem::path& file, std::string_view secret) const {
