@@ -271,6 +271,25 @@ TEST_CASE("a database over the entry or size limit is refused before its entries
                         Catch::Contains("more than the limit of 100 bytes (job.max_file_bytes"));
 }
 
+TEST_CASE("an import that would grow the cache's database past the entry limit is refused, and nothing is stored",
+          "[job][input_limits][tuning_database]") {
+  cotune_test::temp_dir dir{"cotune-limits"};
+  auto entry = [](std::string key) {
+    auto r = result_of("gemm", cotune::config{{"BLOCK", 64}});
+    r.key_text = std::move(key);
+    cj::tuning_database db;
+    db.add(cj::database_entry::from(r));
+    return db;
+  };
+  auto limit = cj::job_knobs().max_candidates.scoped(2);
+  CHECK(cj::import_database(dir / "cache", entry("n=64")) == 1);
+  CHECK(cj::import_database(dir / "cache", entry("n=128")) == 2);
+  CHECK_THROWS_WITH(cj::import_database(dir / "cache", entry("n=256")),
+                    Catch::Contains("importing 1 entries would make the cache's database hold 3, more than the limit "
+                                    "of 2 (job.max_candidates"));
+  CHECK(cj::imported_database(dir / "cache").size() == 2);
+}
+
 TEST_CASE("a Triton import refuses a kernel name that is not a C identifier, from the signature or the file name",
           "[job][input_limits][triton_import]") {
   CHECK(cj::import_triton(triton_file(), signature(), "add_kernel.autotune.json").kernel == "add_kernel");

@@ -233,6 +233,11 @@ COTUNE_DECL std::size_t import_database(const std::filesystem::path& root, const
                                    std::string_view secret) {
   tuning_database merged = imported_database(root, secret);
   merged.merge(db);
+  // Refused here, not stored: a cache database past the limit would be refused by every reader.
+  if (merged.size() > max_candidates())
+    throw database_error(fmt::format("{}: importing {} entries would make the cache's database hold {}, more than the "
+                                     "limit of {} ({}); raise the limit, or import into another cache (--dir)",
+                                     root.string(), db.size(), merged.size(), max_candidates(), max_candidates_knob));
   file_cache cache(root, imported_database_key());
   cache.put(merged.json(secret), imported_database_file);
   return merged.size();
