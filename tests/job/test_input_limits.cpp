@@ -290,6 +290,36 @@ TEST_CASE("an import that would grow the cache's database past the entry limit i
   CHECK(cj::imported_database(dir / "cache").size() == 2);
 }
 
+TEST_CASE("databases at the entry limit add, merge and diff in linear time", "[job][input_limits][tuning_database]") {
+  // 100,000 entries (the default limit): pairwise comparison, as add() and diff() once did, takes
+  // 5 x 10^9 comparisons, past this program's CTest TIMEOUT; an index takes 10^5 lookups.
+  const auto n = static_cast<int>(cj::max_candidates());
+  REQUIRE(n == 100000);
+  cj::database_entry e = cj::database_entry::from(result_of("gemm", cotune::config{{"BLOCK", 64}}), {}, false);
+  cj::tuning_database a, b;
+  for (int i = 0; i < n; ++i) {
+    e.key = "n=" + std::to_string(i);
+    a.add(e);
+    if (i % 2 == 0) b.add(e);
+  }
+  e.winner = cotune::config{{"BLOCK", 128}};
+  for (int i = n; i < n + 10; ++i) {
+    e.key = "n=" + std::to_string(i % (n + 5)); // 5 keys a lacks, then n=0..4 with another winner
+    b.add(e);
+  }
+  REQUIRE(a.size() == static_cast<std::size_t>(n));
+  REQUIRE(b.size() == static_cast<std::size_t>(n / 2 + 7)); // n=1 and n=3 are new to b
+  std::size_t counts[4] = {};
+  for (const auto& c : cj::diff(a, b)) ++counts[static_cast<int>(c.what)];
+  CHECK(counts[static_cast<int>(cj::database_change::kind::added)] == 5);
+  CHECK(counts[static_cast<int>(cj::database_change::kind::removed)] == static_cast<std::size_t>(n / 2 - 2));
+  CHECK(counts[static_cast<int>(cj::database_change::kind::changed)] == 5);
+  CHECK(counts[static_cast<int>(cj::database_change::kind::same)] == static_cast<std::size_t>(n / 2 - 3));
+  a.merge(b);
+  CHECK(a.size() == static_cast<std::size_t>(n + 5));
+  CHECK(a.find("gemm", "n=3", "NVIDIA H200")->winner == cotune::config{{"BLOCK", 128}});
+}
+
 TEST_CASE("a Triton import refuses a kernel name that is not a C identifier, from the signature or the file name",
           "[job][input_limits][triton_import]") {
   CHECK(cj::import_triton(triton_file(), signature(), "add_kernel.autotune.json").kernel == "add_kernel");

@@ -12,13 +12,19 @@
 
 namespace cotune::job {
 
+namespace detail {
+/// An entry's kernel, key and device as one text (NUL-separated; from_json refuses a NUL in them).
+inline std::string id_text(const database_entry& e) {
+  std::string out = e.kernel;
+  out.append(1, '\0').append(e.key).append(1, '\0').append(e.device);
+  return out;
+}
+} // namespace detail
+
 COTUNE_DECL void tuning_database::add(database_entry e) {
-  for (auto& x : entries_)
-    if (x.id() == e.id()) {
-      x = std::move(e);
-      return;
-    }
-  entries_.push_back(std::move(e));
+  auto [at, fresh] = index_.try_emplace(detail::id_text(e), entries_.size());
+  if (!fresh) entries_[at->second] = std::move(e);
+  else entries_.push_back(std::move(e));
 }
 
 COTUNE_DECL void tuning_database::merge(const tuning_database& other) {
@@ -113,6 +119,7 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
       else if (required) throw fail(fmt::format("missing string \"{}\"", k));
       if (out.size() > max_text_bytes)
         throw fail(fmt::format("\"{}\" has {} bytes, more than {}", k, out.size(), max_text_bytes));
+      if (out.find('\0') != std::string::npos) throw fail(fmt::format("\"{}\" holds a NUL character", k));
     };
     // What a job file or a tuner could have written: a kernel name that may become a file name, and
     // launch options in the range a job file gives them.
@@ -155,6 +162,7 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
         check_config(parsed->candidates[j].cfg, fmt::format("\"result\" candidate {}", j));
       e.detail = std::move(parsed);
     }
+    db.index_.try_emplace(detail::id_text(e), db.entries_.size()); // the first of equal ids, as find() sees it
     db.entries_.push_back(std::move(e));
     ++i;
   }
@@ -206,15 +214,22 @@ COTUNE_DECL std::string tuning_database::digest_of(const std::vector<database_en
 }
 
 COTUNE_DECL std::vector<database_change> diff(const tuning_database& a, const tuning_database& b) {
+  // Indexed, so that two databases of the entry limit's size compare in linear time.
+  auto index = [](const tuning_database& db) {
+    std::unordered_map<std::string, const database_entry*> out;
+    for (const auto& e : db.entries()) out.try_emplace(detail::id_text(e), &e);
+    return out;
+  };
+  const auto in_a = index(a), in_b = index(b);
   std::vector<database_change> out;
   for (const auto& e : a.entries()) {
-    const auto* other = b.find(e.kernel, e.key, e.device);
-    if (!other) out.push_back({database_change::kind::removed, &e, nullptr});
-    else out.push_back({other->winner == e.winner ? database_change::kind::same : database_change::kind::changed, &e,
-                        other});
+    const auto it = in_b.find(detail::id_text(e));
+    if (it == in_b.end()) out.push_back({database_change::kind::removed, &e, nullptr});
+    else out.push_back({it->second->winner == e.winner ? database_change::kind::same : database_change::kind::changed,
+                        &e, it->second});
   }
   for (const auto& e : b.entries())
-    if (!a.find(e.kernel, e.key, e.device)) out.push_back({database_change::kind::added, nullptr, &e});
+    if (!in_a.contains(detail::id_text(e))) out.push_back({database_change::kind::added, nullptr, &e});
   return out;
 }
 
