@@ -8,6 +8,8 @@
 //                                                                           Triton's autotune files as a database
 //
 // Databases are signed when COTUNE_TUNING_DB_SECRET is set, and then read only if signed with it.
+// Exit status 2 for a file that is refused (unreadable, damaged, unsigned, over a limit, a kernel name
+// or a launch option out of bounds: the readers' database_error, as for a bad job file).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -132,7 +134,7 @@ command add_db_command(CLI::App& app) {
   tri->add_option("--kernel", s->kernel, "the cotune kernel name (default: each file's name without .autotune.json)");
   tri->add_option("-o,--output", s->out, "the database file to write")->required();
 
-  return {db, [s, exp, imp, dif, show, tri]() -> int {
+  auto run = [s, exp, imp, dif, show, tri]() -> int {
             if (tri->parsed()) {
               cj::triton_signature sig{.kernel = {}, .args = {}, .key = split_list(s->key), .device = s->device};
               for (const auto& a : split_list(s->args)) {
@@ -237,6 +239,14 @@ command add_db_command(CLI::App& app) {
               return 0;
             }
             return 2;
+          };
+  return {db, [run]() -> int {
+            try {
+              return run();
+            } catch (const cj::database_error& e) {
+              fmt::print(stderr, "cotune: error: {}\n", e.what());
+              return 2;
+            }
           }};
 }
 

@@ -19,14 +19,15 @@
 #include <cotune/job/cuda_kernel_runner.hpp>
 #endif
 
+#include "../support/source_tree.hpp"
 #include "../support/temp_dir.hpp"
 
 namespace cj = cotune::job;
 
 namespace {
 
-const std::filesystem::path gemm_job =
-    std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "jobs" / "gemm_cuda.json";
+/// Example 04's GEMM job, in the source tree the test runs from (found at run time, not compiled in).
+std::filesystem::path gemm_job() { return cotune_test::source_file("examples/jobs/gemm_cuda.json"); }
 
 /// A y = a * x + y kernel: the block size is the tuned parameter, y is restored around each run.
 const char* axpy_job = R"json({
@@ -84,7 +85,7 @@ std::pair<cj::job_summary, std::vector<cj::key_report>> run(const cj::job_spec& 
 } // namespace
 
 TEST_CASE("example 04's GEMM job expands to three keys of sixteen candidates without a GPU", "[job][cuda_kernel_runner]") {
-  const auto job = cj::job_spec::load(gemm_job);
+  const auto job = cj::job_spec::load(gemm_job());
   REQUIRE(job.kernels.size() == 1);
   const auto& k = job.kernels[0];
   CHECK(k.backend == "cuda");

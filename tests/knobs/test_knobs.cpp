@@ -20,6 +20,7 @@
 #include <cotune/detail/files.hpp>
 #include <cotune/knobs/knobs.hpp>
 
+#include "../support/source_tree.hpp"
 #include "../support/temp_dir.hpp"
 
 using cotune::knob_error;
@@ -167,9 +168,7 @@ TEST_CASE("the cache directory is COTUNE_CACHE_DIR, else $XDG_CACHE_HOME/cotune,
 }
 
 TEST_CASE("the README's knob table lists every knob", "[knobs]") {
-  std::string path(COTUNE_SOURCE_DIR); // appended in place: g++ 13 warns falsely on `std::string(...) + "..."`
-  path += "/README.md";
-  const auto readme = cotune::detail::read_file(path);
+  const auto readme = cotune::detail::read_file(cotune_test::source_file("README.md"));
   REQUIRE(readme);
   for (const auto* k : cotune::knob_registry::instance().all()) {
     if (k->name().starts_with("test.")) continue; // knobs the tests make for themselves

@@ -14,6 +14,7 @@
 
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/process.hpp>
+#include <cotune/job/tuning_database.hpp>
 
 #include "../support/temp_dir.hpp"
 
@@ -213,7 +214,7 @@ TEST_CASE("cotune db exports a job's winners, diffs databases and imports one in
   REQUIRE(two.exit_code == 0);
   CHECK_THAT(two.output, Catch::Contains("(signed)"));
   auto refused = d.cotune({"db", "diff", db1, db2}, false, {"COTUNE_TUNING_DB_SECRET=s3cret"});
-  CHECK(refused.exit_code == 1);
+  CHECK(refused.exit_code == 2); // a refused file, not a difference
   CHECK_THAT(refused.output, Catch::Contains("not signed"));
 
   auto imp = d.cotune({"db", "import", db1, "--dir", (d.root / "other-cache").string()});
@@ -241,12 +242,102 @@ TEST_CASE("cotune db from-triton writes Triton's autotune files as a database, a
   // One tensor too few for the key: the error names the file and what to check.
   auto bad = d.cotune({"db", "from-triton", file.string(), "--args", "x:tensor, out, n", "--key", "n", "--device",
                        "NVIDIA H200", "-o", db});
-  CHECK(bad.exit_code == 1);
+  CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.output, Catch::Contains("add_kernel.autotune.json") && Catch::Contains("which arguments are tensors"));
   auto missing = d.cotune({"db", "from-triton", (d.root / "nope.autotune.json").string(), "--args", "n", "--device",
                            "X", "-o", db});
   CHECK(missing.exit_code == 2);
   CHECK_THAT(missing.output, Catch::Contains("nope.autotune.json: cannot read it"));
+}
+
+TEST_CASE("cotune tune refuses a job that would expand past the candidate limit with exit 2, before expanding it",
+          "[tools][tune][input_limits]") {
+  job_dir d;
+  std::string job = *cotune::detail::read_file(d.job);
+  auto values = [](int n) {
+    std::string out = "[";
+    for (int v = 1; v <= n; ++v) out += (v > 1 ? ", " : "") + std::to_string(v);
+    return out + "]";
+  };
+  std::string axes = "{";
+  for (int a = 0; a < 8; ++a) axes += (a ? ", \"A" : "\"A") + std::to_string(a) + "\": " + values(100);
+  std::string huge = job;
+  huge.replace(huge.find(R"({"UNROLL": [1, 3, 4]})"), 21, axes + "}");
+  std::ofstream(d.job) << huge;
+  auto configs = d.cotune({"tune", d.job.string(), "--dry-run"});
+  CHECK(configs.exit_code == 2);
+  CHECK_THAT(configs.output, Catch::Contains("axpy.job.json:8:25: kernels[0].space.axes: ") &&
+                                 Catch::Contains("10000000000000000 configs, more than the limit of 100000 (config") &&
+                                 Catch::Contains("COTUNE_JOB_MAX_CANDIDATES") && !Catch::Contains("bad_alloc"));
+
+  std::string many = job;
+  many.replace(many.find(R"([{"n": 2}, {"n": 1024}, {"n": 4096}])"), 36,
+               "{\"n\": " + values(1000) + ", \"m\": " + values(1000) + ", \"k\": " + values(1000) + "}");
+  std::ofstream(d.job) << many;
+  auto instances = d.cotune({"tune", d.job.string(), "--dry-run"});
+  CHECK(instances.exit_code == 2);
+  CHECK_THAT(instances.output, Catch::Contains("axpy.job.json:16:20: kernels[0].instances: ") &&
+                                   Catch::Contains("(n 1000 x m 1000 x k 1000) = 1000000000 instances") &&
+                                   Catch::Contains("COTUNE_JOB_MAX_CANDIDATES"));
+  // The knob raises the limit: 3 x 1000 pairs fit in 3000.
+  many = job;
+  many.replace(many.find(R"([{"n": 2}, {"n": 1024}, {"n": 4096}])"), 36, "{\"n\": " + values(1000) + "}");
+  std::ofstream(d.job) << many;
+  CHECK(d.cotune({"tune", d.job.string(), "--dry-run"}, false, {"COTUNE_JOB_MAX_CANDIDATES=2999"}).exit_code == 2);
+  CHECK(d.cotune({"tune", d.job.string(), "--dry-run"}, false, {"COTUNE_JOB_MAX_CANDIDATES=3000"}).exit_code == 0);
+}
+
+TEST_CASE("cotune db import and from-triton refuse a kernel named ../../../evil and launch options out of range, "
+          "with exit 2 and nothing written",
+          "[tools][db][input_limits]") {
+  job_dir d;
+  cotune::tuning_result r;
+  r.kernel = "../../../evil";
+  r.key_text = "n=64";
+  cotune::candidate_result c{cotune::config{{"BLOCK", 64}}};
+  c.status = cotune::candidate_status::ok;
+  c.time = {0.5, 0.4, 0.6};
+  r.candidates.push_back(c);
+  r.winner = 0;
+  r.made = cotune::provenance{"node1", "NVIDIA H200", "2026-12-04T00:00:00Z", "0.1.0"};
+  cotune::job::tuning_database evil;
+  evil.add(cotune::job::database_entry::from(r));
+  const auto evil_db = d.root / "evil.db.json";
+  evil.save(evil_db); // correctly checksummed: only the name is wrong
+  const auto cache = d.root / "import-cache";
+  auto imp = d.cotune({"db", "import", evil_db.string(), "--dir", cache.string()});
+  CHECK(imp.exit_code == 2);
+  CHECK_THAT(imp.output, Catch::Contains("evil.db.json: entries[0]: kernel name '../../../evil' is not a C identifier"));
+  CHECK_FALSE(fs::exists(cache));
+
+  const auto file = d.root / "add_kernel.autotune.json";
+  const std::string row =
+      R"([{"kwargs": {"BLOCK": 64}, "num_warps": 4, "num_ctas": 1, "num_stages": 3, "maxnreg": null, "pre_hook": null, "ir_override": null}, [0.02, 0.019, 0.021]])";
+  auto triton = [&](const std::string& the_row, std::vector<std::string> more) {
+    std::ofstream(file) << R"({"key": [1024, "torch.float32", "torch.float32"], "configs_timings": [)" << the_row << "]}";
+    std::vector<std::string> args{"db", "from-triton", file.string(), "--args", "x:tensor, out:tensor, n", "--key", "n",
+                                  "--device", "NVIDIA H200", "-o", (d.root / "triton.db.json").string()};
+    args.insert(args.end(), more.begin(), more.end());
+    return d.cotune(args);
+  };
+  auto named = triton(row, {"--kernel", "../../../evil"});
+  CHECK(named.exit_code == 2);
+  CHECK_THAT(named.output, Catch::Contains("kernel name '../../../evil' is not a C identifier"));
+  std::string negative = row;
+  negative.replace(negative.find(R"("num_warps": 4)"), 14, R"("num_warps": -4)");
+  auto warps = triton(negative, {});
+  CHECK(warps.exit_code == 2);
+  CHECK_THAT(warps.output, Catch::Contains("add_kernel.autotune.json: configs_timings[0]: num_warps = -4 is out of range"));
+  negative = row;
+  negative.replace(negative.find(R"("num_stages": 3)"), 15, R"("num_stages": -1)");
+  CHECK_THAT(triton(negative, {}).output, Catch::Contains("num_stages = -1 is out of range"));
+  negative = row;
+  negative.replace(negative.find(R"("num_ctas": 1)"), 13, R"("num_ctas": 0)");
+  auto ctas = triton(negative, {});
+  CHECK(ctas.exit_code == 2);
+  CHECK_THAT(ctas.output, Catch::Contains("num_ctas = 0 is out of range"));
+  CHECK_FALSE(fs::exists(d.root / "triton.db.json"));
+  CHECK(triton(row, {}).exit_code == 0);
 }
 
 TEST_CASE("cotune report renders a job as a page headless Chromium draws", "[tools][report][browser]") {

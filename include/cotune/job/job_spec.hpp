@@ -2,6 +2,8 @@
 /// \file `cotune::job::job_spec`: a tuning job file (JSON) read and checked: kernels, their config
 /// spaces, their arguments and the problem instances to tune. The README's "Tuning as a job" section
 /// documents the schema; every refusal names the file, line, column and field, and says what to write.
+/// A job is counted before it is expanded: its size and its (config, instance) pairs are held to the
+/// limits of job/input_limits.hpp, so that a file that would expand past them is refused at once.
 ///
 ///     auto job = cotune::job::job_spec::load("gemm.job.json");
 ///     for (const auto& k : job.kernels)
@@ -29,6 +31,7 @@
 #include <cotune/detail/hashing.hpp>
 #include <cotune/job/argument_pack.hpp>
 #include <cotune/job/expression.hpp>
+#include <cotune/job/input_limits.hpp>
 #include <cotune/job/job_geometry.hpp>
 #include <cotune/job/json_location.hpp>
 
@@ -88,10 +91,21 @@ struct kernel_job {
     return out;
   }
 
+  /// The number of configs of the space (the axes' product), counted without building them; the
+  /// largest uint64 when it does not fit.
+  [[nodiscard]] std::uint64_t config_count() const noexcept {
+    std::uint64_t n = 1;
+    for (const auto& [axis, values] : axes) n = saturating_product(n, values.size());
+    return n;
+  }
+
   /// The configs whose constraints hold for this instance (constraints see the axes and the instance's variables).
-  [[nodiscard]] std::vector<config> candidates(const instance& inst) const {
+  [[nodiscard]] std::vector<config> candidates(const instance& inst) const { return candidates(inst, configs()); }
+
+  /// The configs of `all` (this kernel's `configs()`) whose constraints hold for this instance.
+  [[nodiscard]] std::vector<config> candidates(const instance& inst, const std::vector<config>& all) const {
     std::vector<config> out;
-    for (auto& c : configs()) {
+    for (const auto& c : all) {
       bool keep = true;
       for (const auto& [e, where] : constraints) {
         try {
@@ -107,7 +121,7 @@ struct kernel_job {
         }
         if (!keep) break;
       }
-      if (keep) out.push_back(std::move(c));
+      if (keep) out.push_back(c);
     }
     return out;
   }
@@ -170,14 +184,15 @@ struct job_spec {
   std::vector<kernel_job> kernels;
 
   /// Reads and checks a job file (relative source and fill files are relative to its directory).
+  /// Throws job_error for a file over `job.max_file_bytes`, or one that expands past `job.max_candidates`.
   [[nodiscard]] static job_spec load(const std::filesystem::path& file) {
-    auto text = cotune::detail::read_file(file);
-    if (!text) throw job_error(fmt::format("{}: cannot read the job file", file.string()));
-    return parse(*text, file);
+    return parse(read_input_file<job_error>(file, "job file"), file);
   }
 
   /// Checks a job given as text; `origin` names it in messages and anchors relative paths.
   [[nodiscard]] static job_spec parse(std::string_view text, const std::filesystem::path& origin) {
+    if (auto why = input_size_problem(text.size()); !why.empty())
+      throw job_error(fmt::format("{}: the job file has {}", origin.string(), why));
     reader r{text, origin.string(), origin.parent_path()};
     return r.read();
   }
@@ -203,6 +218,7 @@ private:
     std::string origin;
     std::filesystem::path base;
     simdjson::dom::parser parser{};
+    std::uint64_t expanded = 0; ///< (config, instance) pairs of the kernels read so far
 
     [[nodiscard]] std::string at(const json_path& p) const {
       const auto loc = locate(text, p);
@@ -312,7 +328,7 @@ private:
       kernel_job k;
       k.where = at(p);
       const std::string name = string(required(o, p, "name", "a C identifier naming the kernel"), p / "name");
-      if (!is_identifier(name)) fail(p / "name", fmt::format("'{}' is not a C identifier (letters, digits, '_')", name));
+      if (auto why = kernel_name_problem(name); !why.empty()) fail(p / "name", why);
       k.source.name = name;
       if (auto b = field(o, "backend")) {
         k.backend = string(*b, p / "backend");
@@ -386,8 +402,8 @@ private:
         k.source.entry = k.entry; // a GPU kernel takes its parameters straight from the launch
       }
       // Checked now, so that a dry run finds what a real run would: every instance's arguments and
-      // candidates, and no two instances with one key.
-      (void)k.configs();
+      // candidates, and no two instances with one key. read_instances bounded the work.
+      const auto all = k.configs();
       std::map<std::string, std::size_t> keys;
       for (std::size_t j = 0; j < k.instances.size(); ++j) {
         const auto& inst = k.instances[j];
@@ -396,7 +412,7 @@ private:
           fail((p / "instances")[j], fmt::format("instances {} and {} have the same tuning key ({}); list each "
                                                  "problem once, or add the argument that tells them apart to 'key'",
                                                  it->second, j, text));
-        const auto cands = k.candidates(inst);
+        const auto cands = k.candidates(inst, all);
         if (cands.empty())
           fail((p / "instances")[j], fmt::format("the constraints leave no config for instance {}", inst.text()));
         for (const auto& c : cands) (void)k.grid_for(c, inst);
@@ -423,8 +439,8 @@ private:
                                  "macro) or set \"backend\": \"cuda\"",
                                  name));
           for (auto v : a) {
-            if (is_launch_option(name) && (!v.is_int64() || std::int64_t(v) < 1 || std::int64_t(v) > 1 << 20))
-              fail(ap[j], fmt::format("launch option '{}' takes integers in [1, 1048576]", name));
+            if (is_launch_option(name) && (!v.is_int64() || std::int64_t(v) < 1 || std::int64_t(v) > max_launch_option))
+              fail(ap[j], fmt::format("launch option '{}' takes integers in [1, {}]", name, max_launch_option));
             if (v.is_bool()) values.emplace_back(bool(v));
             else if (v.is_int64()) values.emplace_back(std::int64_t(v));
             else if (v.is_double()) values.emplace_back(double(v));
@@ -433,6 +449,13 @@ private:
             ++j;
           }
           k.axes.emplace_back(std::string(name), std::move(values));
+        }
+        if (const auto n = k.config_count(); n > max_candidates()) {
+          std::string product;
+          for (const auto& [axis, values] : k.axes) product += fmt::format("{}{} {}", product.empty() ? "" : " x ", axis, values.size());
+          fail(p / "axes", fmt::format("the axes' product ({}) is {} configs, more than the limit of {} (config, "
+                                       "instance) pairs ({}); give the axes fewer values, or raise the limit",
+                                       product, count_text(n), max_candidates(), max_candidates_knob));
         }
       }
       if (auto cs = field(o, "constraints")) {
@@ -536,9 +559,38 @@ private:
         }
         return inst;
       };
+      // Counted before any instance is built: with the configs, the (config, instance) pairs the job
+      // expands to, which reading it (and tuning it) costs.
       simdjson::dom::array a;
       simdjson::dom::object o;
-      if (e.get_array().get(a) == simdjson::SUCCESS) {
+      const bool listed = e.get_array().get(a) == simdjson::SUCCESS;
+      if (!listed && e.get_object().get(o) != simdjson::SUCCESS)
+        fail(p, "expected a list of instances ([{\"n\": 1024}, ...]) or an object of value lists ({\"n\": [1024, 4096]})");
+      std::uint64_t count = listed ? element_count(a) : 1;
+      std::string shape;
+      if (!listed) {
+        for (auto [name, vals] : o) {
+          const auto vp = p / name;
+          if (!is_identifier(name)) fail(vp, fmt::format("variable name '{}' is not a C identifier", name));
+          simdjson::dom::array va;
+          if (vals.get_array().get(va) != simdjson::SUCCESS || va.size() == 0)
+            fail(vp, "expected a non-empty list of integers");
+          const auto n = element_count(va);
+          count = saturating_product(count, n);
+          shape += fmt::format("{}{} {}", shape.empty() ? "(" : " x ", name, n);
+        }
+        if (!shape.empty()) shape += ") = ";
+      }
+      const std::uint64_t pairs = saturating_product(k.config_count(), count);
+      if (saturating_sum(expanded, pairs) > max_candidates())
+        fail(p, fmt::format("kernel '{}' expands to {} configs x {}{} instances = {} (config, instance) pairs{}, more "
+                            "than the limit of {} ({}); split the job, list fewer instances or axis values, or raise "
+                            "the limit",
+                            k.name(), count_text(k.config_count()), shape, count_text(count), count_text(pairs),
+                            expanded ? fmt::format(" (plus {} from the kernels before it)", expanded) : std::string(),
+                            max_candidates(), max_candidates_knob));
+      expanded = saturating_sum(expanded, pairs);
+      if (listed) {
         std::size_t j = 0;
         for (auto x : a) {
           const auto ip = p[j++];
@@ -546,16 +598,14 @@ private:
           if (x.get_object().get(io) != simdjson::SUCCESS) fail(ip, "expected an object of variables ({\"n\": 4096})");
           k.instances.push_back(one(io, ip));
         }
-      } else if (e.get_object().get(o) == simdjson::SUCCESS) {
+      } else {
         // The product of every variable's values, the last varying fastest.
         std::vector<instance> out{instance{{}, at(p)}};
         for (auto [name, vals] : o) {
           const auto vp = p / name;
-          if (!is_identifier(name)) fail(vp, fmt::format("variable name '{}' is not a C identifier", name));
-          simdjson::dom::array va;
-          if (vals.get_array().get(va) != simdjson::SUCCESS || va.size() == 0)
-            fail(vp, "expected a non-empty list of integers");
+          simdjson::dom::array va = vals.get_array().value_unsafe(); // checked above
           std::vector<instance> next;
+          next.reserve(out.size() * va.size());
           for (const auto& inst : out) {
             std::size_t j = 0;
             for (auto v : va) {
@@ -570,8 +620,6 @@ private:
           out = std::move(next);
         }
         k.instances = std::move(out);
-      } else {
-        fail(p, "expected a list of instances ([{\"n\": 1024}, ...]) or an object of value lists ({\"n\": [1024, 4096]})");
       }
       if (k.instances.empty()) fail(p, "the kernel has no instances");
     }

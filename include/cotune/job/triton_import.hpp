@@ -18,6 +18,11 @@
 /// imported winner only where its own candidate list holds an equal config (same parameter names and
 /// values, same num_warps/num_stages/num_ctas/maxnreg): otherwise it tunes, as for any database entry.
 ///
+/// A file is held to what Triton writes and to job/input_limits.hpp before it is used: the kernel name
+/// is a C identifier (it reaches file names), num_warps a power of two in [1, 32], num_stages,
+/// num_ctas and maxnreg in [1, 2^20], at most `job.max_candidates` configs of 1 to 3 times each, and
+/// the file within `job.max_file_bytes`.
+///
 ///     triton_signature sig{.kernel = "matmul", .args = {{"a", true}, {"b", true}, {"c", true},
 ///                          {"M"}, {"N"}, {"K"}}, .key = {"M", "N", "K"}, .device = "NVIDIA H200"};
 ///     database_entry e = import_triton(file_text, sig, "matmul.autotune.json");
@@ -39,6 +44,7 @@
 #include <cotune/core/value.hpp>
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/json.hpp>
+#include <cotune/job/input_limits.hpp>
 #include <cotune/job/tuning_database.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
@@ -95,12 +101,20 @@ namespace detail {
 
 /// The database entry of one Triton autotune file: its winner, and every config with its times. Throws
 /// database_error naming `origin`, what is wrong and the fix (not JSON, not a Triton autotune file, a
-/// key that does not fit `sig`, a config cotune cannot express, no config that ran).
+/// key that does not fit `sig`, a kernel name that is not a C identifier, a config cotune cannot
+/// express or Triton could not have run, a file over the limits, no config that ran).
 [[nodiscard]] inline database_entry import_triton(std::string_view text, const triton_signature& sig,
                                                   std::string_view origin) {
   auto fail = [&](std::string why) { return database_error(fmt::format("{}: {}", origin, why)); };
   if (sig.kernel.empty()) throw fail("no kernel name: give the cotune kernel name for this file");
+  if (auto why = kernel_name_problem(sig.kernel); !why.empty())
+    throw fail(fmt::format("{}; give the cotune kernel name (--kernel NAME), as a job file would", why));
   if (sig.device.empty()) throw fail("no device: give the name of the device the file was tuned on");
+  if (sig.device.size() > max_text_bytes)
+    throw fail(fmt::format("the device name has {} bytes, more than {}", sig.device.size(), max_text_bytes));
+  for (const auto& a : sig.args)
+    if (!is_identifier(a.name)) throw fail(fmt::format("argument '{}' of the signature is not a C identifier", a.name));
+  if (auto why = input_size_problem(text.size()); !why.empty()) throw fail(fmt::format("the file has {}", why));
   for (const auto& k : sig.key)
     if (std::none_of(sig.args.begin(), sig.args.end(), [&](const auto& a) { return a.name == k && !a.tensor; }))
       throw fail(fmt::format("key argument '{}' is not a non-tensor argument of the signature", k));
@@ -113,6 +127,10 @@ namespace detail {
   if (root["key"].get_array().get(key) != simdjson::SUCCESS ||
       root["configs_timings"].get_array().get(rows) != simdjson::SUCCESS)
     throw fail("not a Triton autotune file (it needs \"key\" and \"configs_timings\" lists)");
+  if (const auto n = element_count(rows); n > max_candidates())
+    throw fail(fmt::format("configs_timings lists {} configs, more than the limit of {} ({}); is this the file you "
+                           "meant? If it is, raise the limit",
+                           n, max_candidates(), max_candidates_knob));
 
   // The key: values of the key arguments (key= order), then one dtype per tensor argument (argument order).
   std::vector<simdjson::dom::element> parts(key.begin(), key.end());
@@ -167,17 +185,30 @@ namespace detail {
         c.set(name, *cv);
       }
     launch_options launch;
-    auto read_int = [&](const char* name, int& out) {
-      std::int64_t v = 0;
-      if (fields[name].get_int64().get(v) == simdjson::SUCCESS) out = static_cast<int>(v);
+    // Missing (or null, for maxnreg): Triton's default. Anything else must be an integer in range,
+    // checked before it is narrowed to int.
+    auto read_int = [&](const char* name) -> std::optional<int> {
+      simdjson::dom::element v;
+      if (fields[name].get(v) != simdjson::SUCCESS || v.is_null()) return std::nullopt;
+      std::int64_t n = 0;
+      if (v.get_int64().get(n) != simdjson::SUCCESS)
+        throw fail(fmt::format("configs_timings[{}]: {} is not an integer", at, name));
+      if (n < 1 || n > max_launch_option)
+        throw fail(fmt::format("configs_timings[{}]: {} = {} is out of range; Triton runs {} in [1, {}]", at, name, n,
+                               name, max_launch_option));
+      return static_cast<int>(n);
     };
-    read_int("num_warps", launch.num_warps);
-    read_int("num_stages", launch.num_stages);
-    read_int("num_ctas", launch.num_ctas);
-    if (std::int64_t n = 0; fields["maxnreg"].get_int64().get(n) == simdjson::SUCCESS) launch.maxnreg = static_cast<int>(n);
+    launch.num_warps = read_int("num_warps").value_or(launch.num_warps);
+    launch.num_stages = read_int("num_stages").value_or(launch.num_stages);
+    launch.num_ctas = read_int("num_ctas").value_or(launch.num_ctas);
+    launch.maxnreg = read_int("maxnreg");
+    if (auto why = triton_launch_problem(launch); !why.empty())
+      throw fail(fmt::format("configs_timings[{}]: {}", at, why));
     c.with_launch(launch);
 
     candidate_result cr{c};
+    if (const auto n = element_count(times); n > 3)
+      throw fail(fmt::format("configs_timings[{}] has {} times; Triton writes 1, or 3 (median, p20, p80)", at, n));
     std::vector<double> t;
     for (auto x : times) {
       double d = 0; // Infinity or NaN in Triton's file (now null) reads as +inf: the config failed there
@@ -205,10 +236,7 @@ namespace detail {
 /// `import_triton` of the file at `file`, named by its path in messages. Throws database_error when the
 /// file cannot be read, or as `import_triton` does.
 [[nodiscard]] inline database_entry import_triton_file(const std::filesystem::path& file, const triton_signature& sig) {
-  auto text = cotune::detail::read_file(file);
-  if (!text)
-    throw database_error(fmt::format("{}: cannot read it (no such regular file, or no permission)", file.string()));
-  return import_triton(*text, sig, file.string());
+  return import_triton(read_input_file<database_error>(file, "Triton autotune file"), sig, file.string());
 }
 
 /// The cotune kernel name of a Triton autotune file: its file name without ".autotune.json".

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -78,7 +79,8 @@ public:
   static constexpr std::string_view format_name = "cotune-tuning-database";
   static constexpr int format_version = 1;
 
-  /// Adds an entry, replacing the one with the same kernel, key and device.
+  /// Adds an entry, replacing the one with the same kernel, key and device (in constant time: merging
+  /// databases of the entry limit's size stays linear).
   COTUNE_DECL void add(database_entry e);
   /// Adds every entry of `other` (its entries replace equal ones here).
   COTUNE_DECL void merge(const tuning_database& other);
@@ -110,6 +112,7 @@ private:
   static COTUNE_DECL std::string digest_of(const std::vector<database_entry>& entries);
 
   std::vector<database_entry> entries_;
+  std::unordered_map<std::string, std::size_t> index_; ///< id_text of an entry -> its first position
   bool signed_ = false;
 };
 

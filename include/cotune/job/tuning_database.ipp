@@ -7,17 +7,24 @@
 
 #include <cotune/detail/dir_fd.hpp>
 #include <cotune/job/argument_pack.hpp>
+#include <cotune/job/input_limits.hpp>
 #include <cotune/job/tuning_database.hpp>
 
 namespace cotune::job {
 
+namespace detail {
+/// An entry's kernel, key and device as one text (NUL-separated; from_json refuses a NUL in them).
+inline std::string id_text(const database_entry& e) {
+  std::string out = e.kernel;
+  out.append(1, '\0').append(e.key).append(1, '\0').append(e.device);
+  return out;
+}
+} // namespace detail
+
 COTUNE_DECL void tuning_database::add(database_entry e) {
-  for (auto& x : entries_)
-    if (x.id() == e.id()) {
-      x = std::move(e);
-      return;
-    }
-  entries_.push_back(std::move(e));
+  auto [at, fresh] = index_.try_emplace(detail::id_text(e), entries_.size());
+  if (!fresh) entries_[at->second] = std::move(e);
+  else entries_.push_back(std::move(e));
 }
 
 COTUNE_DECL void tuning_database::merge(const tuning_database& other) {
@@ -74,6 +81,8 @@ COTUNE_DECL std::string tuning_database::json(std::string_view secret) const {
 COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, std::string_view secret,
                                                const std::string& origin) {
   using namespace simdjson;
+  if (auto why = input_size_problem(text.size()); !why.empty())
+    throw database_error(fmt::format("{}: the tuning database has {}", origin, why));
   dom::parser parser;
   dom::object root;
   const std::string normal = cotune::detail::normalize_nonfinite(text);
@@ -93,6 +102,10 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
   dom::array list;
   if (root["entries"].get_array().get(list) != SUCCESS)
     throw database_error(fmt::format("{}: the database has no \"entries\" list", origin));
+  if (const auto n = element_count(list); n > max_candidates())
+    throw database_error(fmt::format("{}: the database has {} entries, more than the limit of {} ({}); is this the "
+                                     "file you meant? If it is, raise the limit",
+                                     origin, n, max_candidates(), max_candidates_knob));
   std::size_t i = 0;
   for (auto item : list) {
     auto fail = [&](std::string_view why) {
@@ -104,8 +117,19 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
     auto str = [&](const char* k, std::string& out, bool required) {
       if (o[k].get_string().get(sv) == SUCCESS) out = sv;
       else if (required) throw fail(fmt::format("missing string \"{}\"", k));
+      if (out.size() > max_text_bytes)
+        throw fail(fmt::format("\"{}\" has {} bytes, more than {}", k, out.size(), max_text_bytes));
+      if (out.find('\0') != std::string::npos) throw fail(fmt::format("\"{}\" holds a NUL character", k));
+    };
+    // What a job file or a tuner could have written: a kernel name that may become a file name, and
+    // launch options in the range a job file gives them.
+    auto check_config = [&](const config& c, std::string_view what) {
+      if (auto why = launch_problem(c.launch()); !why.empty())
+        throw fail(fmt::format("{} {{{}}}: {}", what, c.text(), why));
     };
     str("kernel", e.kernel, true);
+    if (auto why = kernel_name_problem(e.kernel); !why.empty())
+      throw fail(fmt::format("{}, as a job file requires; is the database damaged or forged?", why));
     str("key", e.key, true);
     str("device", e.device, true);
     str("fingerprint", e.fingerprint, false);
@@ -119,6 +143,7 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
     } catch (const error& x) {
       throw fail(x.what());
     }
+    check_config(e.winner, "the winner");
     dom::array t;
     if (o["time_ms"].get_array().get(t) != SUCCESS || t.size() != 3) throw fail("\"time_ms\" must hold 3 numbers");
     std::size_t j = 0;
@@ -126,10 +151,18 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
       if (!cotune::detail::json_read_timing(x, e.time[j++])) throw fail("\"time_ms\" must hold 3 numbers");
     dom::element r;
     if (o["result"].get(r) == SUCCESS) {
+      dom::array cands;
+      if (r["candidates"].get_array().get(cands) == SUCCESS && element_count(cands) > max_candidates())
+        throw fail(fmt::format("\"result\" lists {} candidates, more than the limit of {} ({})", element_count(cands),
+                               max_candidates(), max_candidates_knob));
       auto parsed = tuning_result::from_json(simdjson::to_string(r));
       if (!parsed) throw fail("\"result\" is not a readable tuning result");
+      if (auto why = kernel_name_problem(parsed->kernel); !why.empty()) throw fail(fmt::format("\"result\": {}", why));
+      for (std::size_t j = 0; j < parsed->candidates.size(); ++j)
+        check_config(parsed->candidates[j].cfg, fmt::format("\"result\" candidate {}", j));
       e.detail = std::move(parsed);
     }
+    db.index_.try_emplace(detail::id_text(e), db.entries_.size()); // the first of equal ids, as find() sees it
     db.entries_.push_back(std::move(e));
     ++i;
   }
@@ -154,9 +187,7 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
 }
 
 COTUNE_DECL tuning_database tuning_database::load(const std::filesystem::path& file, std::string_view secret) {
-  auto text = cotune::detail::read_file(file);
-  if (!text) throw database_error(fmt::format("{}: cannot read the tuning database", file.string()));
-  return from_json(*text, secret, file.string());
+  return from_json(read_input_file<database_error>(file, "tuning database"), secret, file.string());
 }
 
 COTUNE_DECL void tuning_database::save(const std::filesystem::path& file, std::string_view secret) const {
@@ -183,15 +214,22 @@ COTUNE_DECL std::string tuning_database::digest_of(const std::vector<database_en
 }
 
 COTUNE_DECL std::vector<database_change> diff(const tuning_database& a, const tuning_database& b) {
+  // Indexed, so that two databases of the entry limit's size compare in linear time.
+  auto index = [](const tuning_database& db) {
+    std::unordered_map<std::string, const database_entry*> out;
+    for (const auto& e : db.entries()) out.try_emplace(detail::id_text(e), &e);
+    return out;
+  };
+  const auto in_a = index(a), in_b = index(b);
   std::vector<database_change> out;
   for (const auto& e : a.entries()) {
-    const auto* other = b.find(e.kernel, e.key, e.device);
-    if (!other) out.push_back({database_change::kind::removed, &e, nullptr});
-    else out.push_back({other->winner == e.winner ? database_change::kind::same : database_change::kind::changed, &e,
-                        other});
+    const auto it = in_b.find(detail::id_text(e));
+    if (it == in_b.end()) out.push_back({database_change::kind::removed, &e, nullptr});
+    else out.push_back({it->second->winner == e.winner ? database_change::kind::same : database_change::kind::changed,
+                        &e, it->second});
   }
   for (const auto& e : b.entries())
-    if (!a.find(e.kernel, e.key, e.device)) out.push_back({database_change::kind::added, nullptr, &e});
+    if (!in_a.contains(detail::id_text(e))) out.push_back({database_change::kind::added, nullptr, &e});
   return out;
 }
 
@@ -210,6 +248,11 @@ COTUNE_DECL std::size_t import_database(const std::filesystem::path& root, const
                                    std::string_view secret) {
   tuning_database merged = imported_database(root, secret);
   merged.merge(db);
+  // Refused here, not stored: a cache database past the limit would be refused by every reader.
+  if (merged.size() > max_candidates())
+    throw database_error(fmt::format("{}: importing {} entries would make the cache's database hold {}, more than the "
+                                     "limit of {} ({}); raise the limit, or import into another cache (--dir)",
+                                     root.string(), db.size(), merged.size(), max_candidates(), max_candidates_knob));
   file_cache cache(root, imported_database_key());
   cache.put(merged.json(secret), imported_database_file);
   return merged.size();
