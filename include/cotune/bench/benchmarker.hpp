@@ -1,6 +1,8 @@
 #pragma once
 /// \file The `Benchmarker` concept and what it is asked for (do_bench's options, spec §8.2).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <concepts>
 #include <cstddef>
 #include <functional>

@@ -1,6 +1,8 @@
 #pragma once
 /// \file Summaries of timing samples: quantiles by linear interpolation and do_bench's return modes.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>

@@ -1,6 +1,8 @@
 #pragma once
 /// \file The `CacheManager` concept: files under one key (spec §6.1).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <concepts>
 #include <filesystem>
 #include <map>

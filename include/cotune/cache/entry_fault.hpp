@@ -1,6 +1,8 @@
 #pragma once
 /// \file `cotune::entry_fault`: why a framed cache entry (local or remote) was not accepted.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <string_view>
 
 namespace cotune {

@@ -9,6 +9,8 @@
 /// `std::array<T, N>&` by reference (by value they would be copies). Such a range is a buffer through
 /// `as_buffer`, which views it as a host_span.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <algorithm>
 #include <concepts>
 #include <cstdint>

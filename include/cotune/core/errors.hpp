@@ -1,6 +1,8 @@
 #pragma once
 /// \file Errors thrown by cotune. Each says what failed, with what, and what to do.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <cstdint>
 #include <exception>
 #include <stdexcept>

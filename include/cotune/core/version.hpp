@@ -1,6 +1,8 @@
 #pragma once
 /// \file cotune's version, part of every cache key.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 namespace cotune {
 
 #ifdef COTUNE_VERSION_STRING

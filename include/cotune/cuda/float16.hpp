@@ -3,6 +3,8 @@
 /// `__nv_bfloat16`, so that device buffers of them can be filled, read and named in tuning keys
 /// ("float16", "bfloat16") without including CUDA's runtime headers.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <bit>
 #include <cstdint>
 #include <string_view>

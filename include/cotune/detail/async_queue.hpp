@@ -1,6 +1,8 @@
 #pragma once
 /// \file A multi-producer, single-consumer queue whose consumer is a coroutine.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <deque>
 #include <functional>
 #include <memory>

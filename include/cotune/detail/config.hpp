@@ -6,6 +6,17 @@
 /// translation unit of the program (the `cotune::cotune_separate` CMake target does it) and compile
 /// one file containing `#include <cotune/impl/src.hpp>`; the `.ipp` bodies, Crypto++ and most of
 /// simdjson are then compiled once, in that file, instead of in every file that includes cotune.
+///
+/// Every cotune header includes this one before any code of its own, so that a compile without C++20
+/// stops at the one message below instead of a cascade from the first concept (`std::integral` has not
+/// been declared, ...). `_MSVC_LANG` because MSVC leaves `__cplusplus` at 199711L unless /Zc:__cplusplus.
+
+#if (defined(_MSVC_LANG) ? _MSVC_LANG : __cplusplus) < 202002L
+#error "cotune needs C++20 (-std=c++20): compile with -std=c++20 or later (CMake: target_compile_features(<target> PRIVATE cxx_std_20); cotune::cotune sets it for its users)"
+// #error lets the compile go on into hundreds of errors from cotune's concepts; a missing header is
+// fatal in every compiler, so the message above stays the last thing but one on the screen.
+#include <cotune_stops_here_because_it_needs_cpp20>
+#endif
 
 #if defined(COTUNE_SEPARATE_COMPILATION)
 #define COTUNE_HEADER_ONLY 0

@@ -5,6 +5,8 @@
 /// which both sides share. Everything here is single-threaded and ends with _exit: no destructor or atexit handler of
 /// the caller's copied state runs in a forked process.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <cerrno>
 #include <csignal>
 #include <cstdint>

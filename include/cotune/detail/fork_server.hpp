@@ -40,6 +40,8 @@
 /// A job past its deadline or stopped closes the channel (the worker is killed and not reused); a
 /// worker that crashes takes only its job with it; the next job gets another worker.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>

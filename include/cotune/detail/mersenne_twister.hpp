@@ -4,6 +4,8 @@
 /// exactly that sequence (a test compares them), so that proposals stay what they were; it exists so
 /// that <random>, one of the heaviest standard headers, stays out of every file that includes cotune.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <array>
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,8 @@
 #pragma once
 /// \file Runs a child process with its output captured, a deadline and a stop token.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <cerrno>
 #include <chrono>
 #include <csignal>

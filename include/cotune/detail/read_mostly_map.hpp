@@ -1,6 +1,8 @@
 #pragma once
 /// \file A map for the autotuner's hot path: lock-free, allocation-free lookups; rare inserts.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>

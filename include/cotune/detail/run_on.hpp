@@ -12,6 +12,8 @@
 ///
 /// and so does this header internally (the initiation is named, the awaitable is named).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <exception>
 #include <optional>
 #include <type_traits>

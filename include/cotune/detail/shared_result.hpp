@@ -3,6 +3,8 @@
 /// coroutines. The autotuner's single flight: the first caller of a key tunes, the others await the
 /// flight's shared_result.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <exception>
 #include <functional>
 #include <mutex>

@@ -1,6 +1,8 @@
 #pragma once
 /// \file `cotune::detail::unique_fd`: a file descriptor closed when it goes out of scope.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <utility>
 
 #include <unistd.h>

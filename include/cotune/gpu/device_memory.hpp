@@ -24,6 +24,8 @@
 ///     static void upload(const context&, pointer to, const void* from, std::size_t bytes);  // waits
 ///     static void download(const context&, void* to, pointer from, std::size_t bytes);      // waits
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <cstddef>
 #include <cstdint>
 #include <span>

@@ -10,6 +10,8 @@
 /// job 'F' (the first run finished; only for a timed job) and 'R' (the values) or 'E' (a kind byte and
 /// the message). A worker that answers 'E' with kind `context_lost` exits after the reply.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <array>
 #include <cstdint>
 #include <cstring>

@@ -3,6 +3,8 @@
 /// hiprtc) at run time, written once: the first of a list of sonames or paths that loads and has
 /// every function of the runtime's API table.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <memory>
 #include <string>
 #include <string_view>

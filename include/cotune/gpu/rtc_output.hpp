@@ -2,6 +2,8 @@
 /// \file `cotune::gpu::rtc_request` and `rtc_output`: one run-time compilation (NVRTC, hiprtc) asked
 /// for and what it produced, the same for every GPU backend.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <string>
 #include <vector>
 

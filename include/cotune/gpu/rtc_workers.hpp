@@ -16,6 +16,8 @@
 /// thread-safe), `void warm_up() const` (a tiny compile), and `static constexpr const char* rtc_name`
 /// ("NVRTC", "hiprtc") for messages.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>

@@ -7,6 +7,8 @@
 /// is 1 or 0; and the functions `cdiv(a, b)` (ceil(a / b), 0 for a <= 0, as a grid's block count),
 /// `min(a, b)` and `max(a, b)`. Parsed once (errors give the column), evaluated per config or instance.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>

@@ -10,9 +10,11 @@ COTUNE_DECL job_knob_group& job_knobs() { return knob_group<job_knob_group>(); }
 
 namespace detail {
 /// Registers the group during static initialisation, so that `cotune knobs` lists it (and cache keys
-/// see its invalidating knobs). Header-only, an inline variable of every file that includes the
-/// header; with COTUNE_SEPARATE_COMPILATION, defined once, in the impl/src.hpp file.
+/// see its invalidating knobs). With COTUNE_SEPARATE_COMPILATION, defined once, in the impl/src.hpp
+/// file; header-only, made by each file that instantiates a tuner (tune/process_setup.hpp).
+#if !COTUNE_HEADER_ONLY
 COTUNE_DECL job_knob_group& job_knobs_registered = job_knobs();
+#endif
 } // namespace detail
 
 } // namespace cotune::job

@@ -2,6 +2,8 @@
 /// \file `cotune::job::json_path` and `locate`: where a value is in a JSON text (line and column), so
 /// that errors about a job file name the line as well as the field (simdjson's DOM keeps no positions).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <cstddef>
 #include <string>
 #include <string_view>

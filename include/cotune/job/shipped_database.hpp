@@ -19,6 +19,7 @@
 #include <cotune/job/job_knobs.hpp>
 #include <cotune/job/tuning_database.hpp>
 #include <cotune/knobs/knobs.hpp>
+#include <cotune/tune/process_setup.hpp>
 #include <cotune/tune/tuning_result.hpp>
 #include <cotune/tune/winner_source.hpp>
 
@@ -61,5 +62,16 @@ struct loaded_database {
 } // namespace cotune::job
 
 #if COTUNE_HEADER_ONLY
+namespace cotune::detail {
+/// Header-only: a file that includes this header and instantiates a tuner registers the job knobs and
+/// installs the shipped-database lookup during static initialisation (tune/process_setup.hpp); a file
+/// that tunes nothing emits neither. More specialised than tune/'s default hook, so chosen over it.
+template <class B>
+void add_process_setup(process_setup_tag<B>) {
+  (void)job::job_knobs();
+  shipped_winner_source() = &job::detail::shipped_lookup;
+}
+} // namespace cotune::detail
+
 #include <cotune/job/shipped_database.ipp>
 #endif

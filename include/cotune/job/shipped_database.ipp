@@ -82,13 +82,15 @@ COTUNE_DECL std::optional<tuning_result> shipped_lookup(std::string_view kernel,
 }
 
 /// Installs the shipped-database lookup for every tuner of the process (tune/winner_source.hpp), during
-/// static initialisation. Header-only, an inline variable of every file that includes
-/// job/shipped_database.hpp; with COTUNE_SEPARATE_COMPILATION, defined once, in the impl/src.hpp file,
-/// so that the lookup and what it calls are compiled there alone.
+/// static initialisation. With COTUNE_SEPARATE_COMPILATION, defined once, in the impl/src.hpp file, so
+/// that the lookup and what it calls are compiled there alone; header-only, by each file that includes
+/// job/shipped_database.hpp and instantiates a tuner (add_process_setup, in shipped_database.hpp).
+#if !COTUNE_HEADER_ONLY
 COTUNE_DECL const bool shipped_database_installed = [] {
   shipped_winner_source() = &shipped_lookup;
   return true;
 }();
+#endif
 
 } // namespace detail
 

@@ -325,7 +325,9 @@ private:
 /// on. `knobs()` (core), `search_knobs()`, `job::job_knobs()`, `cuda::cuda_knobs()`, `hip::hip_knobs()`
 /// and `redis::redis_knobs()` are the groups. The core, search and job groups, which cotune_separate's
 /// library holds, define the accessor and the reference in their .ipp file, so that with
-/// COTUNE_SEPARATE_COMPILATION only the impl/src.hpp file emits them.
+/// COTUNE_SEPARATE_COMPILATION only the impl/src.hpp file emits them; header-only, they have no
+/// reference: each file that instantiates a tuner registers them instead (tune/process_setup.hpp), so
+/// that a file that includes them and tunes nothing emits no group's code.
 template <class G>
 [[nodiscard]] G& knob_group() {
   static G group;

@@ -32,10 +32,12 @@ COTUNE_DECL void throw_below_minimum(const char* env, const std::string& value, 
 /// Constructs the core knobs during static initialisation, so that the registry lists them (and
 /// `invalidating_text()` hashes them into keys) even before anything calls `knobs()`: otherwise the
 /// first key computed in a process could miss COTUNE_HOST_CXXFLAGS and differ from later ones.
-/// Header-only, an inline variable of every file that includes knobs.hpp; with
-/// COTUNE_SEPARATE_COMPILATION, defined once, in the impl/src.hpp file, so that other files do not
-/// emit the registration and the code it calls.
+/// With COTUNE_SEPARATE_COMPILATION, defined once, in the impl/src.hpp file; header-only, made by
+/// each file that instantiates a tuner (tune/process_setup.hpp), so that other files do not emit the
+/// registration and the code it calls.
+#if !COTUNE_HEADER_ONLY
 COTUNE_DECL knob_groups& core_knobs_registered = knobs();
+#endif
 } // namespace detail
 
 } // namespace cotune

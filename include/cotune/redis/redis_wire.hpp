@@ -3,6 +3,8 @@
 /// hiredis's (`redis_reply`), an owning context, SIGPIPE kept from killing the process, and the one
 /// read-only Lua script that reads many entries in one round trip. `redis_backend` builds on it.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <chrono>
 #include <csignal>
 #include <cstddef>

@@ -10,9 +10,11 @@ COTUNE_DECL search_knob_group& search_knobs() { return knob_group<search_knob_gr
 
 namespace detail {
 /// Registers the group during static initialisation, so that `cotune knobs` lists it (and cache keys
-/// see its invalidating knobs). Header-only, an inline variable of every file that includes the
-/// header; with COTUNE_SEPARATE_COMPILATION, defined once, in the impl/src.hpp file.
+/// see its invalidating knobs). With COTUNE_SEPARATE_COMPILATION, defined once, in the impl/src.hpp
+/// file; header-only, made by each file that instantiates a tuner (tune/process_setup.hpp).
+#if !COTUNE_HEADER_ONLY
 COTUNE_DECL search_knob_group& search_knobs_registered = search_knobs();
+#endif
 } // namespace detail
 
 } // namespace cotune

@@ -8,6 +8,8 @@
 /// Called from the executor's own thread it would wait for work that thread is to do, as a
 /// future's `get()` would: the blocking calls are for threads outside the engine.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <condition_variable>
 #include <exception>
 #include <memory>

@@ -9,6 +9,8 @@
 /// which returns once this process should tune (holding `guard` until its result is stored) or once
 /// another process's result is ready. `cotune::redis` implements it with a lease in Redis.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <functional>
 #include <memory>
 #include <string>

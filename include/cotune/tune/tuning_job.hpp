@@ -44,6 +44,7 @@
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/isolated_measure.hpp>
 #include <cotune/tune/measure_strategy.hpp>
+#include <cotune/tune/process_setup.hpp>
 #include <cotune/tune/tuning_core.hpp>
 #include <cotune/tune/tuning_recovery.hpp>
 #include <cotune/tune/result_store.hpp>
@@ -68,7 +69,7 @@ public:
     function_type fn;
   };
 
-  explicit tuning_job(core& ctx) : ctx_(ctx), recovery_(ctx.kernel.name) {}
+  explicit tuning_job(core& ctx) : ctx_(ctx), recovery_(ctx.kernel.name) { detail::ensure_process_setup<B>(); }
   virtual ~tuning_job() = default;
   tuning_job(const tuning_job&) = delete;
   tuning_job& operator=(const tuning_job&) = delete;

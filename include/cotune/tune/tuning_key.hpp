@@ -1,6 +1,8 @@
 #pragma once
 /// \file `cotune::tuning_key`: the in-memory key of one tuning, a few machine words.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <array>
 #include <bit>
 #include <cstddef>

@@ -8,6 +8,8 @@
 ///       return cotune::compare_outputs(std::span<const float>(reference), std::span<const float>(out, n));
 ///     };
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+
 #include <cmath>
 #include <cstddef>
 #include <optional>
