@@ -1,4 +1,5 @@
 # The two commands of the README's quick start. Each installs what is missing, configures, builds, runs.
+# `make demo` needs no Conan; `make test` installs it for the packaging/conan test.
 JOBS ?= $(shell nproc)
 BUILD ?= build/dev
 
@@ -13,9 +14,11 @@ configure: deps
 build: configure
 	cmake --build --preset dev -j $(JOBS)
 
-demo: configure
-	cmake --build $(BUILD) -j $(JOBS) --target cotune_examples
-	scripts/demo $(BUILD)
+# The demo's own tree (the demo preset: the example it runs and the tool, at -O2; no tests, no Conan).
+demo:
+	@scripts/install-deps --no-conan
+	cmake --preset demo
+	JOBS=$(JOBS) scripts/demo build/demo
 
 # Every test that can run here (the dev tree builds the tune, cache, detail, redis and knobs suites
 # under ASan+UBSan), then the tune and cache suites again under TSan.
