@@ -14,11 +14,11 @@ configure: deps
 build: configure
 	cmake --build --preset dev -j $(JOBS)
 
-# The demo's own tree (the demo preset: the example it runs and the tool, at -O2; no tests, no Conan).
+# The demo's own tree, build/demo (the demo preset: the example it runs and the tool, at -O2; no tests, no
+# Conan; the CUDA module only with a GPU).
 demo:
 	@scripts/install-deps --no-conan
-	cmake --preset demo
-	JOBS=$(JOBS) scripts/demo build/demo
+	JOBS=$(JOBS) scripts/demo
 
 # Every test that can run here (the dev tree builds the tune, cache, detail, redis and knobs suites
 # under ASan+UBSan), then the tune and cache suites again under TSan.
