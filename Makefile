@@ -14,7 +14,7 @@ configure: deps
 build: configure
 	cmake --build --preset dev -j $(JOBS)
 
-# The demo's own tree, build/demo (the demo preset: the example it runs and the tool, at -O2; no tests, no
+# The demo's own tree, build/demo (the demo preset: the example it runs and the tool, at -O1; no tests, no
 # Conan; the CUDA module only with a GPU).
 demo:
 	@scripts/install-deps --no-conan

@@ -222,8 +222,8 @@ std::pair<std::size_t, std::size_t> parse_shard(const std::string& text) {
 int dry_run(const cj::job_spec& job, bool jsonl) {
   std::size_t total_candidates = 0;
   if (!jsonl)
-    fmt::print("job '{}' ({}): {} kernels, {} keys\n", job.name, job.path.string(), job.kernels.size(),
-               job.instance_count());
+    fmt::print("job '{}' ({}): {} kernel{}, {} key{}\n", job.name, job.path.string(), job.kernels.size(),
+               job.kernels.size() == 1 ? "" : "s", job.instance_count(), job.instance_count() == 1 ? "" : "s");
   for (const auto& k : job.kernels) {
     const auto configs = k.configs();
     std::size_t lo = SIZE_MAX, hi = 0, sum = 0;

@@ -146,7 +146,7 @@ TEST_CASE("cotune tune --dry-run prints the expanded job and tunes nothing", "[t
   job_dir d;
   auto r = d.cotune({"tune", d.job.string(), "--dry-run"});
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.output, Catch::Contains("job 'axpy-sizes'") && Catch::Contains("1 kernels, 3 keys") &&
+  CHECK_THAT(r.output, Catch::Contains("job 'axpy-sizes'") && Catch::Contains("1 kernel, 3 keys") &&
                            Catch::Contains("space: 3 configs (axes UNROLL: 3), 1 constraints") &&
                            Catch::Contains("instances: 3, candidates per instance 1..3 (total 7)"));
   CHECK_FALSE(fs::exists(d.root / "cache"));
