@@ -212,7 +212,9 @@ command add_db_command(CLI::App& app) {
                   fmt::print("{}\n", std::move(w.end_object()).take());
                 } else {
                   fmt::print("{:<8} {} [{}] on {}{}\n", change_name(c.what), any.kernel, any.key, any.device,
-                             c.what == kind::tied ? " (another winner, within the measured noise)" : "");
+                             c.what != kind::tied       ? ""
+                             : s->tolerance_pct > 0     ? " (another winner, within the measured noise or the tolerance)"
+                                                        : " (another winner, within the measured noise)");
                   auto band = [](const cj::database_entry& e) {
                     return std::isfinite(e.time[1]) ? fmt::format(" (p20-p80 {:.4f}-{:.4f})", e.time[1], e.time[2])
                                                     : std::string();
