@@ -1,7 +1,6 @@
 # The two commands of the README's quick start. Each installs what is missing, configures, builds, runs.
 # `make demo` needs no Conan; `make test` installs it for the packaging/conan test.
 JOBS ?= $(shell nproc)
-BUILD ?= build/dev
 
 .PHONY: demo test tsan sanitize deps configure build clean
 
