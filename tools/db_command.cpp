@@ -253,7 +253,7 @@ command add_db_command(CLI::App& app) {
                 }
               }
               if (!s->json)
-                fmt::print("{} winners{}\n", d.size(), d.was_signed() ? (secret().empty() ? ", signed (not verified: "
+                fmt::print("{} winner{}{}\n", d.size(), d.size() == 1 ? "" : "s", d.was_signed() ? (secret().empty() ? ", signed (not verified: "
                                                                                             "no secret set)"
                                                                                           : ", signature verified")
                                                                       : ", unsigned");

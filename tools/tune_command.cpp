@@ -83,13 +83,11 @@ public:
     return host_kernels_.contains(kernel) ? c.params_text() : c.text();
   }
 
-  /// Where a key's result came from when it was not measured: "the file cache", "the tuning database".
-  /// With output_mutex held.
+  /// Where a key's result came from when it was not measured, in words: "the result cache", "the tuning
+  /// database". With output_mutex held.
   [[nodiscard]] std::string source_of(const std::string& kernel, const std::string& key) const {
-    auto it = layers_.find(kernel + "\n" + key);
-    if (it == layers_.end()) return "the cache";
-    return it->second.find("database") != std::string::npos ? "the tuning database"
-                                                             : fmt::format("the {} cache", it->second);
+    const std::string layer = layer_of(kernel, key);
+    return layer.find("database") != std::string::npos ? "the tuning database" : fmt::format("the {} cache", layer);
   }
 
   void set_total(std::size_t n) { total_ = n; }
@@ -111,7 +109,7 @@ public:
         const bool launch = !host_kernels_.contains(r.kernel);
         w.field("winner", shown(r.kernel, best.cfg)).key("winner_config").raw(launch ? best.cfg.json() : params_json(best.cfg));
         w.field("median_ms", best.time[0]).field("candidates", r.result->candidates.size());
-        if (r.outcome == cj::key_outcome::cached) w.field("source", source_of_locked(r.kernel, r.key_text));
+        if (r.outcome == cj::key_outcome::cached) w.field("source", layer_of(r.kernel, r.key_text));
         w.field("device", r.result->made.device);
       }
       if (!r.error.empty()) w.field("error", r.error);
@@ -168,9 +166,11 @@ private:
     std::fflush(stderr);
   }
 
-  [[nodiscard]] std::string source_of_locked(const std::string& kernel, const std::string& key) const {
+  /// The cache layer a key's cache_hit event named ("result", "remote", "shipped tuning database"). With
+  /// output_mutex held.
+  [[nodiscard]] std::string layer_of(const std::string& kernel, const std::string& key) const {
     auto it = layers_.find(kernel + "\n" + key);
-    return it == layers_.end() ? std::string("cache") : it->second;
+    return it == layers_.end() ? std::string("result") : it->second;
   }
 
   bool jsonl_, progress_;
@@ -425,7 +425,7 @@ command add_tune_command(CLI::App& app) {
             if (!s->db.empty()) {
               const auto db = database_of(reports);
               db.save(s->db, cj::job_knobs().secret.get().value_or(""));
-              fmt::print(stderr, "cotune: wrote {} winners to {}\n", db.size(), s->db);
+              fmt::print(stderr, "cotune: wrote {} winner{} to {}\n", db.size(), db.size() == 1 ? "" : "s", s->db);
             }
             if (!s->report.empty()) {
               cj::report_input in{fmt::format("cotune job {}", job.name), job.path.string(), {}};
