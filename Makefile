@@ -1,6 +1,6 @@
 # The two commands of the README's quick start. Each installs what is missing, configures, builds, runs.
+# `make demo` needs no Conan; `make test` installs it for the packaging/conan test.
 JOBS ?= $(shell nproc)
-BUILD ?= build/dev
 
 .PHONY: demo test tsan sanitize deps configure build clean
 
@@ -13,9 +13,11 @@ configure: deps
 build: configure
 	cmake --build --preset dev -j $(JOBS)
 
-demo: configure
-	cmake --build $(BUILD) -j $(JOBS) --target cotune_examples
-	scripts/demo $(BUILD)
+# The demo's own tree, build/demo (the demo preset: the example it runs and the tool, at -O1; no tests, no
+# Conan; the CUDA module only with a GPU).
+demo:
+	@scripts/install-deps --no-conan
+	JOBS=$(JOBS) scripts/demo
 
 # Every test that can run here (the dev tree builds the tune, cache, detail, redis and knobs suites
 # under ASan+UBSan), then the tune and cache suites again under TSan.

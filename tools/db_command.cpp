@@ -2,7 +2,8 @@
 //
 //   cotune db export (--cache [DIR] | --job JOB) -o FILE [--winners-only]   write a database
 //   cotune db import FILE [--dir D]                                         merge it into a file cache
-//   cotune db diff A B [--json]                                             which winners changed (exit 1 if any)
+//   cotune db diff A B [--json] [--tolerance PCT]                           which winners changed (exit 1 if any
+//                                                                           changed beyond the measured noise)
 //   cotune db show FILE [--json]                                            list its winners
 //   cotune db from-triton FILE... --args A,B:tensor,.. --key K,.. --device D -o FILE
 //                                                                           Triton's autotune files as a database
@@ -10,6 +11,7 @@
 // Databases are signed when COTUNE_TUNING_DB_SECRET is set, and then read only if signed with it.
 // Exit status 2 for a file that is refused (unreadable, damaged, unsigned, over a limit, a kernel name
 // or a launch option out of bounds: the readers' database_error, as for a bad job file).
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -79,6 +81,7 @@ std::string change_name(cj::database_change::kind k) {
   case cj::database_change::kind::removed: return "removed";
   case cj::database_change::kind::changed: return "changed";
   case cj::database_change::kind::same: return "same";
+  case cj::database_change::kind::tied: return "tied";
   }
   return "?";
 }
@@ -92,6 +95,7 @@ command add_db_command(CLI::App& app) {
     std::string cache_dir, job, out, file, a, b, dir, args, key, device, kernel;
     std::vector<std::string> files;
     bool from_cache = false, winners_only = false, json = false, redis = false, no_redis = false;
+    double tolerance_pct = 0;
   };
   auto s = std::make_shared<state>();
   auto* db = app.add_subcommand("db", "tuning databases: export, import, diff, show");
@@ -112,10 +116,15 @@ command add_db_command(CLI::App& app) {
   imp->add_option("file", s->file, "the database file")->required();
   imp->add_option("--dir", s->dir, "the cache directory (default: COTUNE_CACHE_DIR)");
 
-  auto* dif = db->add_subcommand("diff", "which winners changed between two databases (exit 1 if any did)");
+  auto* dif = db->add_subcommand("diff", "which winners changed between two databases (exit 1 if any did beyond "
+                                          "the measured noise)");
   dif->add_option("a", s->a, "the first database")->required();
   dif->add_option("b", s->b, "the second database")->required();
   dif->add_flag("--json", s->json, "one JSON object per difference, then a summary");
+  dif->add_option("--tolerance", s->tolerance_pct, "also count another winner as tied (exit 0) when the medians "
+                                                   "differ by at most PCT percent of the faster (default 0: only "
+                                                   "overlapping p20-p80 bands, the measured noise, tie)")
+      ->check(CLI::Range(0.0, 1000.0));
 
   auto* show = db->add_subcommand("show", "list a database's winners");
   show->add_option("file", s->file, "the database file")->required();
@@ -188,33 +197,47 @@ command add_db_command(CLI::App& app) {
               return 0;
             }
             if (dif->parsed()) {
+              using kind = cj::database_change::kind;
               const auto a = cj::tuning_database::load(s->a, secret());
               const auto b = cj::tuning_database::load(s->b, secret());
-              std::size_t counts[4] = {};
-              for (const auto& c : cj::diff(a, b)) {
+              std::size_t counts[5] = {};
+              for (const auto& c : cj::diff(a, b, s->tolerance_pct / 100.0)) {
                 ++counts[static_cast<int>(c.what)];
-                if (c.what == cj::database_change::kind::same) continue;
+                if (c.what == kind::same) continue;
                 const auto& any = c.before ? *c.before : *c.after;
                 if (s->json) {
                   cotune::json_writer w;
                   w.begin_object().field("change", change_name(c.what)).field("kernel", any.kernel);
                   w.field("key", any.key).field("device", any.device);
-                  if (c.before) w.field("before", c.before->winner.text()).field("before_ms", c.before->time[0]);
-                  if (c.after) w.field("after", c.after->winner.text()).field("after_ms", c.after->time[0]);
+                  if (c.before) w.field("before", c.before->winner_text()).field("before_ms", c.before->time[0]);
+                  if (c.after) w.field("after", c.after->winner_text()).field("after_ms", c.after->time[0]);
                   fmt::print("{}\n", std::move(w.end_object()).take());
                 } else {
-                  fmt::print("{:<8} {} [{}] on {}\n", change_name(c.what), any.kernel, any.key, any.device);
-                  if (c.before) fmt::print("  - {{{}}} {}\n", c.before->winner.text(), ms(c.before->time[0]));
-                  if (c.after) fmt::print("  + {{{}}} {}\n", c.after->winner.text(), ms(c.after->time[0]));
+                  fmt::print("{:<8} {} [{}] on {}{}\n", change_name(c.what), any.kernel, any.key, any.device,
+                             c.what != kind::tied       ? ""
+                             : s->tolerance_pct > 0     ? " (another winner, within the measured noise or the tolerance)"
+                                                        : " (another winner, within the measured noise)");
+                  auto band = [](const cj::database_entry& e) {
+                    return std::isfinite(e.time[1]) ? fmt::format(" (p20-p80 {:.4f}-{:.4f})", e.time[1], e.time[2])
+                                                    : std::string();
+                  };
+                  if (c.before) fmt::print("  - {{{}}} {}{}\n", c.before->winner_text(), ms(c.before->time[0]), band(*c.before));
+                  if (c.after) fmt::print("  + {{{}}} {}{}\n", c.after->winner_text(), ms(c.after->time[0]), band(*c.after));
                 }
               }
-              const std::size_t changed = counts[0] + counts[1] + counts[2];
+              const auto count = [&](kind k) { return counts[static_cast<int>(k)]; };
+              const std::size_t changed = count(kind::added) + count(kind::removed) + count(kind::changed);
               if (s->json) {
                 cotune::json_writer w;
-                w.begin_object().field("change", "summary").field("added", counts[0]).field("removed", counts[1]);
-                fmt::print("{}\n", std::move(w.field("changed", counts[2]).field("same", counts[3]).end_object()).take());
+                w.begin_object().field("change", "summary").field("added", count(kind::added));
+                w.field("removed", count(kind::removed)).field("changed", count(kind::changed));
+                w.field("same", count(kind::same)).field("tied", count(kind::tied));
+                fmt::print("{}\n", std::move(w.field("tolerance_pct", s->tolerance_pct).end_object()).take());
               } else {
-                fmt::print("{} added, {} removed, {} changed, {} the same\n", counts[0], counts[1], counts[2], counts[3]);
+                fmt::print("{} added, {} removed, {} changed, {} the same, {} tied (another winner within the noise{})\n",
+                           count(kind::added), count(kind::removed), count(kind::changed), count(kind::same),
+                           count(kind::tied),
+                           s->tolerance_pct > 0 ? fmt::format(" or {}%", s->tolerance_pct) : std::string());
               }
               return changed ? 1 : 0;
             }
@@ -224,15 +247,15 @@ command add_db_command(CLI::App& app) {
                 if (s->json) {
                   cotune::json_writer w;
                   w.begin_object().field("kernel", e.kernel).field("key", e.key).field("device", e.device);
-                  w.field("winner", e.winner.text()).field("median_ms", e.time[0]).field("date", e.date);
+                  w.field("winner", e.winner_text()).field("median_ms", e.time[0]).field("date", e.date);
                   fmt::print("{}\n", std::move(w.end_object()).take());
                 } else {
-                  fmt::print("{} [{}] on {}: {{{}}} {} ({})\n", e.kernel, e.key, e.device, e.winner.text(),
+                  fmt::print("{} [{}] on {}: {{{}}} {} ({})\n", e.kernel, e.key, e.device, e.winner_text(),
                              ms(e.time[0]), e.date);
                 }
               }
               if (!s->json)
-                fmt::print("{} winners{}\n", d.size(), d.was_signed() ? (secret().empty() ? ", signed (not verified: "
+                fmt::print("{} winner{}{}\n", d.size(), d.size() == 1 ? "" : "s", d.was_signed() ? (secret().empty() ? ", signed (not verified: "
                                                                                             "no secret set)"
                                                                                           : ", signature verified")
                                                                       : ", unsigned");

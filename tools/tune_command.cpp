@@ -1,15 +1,21 @@
 // `cotune tune JOB`: tunes every (kernel, instance) of a job file.
 //
-//   cotune tune JOB [--dry-run] [--jsonl] [--shard I/N] [--redis | --no-redis] [--db FILE] [--report FILE]
+//   cotune tune JOB [--dry-run] [--jsonl] [--quiet] [--shard I/N] [--redis | --no-redis] [--db FILE] [--report FILE]
 //
-// A progress bar on stderr when it is a terminal; with --jsonl, stdout carries one JSON object per
-// candidate ("event": "candidate"), per key ("key") and one at the end ("job"). Exit status: 0 every
-// key tuned, 1 some key failed (each failure is reported), 2 the job file or the command line is wrong.
+// A progress bar on stderr when it is a terminal, then the winner of each key on stdout (not with
+// --quiet); with --jsonl, stdout carries one JSON object per candidate ("event": "candidate"), per key
+// ("key") and one at the end ("job"). Keys are printed as the database writes them (`A: float32, n=256`);
+// host kernels' configs without GPU launch options. Like an application's tuner, a key the result cache
+// or a shipped tuning database (COTUNE_TUNING_DB, `cotune db import`) holds is not measured. Exit status:
+// 0 every key tuned, 1 some key failed (each failure is reported), 2 the job file or the command line is wrong.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +30,7 @@
 #include <cotune/job/html_report.hpp>
 #include <cotune/job/job_runner.hpp>
 #include <cotune/job/job_spec.hpp>
+#include <cotune/job/shipped_database.hpp> // installs the shipped-database lookup every tuner consults
 #include <cotune/job/tuning_database.hpp>
 #include <cotune/job/job_knobs.hpp>
 #include <cotune/knobs/knobs.hpp>
@@ -48,10 +55,40 @@ std::mutex output_mutex;
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+/// The kernels of a job whose backend has no launch options (host kernels): their configs are shown
+/// without num_warps, num_stages, num_ctas.
+std::set<std::string, std::less<>> kernels_without_launch_options(const cj::job_spec& job) {
+  std::set<std::string, std::less<>> out;
+  for (const auto& k : job.kernels)
+    if (k.backend == "host") out.insert(k.name());
+  return out;
+}
+
+/// A config's parameters as JSON (`{"params": {...}}`): a host kernel's config, without launch options.
+std::string params_json(const cotune::config& c) {
+  cotune::json_writer w;
+  w.begin_object().key("params").begin_object();
+  for (const auto& [name, v] : c.params()) w.key(name).raw(v.json());
+  return std::move(w.end_object().end_object()).take();
+}
+
 /// The JSON Lines and progress view of a running job.
 class job_view final : public cotune::observer {
 public:
-  job_view(bool jsonl, bool progress) : jsonl_(jsonl), progress_(progress) {}
+  job_view(bool jsonl, bool progress, std::set<std::string, std::less<>> host_kernels)
+      : jsonl_(jsonl), progress_(progress), host_kernels_(std::move(host_kernels)) {}
+
+  /// A config as the kernel's backend sees it.
+  [[nodiscard]] std::string shown(std::string_view kernel, const cotune::config& c) const {
+    return host_kernels_.contains(kernel) ? c.params_text() : c.text();
+  }
+
+  /// Where a key's result came from when it was not measured, in words: "the result cache", "the tuning
+  /// database". With output_mutex held.
+  [[nodiscard]] std::string source_of(const std::string& kernel, const std::string& key) const {
+    const std::string layer = layer_of(kernel, key);
+    return layer.find("database") != std::string::npos ? "the tuning database" : fmt::format("the {} cache", layer);
+  }
 
   void set_total(std::size_t n) { total_ = n; }
 
@@ -69,8 +106,10 @@ public:
       w.end_object().field("outcome", to_string(r.outcome)).field("ordinal", r.ordinal).field("total", r.total);
       if (r.result) {
         const auto& best = r.result->candidates.at(r.result->winner);
-        w.field("winner", best.cfg.text()).key("winner_config").raw(best.cfg.json());
+        const bool launch = !host_kernels_.contains(r.kernel);
+        w.field("winner", shown(r.kernel, best.cfg)).key("winner_config").raw(launch ? best.cfg.json() : params_json(best.cfg));
         w.field("median_ms", best.time[0]).field("candidates", r.result->candidates.size());
+        if (r.outcome == cj::key_outcome::cached) w.field("source", layer_of(r.kernel, r.key_text));
         w.field("device", r.result->made.device);
       }
       if (!r.error.empty()) w.field("error", r.error);
@@ -90,6 +129,7 @@ protected:
     std::lock_guard lock(output_mutex);
     if (const auto* m = std::get_if<cotune::candidate_measured>(&e)) candidate(m->kernel, m->key_text, m->index, m->total, *m->result);
     else if (const auto* f = std::get_if<cotune::candidate_failed>(&e)) candidate(f->kernel, f->key_text, f->index, f->total, *f->result);
+    else if (const auto* h = std::get_if<cotune::cache_hit>(&e)) layers_[h->kernel + "\n" + cj::instance_key_text(h->key_text)] = h->layer;
     else if (const auto* w = std::get_if<cotune::tuning_warning>(&e)) {
       if (progress_) fmt::print(stderr, "\r\033[K");
       fmt::print(stderr, "cotune: warning: {}: {}\n", w->kernel, w->message);
@@ -103,7 +143,7 @@ private:
     if (jsonl_) {
       cotune::json_writer w;
       w.begin_object().field("event", "candidate").field("kernel", kernel).field("key", k);
-      w.field("index", index).field("total", total).field("config", c.cfg.text());
+      w.field("index", index).field("total", total).field("config", shown(kernel, c.cfg));
       w.field("status", to_string(c.status)).field("median_ms", c.time[0]).field("p20_ms", c.time[1]);
       w.field("p80_ms", c.time[2]).field("compile_ms", c.compile_ms);
       if (!c.reason.empty()) w.field("reason", first_line(c.reason));
@@ -126,9 +166,37 @@ private:
     std::fflush(stderr);
   }
 
+  /// The cache layer a key's cache_hit event named ("result", "remote", "shipped tuning database"). With
+  /// output_mutex held.
+  [[nodiscard]] std::string layer_of(const std::string& kernel, const std::string& key) const {
+    auto it = layers_.find(kernel + "\n" + key);
+    return it == layers_.end() ? std::string("result") : it->second;
+  }
+
   bool jsonl_, progress_;
+  std::set<std::string, std::less<>> host_kernels_;
+  std::map<std::string, std::string> layers_; ///< "kernel\nkey" -> the layer its cache hit came from
   std::size_t total_ = 0, done_ = 0, measured_ = 0, cached_ = 0, failed_ = 0;
 };
+
+/// The winner of each key, after a run (stdout; with output_mutex held): `kernel [key]: {config} median (measured | from ...)`.
+void print_winners(const job_view& view, const std::vector<cj::key_report>& reports) {
+  if (reports.empty()) return;
+  fmt::print("winners:\n");
+  for (const auto& r : reports) {
+    if (!r.result) {
+      fmt::print("  {} [{}]: failed: {}\n", r.kernel, r.key_text, first_line(r.error));
+      continue;
+    }
+    const auto& best = r.result->candidates.at(r.result->winner);
+    const std::string how = r.outcome == cj::key_outcome::measured
+                                ? fmt::format("measured, {} candidate{}", r.result->candidates.size(),
+                                              r.result->candidates.size() == 1 ? "" : "s")
+                                : "from " + view.source_of(r.kernel, r.key_text);
+    fmt::print("  {} [{}]: {{{}}} {} ({})\n", r.kernel, r.key_text, view.shown(r.kernel, best.cfg),
+               std::isfinite(best.time[0]) ? fmt::format("{:.4f} ms", best.time[0]) : std::string("-"), how);
+  }
+}
 
 /// "I/N" with 0 <= I < N.
 std::pair<std::size_t, std::size_t> parse_shard(const std::string& text) {
@@ -154,8 +222,8 @@ std::pair<std::size_t, std::size_t> parse_shard(const std::string& text) {
 int dry_run(const cj::job_spec& job, bool jsonl) {
   std::size_t total_candidates = 0;
   if (!jsonl)
-    fmt::print("job '{}' ({}): {} kernels, {} keys\n", job.name, job.path.string(), job.kernels.size(),
-               job.instance_count());
+    fmt::print("job '{}' ({}): {} kernel{}, {} key{}\n", job.name, job.path.string(), job.kernels.size(),
+               job.kernels.size() == 1 ? "" : "s", job.instance_count(), job.instance_count() == 1 ? "" : "s");
   for (const auto& k : job.kernels) {
     const auto configs = k.configs();
     std::size_t lo = SIZE_MAX, hi = 0, sum = 0;
@@ -281,13 +349,16 @@ std::vector<cj::key_report> collect_job(const cj::job_spec& job, bool redis) {
 command add_tune_command(CLI::App& app) {
   struct state {
     std::string job, shard = "0/1", db, report;
-    bool dry_run = false, jsonl = false, redis = false, no_redis = false;
+    bool dry_run = false, jsonl = false, quiet = false, redis = false, no_redis = false;
   };
   auto s = std::make_shared<state>();
   auto* cmd = app.add_subcommand("tune", "tune every (kernel, instance) of a job file; exit 0 when every key tuned");
   cmd->add_option("job", s->job, "the job file (JSON; README: \"Tuning as a job\")")->required();
   cmd->add_flag("--dry-run", s->dry_run, "print the expanded job (configs, instances, candidates per kernel) and exit");
-  cmd->add_flag("--jsonl", s->jsonl, "print one JSON object per candidate and per key on stdout");
+  auto* jsonl = cmd->add_flag("--jsonl", s->jsonl, "print one JSON object per candidate and per key on stdout");
+  cmd->add_flag("--quiet", s->quiet, "no progress bar and no winners at the end: only failures, warnings and the "
+                                     "one-line summary")
+      ->excludes(jsonl);
   cmd->add_option("--shard", s->shard, "tune only keys i with i % N == I (static splitting, no Redis needed)");
   auto* r = cmd->add_flag("--redis", s->redis, "share keys with other processes through Redis (default when "
                                                 "COTUNE_REDIS_URL is set)");
@@ -311,7 +382,8 @@ command add_tune_command(CLI::App& app) {
             const bool redis = use_redis(s->redis, s->no_redis);
             // The job draws its own progress bar: the per-key line of the tuner would fight with it.
             auto no_key_progress = cotune::knobs().autotuning.progress.scoped(false);
-            auto view = std::make_shared<job_view>(s->jsonl, ::isatty(STDERR_FILENO) != 0);
+            auto view = std::make_shared<job_view>(s->jsonl, !s->quiet && ::isatty(STDERR_FILENO) != 0,
+                                                   kernels_without_launch_options(job));
             std::vector<cj::key_report> reports;
             cj::run_options o;
             o.shard = shard.first;
@@ -338,7 +410,10 @@ command add_tune_command(CLI::App& app) {
                 w.field("pid", static_cast<std::int64_t>(::getpid()));
                 fmt::print("{}\n", std::move(w.end_object()).take());
               } else {
-                fmt::print(stderr, "cotune: job '{}': {} keys: {} measured, {} from the cache, {} failed, in {:.1f} s\n",
+                if (!s->quiet) print_winners(*view, reports);
+                std::fflush(stdout);
+                fmt::print(stderr, "cotune: job '{}': {} keys: {} measured, {} from the cache or a tuning database, "
+                                   "{} failed, in {:.1f} s\n",
                            job.name, sum.keys, sum.measured, sum.cached, sum.failed, sum.wall_s);
               }
               std::fflush(stdout);
@@ -346,7 +421,7 @@ command add_tune_command(CLI::App& app) {
             if (!s->db.empty()) {
               const auto db = database_of(reports);
               db.save(s->db, cj::job_knobs().secret.get().value_or(""));
-              fmt::print(stderr, "cotune: wrote {} winners to {}\n", db.size(), s->db);
+              fmt::print(stderr, "cotune: wrote {} winner{} to {}\n", db.size(), db.size() == 1 ? "" : "s", s->db);
             }
             if (!s->report.empty()) {
               cj::report_input in{fmt::format("cotune job {}", job.name), job.path.string(), {}};

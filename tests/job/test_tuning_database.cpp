@@ -72,12 +72,54 @@ TEST_CASE("diff tells added, removed, changed and unchanged winners apart", "[jo
   a.add(cj::database_entry::from(result("n=2", 16, 1)));
   a.add(cj::database_entry::from(result("n=3", 16, 1)));
   b.add(cj::database_entry::from(result("n=2", 16, 2))); // same winner, another time
-  b.add(cj::database_entry::from(result("n=3", 32, 1)));
+  b.add(cj::database_entry::from(result("n=3", 32, 2))); // another winner, twice as slow: beyond the noise
   b.add(cj::database_entry::from(result("n=4", 16, 1)));
   using k = cj::database_change::kind;
   std::vector<k> kinds;
   for (const auto& c : cj::diff(a, b)) kinds.push_back(c.what);
   CHECK(kinds == std::vector<k>{k::removed, k::same, k::changed, k::added});
+}
+
+TEST_CASE("another winner within the measured noise or the tolerance is tied, not changed", "[job][tuning_database]") {
+  cj::tuning_database a, b;
+  a.add(cj::database_entry::from(result("n=1", 16, 1.0)));  // bands: [0.9, 1.1]
+  a.add(cj::database_entry::from(result("n=2", 16, 1.0)));
+  b.add(cj::database_entry::from(result("n=1", 32, 1.05))); // [0.945, 1.155]: overlaps, the same time twice
+  b.add(cj::database_entry::from(result("n=2", 32, 1.3)));  // [1.17, 1.43]: 30% slower, clear of the noise
+  using k = cj::database_change::kind;
+  auto kinds = [&](double tolerance) {
+    std::vector<k> out;
+    for (const auto& c : cj::diff(a, b, tolerance)) out.push_back(c.what);
+    return out;
+  };
+  CHECK(kinds(0) == std::vector<k>{k::tied, k::changed});
+  CHECK(kinds(0.29) == std::vector<k>{k::tied, k::changed});
+  CHECK(kinds(0.31) == std::vector<k>{k::tied, k::tied});
+  // Without a band (a failed or unknown time) nothing ties.
+  auto unknown = cj::database_entry::from(result("n=3", 16, 1.0));
+  unknown.time = {cotune::inf_ms, cotune::inf_ms, cotune::inf_ms};
+  CHECK_FALSE(cj::within_noise(unknown, *b.find("gemm", "n=1", "host (test cpu)"), 10.0));
+}
+
+TEST_CASE("a host backend's entry keeps its winner without launch options, and its digest", "[job][tuning_database]") {
+  auto host = result("n=64", 16, 0.5);
+  host.launch_options = false;
+  cj::tuning_database db;
+  db.add(cj::database_entry::from(host));
+  db.add(cj::database_entry::from(result("n=128", 16, 0.5))); // a GPU backend's (launch options by default)
+  const auto back = cj::tuning_database::from_json(db.json(), "", "db.json");
+  const auto* e = back.find("gemm", "n=64", "host (test cpu)");
+  REQUIRE(e);
+  CHECK_FALSE(e->launch_options);
+  CHECK(e->winner_text() == "BLOCK: 16");
+  const auto* gpu = back.find("gemm", "n=128", "host (test cpu)");
+  REQUIRE(gpu);
+  CHECK(gpu->launch_options);
+  CHECK_THAT(gpu->winner_text(), Catch::Contains("num_warps: 4"));
+  // The flag is covered by the checksum: flipping it is an edit.
+  std::string edited = db.json();
+  edited.replace(edited.find("\"launch_options\": false"), 23, "\"launch_options\": true ");
+  CHECK_THROWS_WITH(cj::tuning_database::from_json(edited, "", "db.json"), Catch::Contains("checksum does not match"));
 }
 
 TEST_CASE("an application finds shipped winners in COTUNE_TUNING_DB and in the cache's imported database",

@@ -3,6 +3,7 @@
 // The report is rendered by a real headless Chromium.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -77,7 +78,14 @@ extern "C" void axpy(float* y, const float* x, float a, int n) {
     if (stdout_only) argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>/dev/null"};
     argv.push_back(tool_path());
     argv.insert(argv.end(), args.begin(), args.end());
-    auto e = env;
+    // `more_env` replaces a same-named variable of `env`: with both in the environment, a direct exec would
+    // see the first (getenv) and one through sh the last.
+    std::vector<std::string> e;
+    for (const auto& v : env) {
+      const auto name = v.substr(0, v.find('=') + 1);
+      if (std::none_of(more_env.begin(), more_env.end(), [&](const std::string& m) { return m.starts_with(name); }))
+        e.push_back(v);
+    }
     e.insert(e.end(), more_env.begin(), more_env.end());
     auto r = cotune::detail::run_process(argv, std::chrono::seconds(120), {}, e);
     INFO("cotune output:\n" << r.output);
@@ -139,7 +147,7 @@ TEST_CASE("cotune tune --dry-run prints the expanded job and tunes nothing", "[t
   job_dir d;
   auto r = d.cotune({"tune", d.job.string(), "--dry-run"});
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.output, Catch::Contains("job 'axpy-sizes'") && Catch::Contains("1 kernels, 3 keys") &&
+  CHECK_THAT(r.output, Catch::Contains("job 'axpy-sizes'") && Catch::Contains("1 kernel, 3 keys") &&
                            Catch::Contains("space: 3 configs (axes UNROLL: 3), 1 constraints") &&
                            Catch::Contains("instances: 3, candidates per instance 1..3 (total 7)"));
   CHECK_FALSE(fs::exists(d.root / "cache"));
@@ -338,6 +346,76 @@ TEST_CASE("cotune db import and from-triton refuse a kernel named ../../../evil 
   CHECK_THAT(ctas.output, Catch::Contains("num_ctas = 0 is out of range"));
   CHECK_FALSE(fs::exists(d.root / "triton.db.json"));
   CHECK(triton(row, {}).exit_code == 0);
+}
+
+TEST_CASE("cotune tune ends with each key's winner, keys as the database writes them, host configs without launch "
+          "options", "[tools][tune]") {
+  job_dir d;
+  auto r = d.cotune({"tune", d.job.string()}, true); // stdout alone: the winners
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::StartsWith("winners:\n") &&
+                           Catch::Matches("[\\s\\S]*\n  axpy \\[y: float32, x: float32, n=1024\\]: \\{UNROLL: [14]\\} "
+                                          "[0-9.]+ ms \\(measured, 3 candidates\\)\n[\\s\\S]*"));
+  CHECK(std::count(r.output.begin(), r.output.end(), '\n') == 4); // the heading and 3 keys
+  // Read again: from the cache, said so; nothing shows GPU launch options or the tuner's `instance: ` name.
+  auto again = d.cotune({"tune", d.job.string()}, false, {"COTUNE_PRINT_AUTOTUNING=1"});
+  CHECK_THAT(again.output, Catch::Contains("axpy [y: float32, x: float32, n=2]: {UNROLL: 1}") &&
+                               Catch::Contains("(from the result cache)"));
+  auto jsonl = d.cotune({"tune", d.job.string(), "--jsonl"}, true, {"COTUNE_CACHE_DIR=" + (d.root / "c2").string()});
+  CHECK(count_events(jsonl.output).measured == 3);
+  CHECK_THAT(jsonl.output, Catch::Contains(R"("winner": "UNROLL: 1", "winner_config": {"params": {"UNROLL": 1}})"));
+  for (const auto* out : {&r.output, &again.output, &jsonl.output}) {
+    CHECK_THAT(*out, !Catch::Contains("num_warps") && !Catch::Contains("num_stages") && !Catch::Contains("num_ctas"));
+    CHECK_THAT(*out, !Catch::Contains("instance: "));
+  }
+  // --quiet: the summary line alone.
+  auto quiet = d.cotune({"tune", d.job.string(), "--quiet"});
+  CHECK(quiet.exit_code == 0);
+  CHECK_THAT(quiet.output, !Catch::Contains("winners:") && Catch::Contains("3 keys: 0 measured, 3 from the cache"));
+}
+
+TEST_CASE("with COTUNE_PRINT_AUTOTUNING, a job prints each measured key's summary and table, and no summary for a "
+          "cache hit", "[tools][tune]") {
+  job_dir d;
+  auto first = d.cotune({"tune", d.job.string()}, false, {"COTUNE_PRINT_AUTOTUNING=1"});
+  CHECK(first.exit_code == 0);
+  CHECK_THAT(first.output, Catch::Contains("cotune autotuning for kernel axpy,\nwith key as (y: float32, x: float32, n=1024),"));
+  auto again = d.cotune({"tune", d.job.string()}, false, {"COTUNE_PRINT_AUTOTUNING=1"});
+  CHECK(again.exit_code == 0);
+  CHECK_THAT(again.output, Catch::Contains("cotune: axpy [y: float32, x: float32, n=1024]: tuning result from the result cache"));
+  CHECK_THAT(again.output, !Catch::Contains("cotune autotuning for kernel") && !Catch::Contains("finished after"));
+}
+
+TEST_CASE("cotune tune uses an imported database and COTUNE_TUNING_DB as an application's tuner does, measuring no key",
+          "[tools][tune][db]") {
+  job_dir d;
+  const auto db = (d.root / "axpy.db.json").string();
+  REQUIRE(d.cotune({"tune", d.job.string(), "--db", db, "--quiet"}).exit_code == 0);
+
+  // Another machine's empty cache, with the database imported into it.
+  const std::string imported = "COTUNE_CACHE_DIR=" + (d.root / "imported").string();
+  auto imp = d.cotune({"db", "import", db}, false, {imported});
+  REQUIRE(imp.exit_code == 0);
+  auto from_import = d.cotune({"tune", d.job.string(), "--jsonl"}, true, {imported});
+  CHECK(from_import.exit_code == 0);
+  const auto seen = count_events(from_import.output);
+  CHECK(seen.measured == 0);
+  CHECK(seen.cached == 3);
+  CHECK(seen.candidates == 0);
+  CHECK_THAT(from_import.output, Catch::Contains(R"("source": "shipped tuning database")"));
+
+  // The database named by COTUNE_TUNING_DB, read-only, with an empty cache.
+  const std::vector<std::string> shipped{"COTUNE_CACHE_DIR=" + (d.root / "shipped").string(), "COTUNE_TUNING_DB=" + db};
+  auto from_knob = d.cotune({"tune", d.job.string()}, true, shipped);
+  CHECK(from_knob.exit_code == 0);
+  CHECK_THAT(from_knob.output, Catch::Contains("axpy [y: float32, x: float32, n=4096]: {UNROLL: ") &&
+                                   Catch::Contains("(from the tuning database)") && !Catch::Contains("(measured"));
+  // A key the database lacks is tuned.
+  job_dir more(R"(, {"n": 64})");
+  auto partly = more.cotune({"tune", more.job.string(), "--jsonl"}, true, {"COTUNE_TUNING_DB=" + db});
+  const auto partial = count_events(partly.output);
+  CHECK(partial.measured == 1);
+  CHECK(partial.cached == 3);
 }
 
 TEST_CASE("cotune report renders a job as a page headless Chromium draws", "[tools][report][browser]") {

@@ -77,7 +77,8 @@ candidate_result candidate(config cfg, candidate_status s, timings t = {inf_ms, 
   return c;
 }
 
-/// saxpy over n = 1024: candidate 1 wins, candidate 0 does not compile, candidate 2 was only screened.
+/// saxpy over n = 1024: candidate 1 wins (0.11 ms in the screening, 0.125 ms in the finals), candidate 0
+/// does not compile, candidate 2 was only screened.
 tuning_result saxpy_result() {
   tuning_result r;
   r.kernel = "saxpy";
@@ -85,6 +86,7 @@ tuning_result saxpy_result() {
   r.candidates.push_back(candidate(config{{"BLOCK", 32}}, candidate_status::compile_error, {inf_ms, inf_ms, inf_ms},
                                    "saxpy.cpp:4:7: error: use of undeclared identifier 'BLOCK_SIZE'\nint i = BLOCK_SIZE;\n      ^"));
   r.candidates.push_back(candidate(config{{"BLOCK", 64}}, candidate_status::ok, {0.125, 0.12, 0.13}));
+  r.candidates.back().screen_ms = 0.11;
   r.candidates.push_back(candidate(config{{"BLOCK", 128}}, candidate_status::ok, {0.25, 0.2, 0.3}));
   r.candidates.back().screened_only = true;
   r.candidates.push_back(candidate(config{{"BLOCK", 256}}, candidate_status::not_run));
@@ -207,12 +209,16 @@ TEST_CASE("the summary names the kernel, the key, the time, the best config and 
                                      "best config selected: BLOCK: 64, num_warps: 4, num_stages: 3, num_ctas: 1;\n"));
   // The table: a row per candidate with its status and timings; the failure's first line under it.
   CHECK_THAT(text, Catch::Contains("config"));
-  CHECK_THAT(text, Catch::Contains("median ms"));
-  CHECK_THAT(text, Catch::Matches("[\\s\\S]*\\n +0  BLOCK: 32 +compile error +- +- +-\\n"
+  // After screening: each row's screening median (comparable down the column), the finals beside it.
+  CHECK_THAT(text, Catch::Matches("[\\s\\S]*\\n +# +config +status +screen ms +final ms +p20 ms +p80 ms\\n[\\s\\S]*"));
+  CHECK_THAT(text, Catch::Matches("[\\s\\S]*\\n +0  BLOCK: 32 +compile error +- +- +- +-\\n"
                                   " +saxpy\\.cpp:4:7: error: use of undeclared identifier 'BLOCK_SIZE'\\n[\\s\\S]*"));
-  CHECK_THAT(text, Catch::Matches("[\\s\\S]*\\n +1  BLOCK: 64 +\\* best +0\\.1250 +0\\.1200 +0\\.1300\\n[\\s\\S]*"));
-  CHECK_THAT(text, Catch::Matches("[\\s\\S]*\\n +2  BLOCK: 128 +ok \\(screened\\) +0\\.2500 +0\\.2000 +0\\.3000\\n[\\s\\S]*"));
-  CHECK_THAT(text, Catch::Matches("[\\s\\S]*\\n +3  BLOCK: 256 +not run +- +- +-\\n"));
+  CHECK_THAT(text, Catch::Matches("[\\s\\S]*\\n +1  BLOCK: 64 +\\* best +0\\.1100 +0\\.1250 +0\\.1200 +0\\.1300\\n[\\s\\S]*"));
+  CHECK_THAT(text, Catch::Matches("[\\s\\S]*\\n +2  BLOCK: 128 +ok \\(screened\\) +0\\.2500 +- +- +-\\n[\\s\\S]*"));
+  CHECK_THAT(text, Catch::Matches("[\\s\\S]*\\n +3  BLOCK: 256 +not run +- +- +- +-\\n  \\(screen ms: [\\s\\S]*"));
+  // The footnote says which column is which.
+  CHECK_THAT(text, Catch::Contains("screen ms: every candidate's median in the short screening pass") &&
+                       Catch::Contains("final ms, p20, p80: the finalists' full-budget finals"));
   // Only the first line of a failure, and no progress line or terminal control on a file.
   CHECK_THAT(text, !Catch::Contains("int i = BLOCK_SIZE"));
   CHECK_THAT(text, !Catch::Contains("\r"));
@@ -220,17 +226,36 @@ TEST_CASE("the summary names the kernel, the key, the time, the best config and 
   CHECK_THAT(text, !Catch::Contains("candidates"));
 }
 
-TEST_CASE("a cache hit is printed with its layer, and a cached result says so", "[tune][events]") {
+TEST_CASE("a cache hit is one line naming its layer, with no summary or table (Triton's rule)", "[tune][events]") {
   auto r = saxpy_result();
   r.from_cache = true;
   r.wall_ms = 3;
   temp_file out;
   printing_observer printer(out.get());
-  printer.notify(cache_hit{.kernel = "saxpy", .key_text = r.key_text, .layer = "remote"});
-  printer.notify(tuning_selected{.result = &r});
+  recording_observer seen;
+  for (observer* o : {static_cast<observer*>(&printer), static_cast<observer*>(&seen)}) {
+    o->notify(cache_hit{.kernel = "saxpy", .key_text = r.key_text, .layer = "remote"});
+    o->notify(cache_hit{.kernel = "saxpy", .key_text = r.key_text, .layer = "shipped tuning database"});
+    o->notify(tuning_selected{.result = &r});
+  }
+  CHECK(out.text() == "cotune: saxpy [n: 1024, x: float32]: tuning result from the remote cache\n"
+                      "cotune: saxpy [n: 1024, x: float32]: tuning result from the shipped tuning database\n");
+  // The events still reach every observer.
+  CHECK(seen.seen == std::vector<std::string>{"cache hit remote", "cache hit shipped tuning database", "selected saxpy"});
+}
+
+TEST_CASE("without screening, the table has one median column and no footnote", "[tune][events]") {
+  tuning_result r;
+  r.kernel = "k";
+  r.launch_options = false;
+  r.candidates.push_back(candidate(config{{"B", 1}}, candidate_status::ok, {1, 0.9, 1.1}));
+  r.candidates.push_back(candidate(config{{"B", 2}}, candidate_status::ok, {2, 1.9, 2.1}));
+  temp_file out;
+  printing_observer::print_table(out.get(), r);
   const std::string text = out.text();
-  CHECK_THAT(text, Catch::StartsWith("cotune: saxpy [n: 1024, x: float32]: tuning result from the remote cache\n"));
-  CHECK_THAT(text, Catch::Contains("finished after 0.00s (from cache),\nbest config selected: BLOCK: 64, "));
+  CHECK_THAT(text, Catch::Matches(" +# +config +status +median ms +p20 ms +p80 ms\n"
+                                  " +0  B: 1 +\\* best +1\\.0000 +0\\.9000 +1\\.1000\n"
+                                  " +1  B: 2 +ok +2\\.0000 +1\\.9000 +2\\.1000\n"));
 }
 
 TEST_CASE("without the summary, a printer writes nothing to a file", "[tune][events]") {

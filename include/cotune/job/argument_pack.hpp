@@ -155,10 +155,13 @@ struct argument {
                      entry, call);
 }
 
-/// The autotuner's name for a job's one argument: results carry the key as `instance: <key text>`.
+/// The autotuner's name for a job's one argument. Results carry the instance's key text alone (the pack's
+/// element type name is the whole key: `element_type_name_is_key_text`); results stored before that carry
+/// it as `instance: <key text>`.
 inline constexpr std::string_view pack_argument_name = "instance";
 
-/// The instance's key text from a job result's key (`instance: A: float32, n=64` gives `A: float32, n=64`).
+/// The instance's key text from a job result's key: as is, or without the `instance: ` of results stored
+/// before keys lost it (`instance: A: float32, n=64` gives `A: float32, n=64`).
 [[nodiscard]] inline std::string instance_key_text(std::string_view result_key) {
   const std::string prefix = std::string(pack_argument_name) + ": ";
   if (result_key.starts_with(prefix)) result_key.remove_prefix(prefix.size());
@@ -172,6 +175,9 @@ inline constexpr std::string_view job_entry_name = "cotune_job_entry";
 class argument_pack {
 public:
   using snapshot_type = std::vector<std::string>; ///< the bytes of each restore buffer, in order
+  /// The tuner's key text is the pack's key text alone, as a database and an application's tuner write it
+  /// (`A: float32, n=256`), not `instance: A: float32, n=256` (tune/kernel_arguments.hpp).
+  static constexpr bool element_type_name_is_key_text = true;
 
   argument_pack() = default;
 

@@ -54,6 +54,10 @@ struct database_entry {
   config winner;
   timings time{inf_ms, inf_ms, inf_ms}; ///< the winner's median, p20, p80 in ms
   std::optional<tuning_result> detail{}; ///< every candidate, when exported with them
+  bool launch_options = true; ///< the backend uses configs' launch options (false: the host backend)
+
+  /// The winner as its backend sees it: without launch options where it has none.
+  [[nodiscard]] std::string winner_text() const { return launch_options ? winner.text() : winner.params_text(); }
 
   /// The entry of a tuning result (a job's key text loses its `instance: ` prefix).
   [[nodiscard]] static COTUNE_DECL database_entry from(const tuning_result& r, std::string fingerprint = {},
@@ -67,7 +71,8 @@ struct database_entry {
 
 /// How a winner changed between two databases.
 struct database_change {
-  enum class kind { added, removed, changed, same };
+  /// `tied`: another winning config, whose time is within the measured noise of the first (or a tolerance).
+  enum class kind { added, removed, changed, same, tied };
   kind what = kind::same;
   const database_entry* before = nullptr; ///< in the first database (null when added)
   const database_entry* after = nullptr;  ///< in the second (null when removed)
@@ -117,8 +122,14 @@ private:
 };
 
 /// Which winners differ between two databases, by (kernel, key, device): added, removed, changed
-/// (another winning config), the same; in the order of `a`, then the entries only `b` has.
-[[nodiscard]] COTUNE_DECL std::vector<database_change> diff(const tuning_database& a, const tuning_database& b);
+/// (another winning config), tied (another winning config, `within_noise`), the same; in the order of `a`,
+/// then the entries only `b` has.
+[[nodiscard]] COTUNE_DECL std::vector<database_change> diff(const tuning_database& a, const tuning_database& b,
+                                                            double tolerance = 0);
+
+/// Whether two winners' times are one time measured twice: their p20-p80 bands overlap (each entry's own
+/// measured noise), or their medians differ by at most `tolerance` (a fraction of the faster: 0.05 is 5%).
+[[nodiscard]] COTUNE_DECL bool within_noise(const database_entry& a, const database_entry& b, double tolerance = 0);
 
 /// The cache key under which `cotune db import` keeps the imported database in a file cache.
 [[nodiscard]] COTUNE_DECL std::string imported_database_key();

@@ -2,6 +2,9 @@
 /// \file The bodies of job/tuning_database.hpp (compiled once with COTUNE_SEPARATE_COMPILATION, see
 /// detail/config.hpp).
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/core.h>
 #include <simdjson.h>
 
@@ -50,6 +53,7 @@ COTUNE_DECL database_entry database_entry::from(const tuning_result& r, std::str
   e.cotune_version = r.made.cotune_version;
   e.winner = r.best();
   e.time = r.candidates.at(r.winner).time;
+  e.launch_options = r.launch_options;
   if (with_candidates) {
     e.detail = r;
     e.detail->key_text = e.key;
@@ -72,6 +76,7 @@ COTUNE_DECL std::string tuning_database::json(std::string_view secret) const {
     w.field("fingerprint", e.fingerprint).field("date", e.date).field("host", e.host);
     w.field("cotune", e.cotune_version).key("winner").raw(e.winner.json());
     w.key("time_ms").begin_array().value(e.time[0]).value(e.time[1]).value(e.time[2]).end_array();
+    if (!e.launch_options) w.field("launch_options", false);
     if (e.detail) w.key("result").raw(e.detail->json());
     w.end_object();
   }
@@ -149,6 +154,8 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
     std::size_t j = 0;
     for (auto x : t)
       if (!cotune::detail::json_read_timing(x, e.time[j++])) throw fail("\"time_ms\" must hold 3 numbers");
+    bool launch = true;
+    if (o["launch_options"].get_bool().get(launch) == SUCCESS) e.launch_options = launch;
     dom::element r;
     if (o["result"].get(r) == SUCCESS) {
       dom::array cands;
@@ -202,6 +209,7 @@ COTUNE_DECL std::string tuning_database::digest_of(const std::vector<database_en
   for (const auto& e : sorted) {
     h.field(e.kernel).field(e.key).field(e.device).field(e.fingerprint).field(e.date).field(e.host);
     h.field(e.cotune_version).field(e.winner.text());
+    if (!e.launch_options) h.field("launch_options: false"); // only then: older databases keep their digest
     for (double t : e.time) h.field(cotune::detail::json_number(t));
     h.field(e.detail ? std::to_string(e.detail->candidates.size()) : std::string("-"));
     if (e.detail)
@@ -213,7 +221,16 @@ COTUNE_DECL std::string tuning_database::digest_of(const std::vector<database_en
   return cotune::detail::to_hex(h.digest());
 }
 
-COTUNE_DECL std::vector<database_change> diff(const tuning_database& a, const tuning_database& b) {
+COTUNE_DECL bool within_noise(const database_entry& a, const database_entry& b, double tolerance) {
+  const auto finite = [](const timings& t) { return std::isfinite(t[0]) && std::isfinite(t[1]) && std::isfinite(t[2]); };
+  if (!finite(a.time) || !finite(b.time)) return false;
+  if (std::max(a.time[1], b.time[1]) <= std::min(a.time[2], b.time[2])) return true;
+  const double faster = std::min(a.time[0], b.time[0]);
+  return faster > 0 && std::abs(a.time[0] - b.time[0]) <= tolerance * faster;
+}
+
+COTUNE_DECL std::vector<database_change> diff(const tuning_database& a, const tuning_database& b, double tolerance) {
+  using kind = database_change::kind;
   // Indexed, so that two databases of the entry limit's size compare in linear time.
   auto index = [](const tuning_database& db) {
     std::unordered_map<std::string, const database_entry*> out;
@@ -224,9 +241,9 @@ COTUNE_DECL std::vector<database_change> diff(const tuning_database& a, const tu
   std::vector<database_change> out;
   for (const auto& e : a.entries()) {
     const auto it = in_b.find(detail::id_text(e));
-    if (it == in_b.end()) out.push_back({database_change::kind::removed, &e, nullptr});
-    else out.push_back({it->second->winner == e.winner ? database_change::kind::same : database_change::kind::changed,
-                        &e, it->second});
+    if (it == in_b.end()) out.push_back({kind::removed, &e, nullptr});
+    else if (it->second->winner == e.winner) out.push_back({kind::same, &e, it->second});
+    else out.push_back({within_noise(e, *it->second, tolerance) ? kind::tied : kind::changed, &e, it->second});
   }
   for (const auto& e : b.entries())
     if (!in_a.contains(detail::id_text(e))) out.push_back({database_change::kind::added, nullptr, &e});

@@ -37,13 +37,18 @@ COTUNE_DECL void printing_observer::handle(const tuning_warning& e) {
 }
 
 COTUNE_DECL void printing_observer::handle(const cache_hit& e) {
-  if (summary_) fmt::print(out_, "cotune: {} [{}]: tuning result from the {} cache\n", e.kernel, e.key_text, e.layer);
+  if (!summary_) return;
+  // Layers are "file", "remote", a user's cache name, or "shipped tuning database".
+  const bool database = e.layer.find("database") != std::string::npos;
+  fmt::print(out_, "cotune: {} [{}]: tuning result from the {}{}\n", e.kernel, e.key_text, e.layer,
+             database ? "" : " cache");
 }
 
 COTUNE_DECL void printing_observer::handle(const tuning_selected& e) {
   if (progress_) fmt::print(out_, "\r\033[K");
-  if (!summary_) return;
   const auto& r = *e.result;
+  // Triton prints only what it measured: a result read from a cache was announced by its cache_hit line.
+  if (!summary_ || r.from_cache) return;
   fmt::print(out_, "cotune autotuning for kernel {},\nwith key as ({}),\nfinished after {:.2f}s{},\nbest config selected: {};\n",
              r.kernel, r.key_text, r.wall_ms / 1000.0, r.from_cache ? " (from cache)" : "", r.shown(r.best()));
   print_table(out_, r);
@@ -72,8 +77,20 @@ COTUNE_DECL void printing_observer::print_table(std::FILE* out, const tuning_res
     if (c.method.empty()) return fmt::format("  {:<20}  {:>6}", "", "");
     return fmt::format("  {:<20}  {:>5.2f}%", c.method, 100.0 * c.rsd);
   };
-  fmt::print(out, "  {:>3}  {:<{}}  {:>16}  {:>10}  {:>10}  {:>10}{}\n", "#", "config", width, "status", "median ms",
-             "p20 ms", "p80 ms", methods ? fmt::format("  {:<20}  {:>6}", "method", "noise") : std::string());
+  // After screening, a finalist's time is its finals' (the full budget, interleaved with the other finalists)
+  // and a screened-only candidate's its short screening pass's: two passes that differ in budget and
+  // conditions, whose times do not compare. The screening column compares every row; the finals columns
+  // compare the finalists, among whom the winner was picked.
+  bool finals = false;
+  for (const auto& c : r.candidates) finals = finals || c.screened_only || c.interleaved || std::isfinite(c.screen_ms);
+  auto num = [](double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : std::string("-"); };
+  if (finals)
+    fmt::print(out, "  {:>3}  {:<{}}  {:>16}  {:>10}  {:>10}  {:>10}  {:>10}{}\n", "#", "config", width, "status",
+               "screen ms", "final ms", "p20 ms", "p80 ms",
+               methods ? fmt::format("  {:<20}  {:>6}", "method", "noise") : std::string());
+  else
+    fmt::print(out, "  {:>3}  {:<{}}  {:>16}  {:>10}  {:>10}  {:>10}{}\n", "#", "config", width, "status", "median ms",
+               "p20 ms", "p80 ms", methods ? fmt::format("  {:<20}  {:>6}", "method", "noise") : std::string());
   std::size_t unevaluated = 0;
   for (std::size_t i = 0; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
@@ -86,14 +103,25 @@ COTUNE_DECL void printing_observer::print_table(std::FILE* out, const tuning_res
     if (c.status == candidate_status::ok && c.interleaved) status = "ok (final)";
     if (c.resumed) status += " (resumed)";
     if (i == r.winner) status = "* best";
-    auto num = [](double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : std::string("-"); };
-    fmt::print(out, "  {:>3}  {:<{}}  {:>16}  {:>10}  {:>10}  {:>10}{}\n", i, shown(c.cfg).substr(0, width), width,
-               status, num(c.time[0]), num(c.time[1]), num(c.time[2]), how(c));
+    if (finals) {
+      const bool screened = c.screened_only || !std::isfinite(c.time[0]);
+      const double screen = c.screened_only ? c.time[0] : c.screen_ms;
+      fmt::print(out, "  {:>3}  {:<{}}  {:>16}  {:>10}  {:>10}  {:>10}  {:>10}{}\n", i, shown(c.cfg).substr(0, width),
+                 width, status, num(screen), screened ? "-" : num(c.time[0]), screened ? "-" : num(c.time[1]),
+                 screened ? "-" : num(c.time[2]), how(c));
+    } else {
+      fmt::print(out, "  {:>3}  {:<{}}  {:>16}  {:>10}  {:>10}  {:>10}{}\n", i, shown(c.cfg).substr(0, width), width,
+                 status, num(c.time[0]), num(c.time[1]), num(c.time[2]), how(c));
+    }
     if (c.status != candidate_status::ok && c.status != candidate_status::not_run) {
       auto first_line = c.reason.substr(0, c.reason.find('\n'));
       fmt::print(out, "       {}\n", first_line.substr(0, 160));
     }
   }
+  if (finals)
+    fmt::print(out, "  (screen ms: every candidate's median in the short screening pass, comparable down the column;\n"
+                    "   final ms, p20, p80: the finalists' full-budget finals, interleaved, where the winner was picked.\n"
+                    "   The two passes differ in budget and conditions: compare times within a column, not across.)\n");
   if (unevaluated)
     fmt::print(out, "  ({} of {} candidates not evaluated: the search strategy stopped at its budget)\n", unevaluated,
                r.candidates.size());

@@ -53,6 +53,11 @@ void for_each_indexed(Tuple& t, F&& f) {
   return std::hash<std::string>{}(v.as_string());
 }
 
+/// A buffer whose element type name is a whole key text, printed without the argument's name (a job's
+/// `job::argument_pack`, whose key text is the instance's: `A: float32, n=256`, as the database writes it).
+template <class A>
+concept names_whole_key = requires { requires A::element_type_name_is_key_text; };
+
 } // namespace detail
 
 /// The roles of a kernel's arguments, checked once against the options (a name that is not an
@@ -146,7 +151,8 @@ public:
       const auto& name = opts_->arg_names[i];
       if constexpr (AnyBuffer<A>) {
         const auto& b = as_buffer(a);
-        if (is_key_[i]) add(fmt::format("{}: {}[{}]", name, b.element_type_name(), b.size()));
+        if constexpr (detail::names_whole_key<A>) add(std::string(b.element_type_name()));
+        else if (is_key_[i]) add(fmt::format("{}: {}[{}]", name, b.element_type_name(), b.size()));
         else add(fmt::format("{}: {}", name, b.element_type_name()));
       } else if constexpr (detail::key_scalar<A>) {
         if (is_key_[i]) add(fmt::format("{}={}", name, value_of(a).text()));

@@ -429,7 +429,10 @@ auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state
   if (finalists.empty()) co_return;
   for (std::size_t i = 0; i < state->results.size(); ++i)
     if (state->results[i].status == candidate_status::ok) state->results[i].screened_only = true;
-  for (auto i : finalists) state->results[i].screened_only = false;
+  for (auto i : finalists) {
+    state->results[i].screened_only = false;
+    state->results[i].screen_ms = state->results[i].time[0]; // the finals replace `time`; tables show both
+  }
   // A run killed after its finals (before its result was stored) journaled them: nothing is measured again.
   if (auto finals = recovery_.resumed_finals(finalists)) {
     for (std::size_t k = 0; k < finalists.size(); ++k) {

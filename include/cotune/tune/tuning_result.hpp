@@ -85,6 +85,9 @@ struct candidate_result {
   bool screened_only = false; ///< timed only by the short screening pass (it lost clearly there)
   bool resumed = false;       ///< taken from the journal of an earlier, interrupted tuning (not measured now)
   bool interleaved = false;   ///< a finalist measured in interleaved rounds with the others (fair finals)
+  /// A finalist's median in the first (screening) pass, before the finals replaced `time`: the one timing
+  /// comparable with the screened-only candidates'. +inf when the finals did not re-measure it.
+  double screen_ms = inf_ms;
   /// How its first measurement was taken, where the benchmarker says (bench/measurement.hpp):
   /// "per-launch", "graph-batch xN", "back-to-back xN", "host"; empty when unknown.
   std::string method{};
@@ -199,6 +202,7 @@ struct tuning_result {
       w.field("compile_ms", c.compile_ms).field("device", c.device).field("screened", c.screened_only);
       if (c.resumed) w.field("resumed", true);
       if (c.interleaved) w.field("interleaved", true);
+      if (std::isfinite(c.screen_ms)) w.field("screen_ms", c.screen_ms);
       if (!c.method.empty()) w.field("method", c.method).field("rsd", c.rsd).field("samples", c.samples);
       w.end_object();
     }

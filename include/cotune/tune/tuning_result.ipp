@@ -67,6 +67,8 @@ COTUNE_DECL std::optional<tuning_result> tuning_result::from_json(std::string_vi
       if (e["resumed"].get_bool().get(resumed) == SUCCESS) c.resumed = resumed;
       bool interleaved = false;
       if (e["interleaved"].get_bool().get(interleaved) == SUCCESS) c.interleaved = interleaved;
+      double screen_ms = 0;
+      if (e["screen_ms"].get_double().get(screen_ms) == SUCCESS && std::isfinite(screen_ms)) c.screen_ms = screen_ms;
       std::string_view method;
       if (e["method"].get_string().get(method) == SUCCESS) c.method = method;
       double rsd = 0;
