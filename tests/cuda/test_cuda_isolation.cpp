@@ -164,6 +164,9 @@ TEST_CASE("a CUDA tuning with hooks that only its process can run is not sent to
   CHECK(cotune::detail::isolation_applies<cotune::host_backend>(true, "on", host, configs, none));
   static_assert(cotune::detail::worker_isolation<cuda::cuda_backend>() &&
                 !cotune::detail::fork_isolation<cuda::cuda_backend>());
+  // An isolated tuning starts the device's worker before its first measurement needs it.
+  static_assert(cotune::detail::PrestartsIsolation<cuda::cuda_backend> &&
+                !cotune::detail::PrestartsIsolation<cotune::host_backend>);
   static_assert(!cotune::detail::worker_isolation<cotune::host_backend>());
 }
 

@@ -341,6 +341,12 @@ public:
     gpu::launch_kernel(stream, f, grid, params);
   }
 
+  /// Starts `d`'s isolation worker, if it is not running, without waiting for it (a tuning that will
+  /// measure in isolation calls this first, so that the worker's start overlaps its compiles).
+  void prestart_isolation(const device& d) const noexcept {
+    gpu::detail::isolation_pool::of<detail::isolation_worker_kind>().prestart(d.ordinal);
+  }
+
   /// Runs `bin` (loaded and checked here as `f`) in `f`'s device's isolation worker: once, or measured
   /// with `o` (`task.timed`), zeroing and restoring the flagged arguments there. Device memory goes as
   /// CUDA IPC handles, the rest by value. `refused` (and a warning, once) when an argument's memory

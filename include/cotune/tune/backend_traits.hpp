@@ -102,6 +102,12 @@ constexpr bool worker_isolation() {
   else return false;
 }
 
+/// A worker-isolated backend whose worker can be started ahead of its first job (cuda, hip).
+template <class B>
+concept PrestartsIsolation = requires(const B& b, const typename B::device& d) {
+  { b.prestart_isolation(d) } noexcept;
+};
+
 /// Whether COTUNE_ISOLATE can isolate this backend's candidates at all (in a fork or a worker).
 template <class B>
 constexpr bool can_isolate() {
