@@ -303,18 +303,20 @@ TEST_CASE("databases at the entry limit add, merge and diff in linear time", "[j
     if (i % 2 == 0) b.add(e);
   }
   e.winner = cotune::config{{"BLOCK", 128}};
+  e.time = {1.0, 0.9, 1.1}; // clearly slower than 0.5 (0.4-0.6): a change, not a tie within the noise
   for (int i = n; i < n + 10; ++i) {
     e.key = "n=" + std::to_string(i % (n + 5)); // 5 keys a lacks, then n=0..4 with another winner
     b.add(e);
   }
   REQUIRE(a.size() == static_cast<std::size_t>(n));
   REQUIRE(b.size() == static_cast<std::size_t>(n / 2 + 7)); // n=1 and n=3 are new to b
-  std::size_t counts[4] = {};
+  std::size_t counts[5] = {}; // added, removed, changed, same, tied
   for (const auto& c : cj::diff(a, b)) ++counts[static_cast<int>(c.what)];
   CHECK(counts[static_cast<int>(cj::database_change::kind::added)] == 5);
   CHECK(counts[static_cast<int>(cj::database_change::kind::removed)] == static_cast<std::size_t>(n / 2 - 2));
   CHECK(counts[static_cast<int>(cj::database_change::kind::changed)] == 5);
   CHECK(counts[static_cast<int>(cj::database_change::kind::same)] == static_cast<std::size_t>(n / 2 - 3));
+  CHECK(counts[static_cast<int>(cj::database_change::kind::tied)] == 0);
   a.merge(b);
   CHECK(a.size() == static_cast<std::size_t>(n + 5));
   CHECK(a.find("gemm", "n=3", "NVIDIA H200")->winner == cotune::config{{"BLOCK", 128}});
