@@ -23,20 +23,14 @@
 #include <cotune/detail/files.hpp>
 
 #include "../support/temp_dir.hpp"
+#include "../support/tool_path.hpp"
 #include "redis_server.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string tool_path() {
-#ifdef COTUNE_TOOL
-  return COTUNE_TOOL;
-#else
-  const char* tests_dir = std::getenv("COTUNE_TEST_BINARY_DIR");
-  return tests_dir ? (fs::path(tests_dir).parent_path() / "tools" / "cotune").string() : std::string("tools/cotune");
-#endif
-}
+using cotune_test::tool_path;
 
 /// `cotune tune JOB --jsonl` in its own process, stdout to `out`, stderr to `err`.
 pid_t start_tool(const fs::path& job, const fs::path& out, const fs::path& err, const std::vector<std::string>& env) {

@@ -29,20 +29,13 @@
 #endif
 
 #include "../support/temp_dir.hpp"
+#include "../support/tool_path.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-/// The built tool: COTUNE_TOOL from the build, else <build>/tools/cotune beside <build>/tests.
-std::string tool_path() {
-#ifdef COTUNE_TOOL
-  return COTUNE_TOOL;
-#else
-  const char* tests_dir = std::getenv("COTUNE_TEST_BINARY_DIR");
-  return tests_dir ? (fs::path(tests_dir).parent_path() / "tools" / "cotune").string() : std::string("tools/cotune");
-#endif
-}
+using cotune_test::tool_path;
 
 /// False (with a warning) when the tool is not built. With COTUNE_TOOL the build made it a
 /// dependency of this test, so a missing tool is a failure; the fallback path is only a guess.

@@ -13,20 +13,14 @@
 #include <cotune/job/tuning_database.hpp>
 
 #include "../support/temp_dir.hpp"
+#include "../support/tool_path.hpp"
 
 namespace fs = std::filesystem;
 namespace cj = cotune::job;
 
 namespace {
 
-std::string tool_path() {
-#ifdef COTUNE_TOOL
-  return COTUNE_TOOL;
-#else
-  const char* tests_dir = std::getenv("COTUNE_TEST_BINARY_DIR");
-  return tests_dir ? (fs::path(tests_dir).parent_path() / "tools" / "cotune").string() : std::string("tools/cotune");
-#endif
-}
+using cotune_test::tool_path;
 
 cotune::detail::process_result cotune_cli(std::vector<std::string> args) {
   std::vector<std::string> argv{tool_path()};

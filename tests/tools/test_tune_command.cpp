@@ -18,19 +18,13 @@
 #include <cotune/job/tuning_database.hpp>
 
 #include "../support/temp_dir.hpp"
+#include "../support/tool_path.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string tool_path() {
-#ifdef COTUNE_TOOL
-  return COTUNE_TOOL;
-#else
-  const char* tests_dir = std::getenv("COTUNE_TEST_BINARY_DIR");
-  return tests_dir ? (fs::path(tests_dir).parent_path() / "tools" / "cotune").string() : std::string("tools/cotune");
-#endif
-}
+using cotune_test::tool_path;
 
 /// A job over a 3-size axpy whose UNROLL=3 candidate does not compile (every failure is a candidate's,
 /// never the job's), plus a private cache; budgets are tiny, nothing asserts a timing.
