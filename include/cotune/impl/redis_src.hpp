@@ -8,3 +8,4 @@
 #endif
 
 #include <cotune/redis/redis_knobs.ipp>
+#include <cotune/redis/redis_backend.ipp>

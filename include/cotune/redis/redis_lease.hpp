@@ -107,28 +107,12 @@ struct lease_attempt;
 class redis_lease {
 public:
   redis_lease(redis_lease&&) noexcept = default;
-  redis_lease& operator=(redis_lease&& other) noexcept {
-    if (this != &other) {
-      try {
-        release();
-      } catch (...) {
-        // Unreleased, the old lease simply expires after its lifetime.
-      }
-      state_ = std::move(other.state_);
-    }
-    return *this;
-  }
-  ~redis_lease() {
-    try {
-      release();
-    } catch (...) {
-      // Unreleased, the lease simply expires after its lifetime.
-    }
-  }
+  COTUNE_DECL redis_lease& operator=(redis_lease&& other) noexcept;
+  COTUNE_DECL ~redis_lease();
 
   /// One attempt to take the lease on `hex_key` (see try_acquire_lease); `answered` tells a lease
   /// held by another (true) from Redis unavailable or a read-only client (false).
-  [[nodiscard]] static lease_attempt try_acquire(redis_backend& backend, std::string_view hex_key,
+  [[nodiscard]] COTUNE_DECL static lease_attempt try_acquire(redis_backend& backend, std::string_view hex_key,
                                                  const lease_options& options);
 
   /// False once released, or once Redis said the lease is no longer this holder's (it expired and
@@ -140,18 +124,10 @@ public:
   [[nodiscard]] const std::string& key() const noexcept { return state_->key; }
 
   /// Extends the lease to a full lifetime if it is still this holder's; true when Redis confirmed.
-  bool renew() {
-    if (!held()) return false;
-    return renew_state(*state_);
-  }
+  COTUNE_DECL bool renew();
 
   /// Stops renewing and deletes the lease if it is still this holder's; true when it deleted it.
-  bool release() {
-    if (!state_ || !state_->held.exchange(false)) return false;
-    stop_renewer();
-    return detail::lease_script(*state_->backend, detail::lease_release_script, state_->key, state_->token)
-        .value_or(false);
-  }
+  COTUNE_DECL bool release();
 
 private:
   struct state {
@@ -164,39 +140,12 @@ private:
     std::jthread renewer; // last: stopped and joined before the rest is destroyed
   };
 
-  explicit redis_lease(std::unique_ptr<state> s, bool renew_in_background) : state_(std::move(s)) {
-    if (renew_in_background) {
-      state* st = state_.get();
-      st->renewer = std::jthread([st](std::stop_token stop) {
-        const auto period = std::max(st->ttl / 3, std::chrono::milliseconds(1));
-        std::unique_lock lock(st->mutex);
-        while (!stop.stop_requested()) {
-          st->wake.wait_for(lock, stop, period, [] { return false; });
-          if (stop.stop_requested()) break;
-          lock.unlock();
-          const bool ok = renew_state(*st);
-          lock.lock();
-          if (!ok && !st->held) break;
-        }
-      });
-    }
-  }
+  COTUNE_DECL explicit redis_lease(std::unique_ptr<state> s, bool renew_in_background);
 
   /// Renews; marks the lease lost when Redis says it is another's.
-  static bool renew_state(state& st) {
-    const std::string ttl = std::to_string(st.ttl.count());
-    auto r = detail::lease_script(*st.backend, detail::lease_renew_script, st.key, st.token, ttl);
-    if (r && !*r) st.held = false;
-    return r.value_or(false);
-  }
+  COTUNE_DECL static bool renew_state(state& st);
 
-  void stop_renewer() {
-    if (state_->renewer.joinable()) {
-      state_->renewer.request_stop();
-      if (state_->renewer.get_id() != std::this_thread::get_id()) state_->renewer.join();
-      else state_->renewer.detach();
-    }
-  }
+  COTUNE_DECL void stop_renewer();
 
   std::unique_ptr<state> state_;
 };
@@ -207,41 +156,17 @@ struct lease_attempt {
   bool answered = false;              ///< Redis answered (so without a lease, another process holds it)
 };
 
-inline lease_attempt redis_lease::try_acquire(redis_backend& backend, std::string_view hex_key,
-                                              const lease_options& options) {
-  const auto o = backend.options();
-  auto st = std::make_unique<state>();
-  st->backend = &backend;
-  st->key = lease_key(o.prefix, hex_key);
-  if (o.read_only) return {};
-  st->token = make_lease_token();
-  st->ttl = options.ttl;
-  const std::string ttl = std::to_string(options.ttl.count());
-  auto r = backend.command({"SET", st->key, st->token, "NX", "PX", ttl});
-  if (!r || r->is_error()) return {};
-  if (!r->is_status("OK")) return {std::nullopt, true};
-  return {redis_lease(std::move(st), options.renew_in_background), true};
-}
 
 /// Takes the lease on `hex_key` if nobody holds it: the lease, or nothing (held by another, Redis
 /// unavailable, or this client read-only).
-[[nodiscard]] inline std::optional<redis_lease> try_acquire_lease(redis_backend& backend, std::string_view hex_key,
-                                                                  const lease_options& options = lease_options::from_knobs()) {
-  return redis_lease::try_acquire(backend, hex_key, options).lease;
-}
+[[nodiscard]] COTUNE_DECL std::optional<redis_lease> try_acquire_lease(redis_backend& backend, std::string_view hex_key,
+                                                                       const lease_options& options = lease_options::from_knobs());
 
 /// The token of the lease's current holder, or nothing (no holder, or Redis unavailable).
-[[nodiscard]] inline std::optional<std::string> lease_holder(redis_backend& backend, std::string_view hex_key) {
-  auto r = backend.command({"GET", lease_key(backend.options().prefix, hex_key)});
-  if (!r || !r->is_string()) return std::nullopt;
-  return std::move(r->str);
-}
+[[nodiscard]] COTUNE_DECL std::optional<std::string> lease_holder(redis_backend& backend, std::string_view hex_key);
 
 /// Deletes the lease on `hex_key` only if `token` holds it; true when it deleted it.
-inline bool release_lease(redis_backend& backend, std::string_view hex_key, std::string_view token) {
-  const auto key = lease_key(backend.options().prefix, hex_key);
-  return detail::lease_script(backend, detail::lease_release_script, key, token).value_or(false);
-}
+COTUNE_DECL bool release_lease(redis_backend& backend, std::string_view hex_key, std::string_view token);
 
 /// How `acquire_or_wait` ended.
 enum class lease_status {
@@ -311,26 +236,12 @@ template <class Ready>
 
 /// `acquire_or_wait` for coroutines: each poll (and `ready`) runs on the backend's pool, the pauses
 /// are timers on the caller's executor, so no thread blocks while waiting.
-[[nodiscard]] inline boost::asio::awaitable<lease_result>
+[[nodiscard]] COTUNE_DECL boost::asio::awaitable<lease_result>
 async_acquire_or_wait(redis_backend& backend, std::string hex_key, std::function<bool()> ready,
-                      lease_options options = lease_options::from_knobs()) {
-  validate_remote_key(hex_key);
-  const auto deadline = std::chrono::steady_clock::now() + options.wait;
-  auto pause = options.first_poll;
-  bool saw_holder = false;
-  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
-  for (;;) {
-    auto poll = [&] { return detail::lease_poll(backend, hex_key, ready, options, saw_holder); };
-    auto polling = backend.async_run(poll); // named: see detail/run_on.hpp
-    auto done = co_await std::move(polling);
-    if (done) co_return std::move(*done);
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) co_return lease_result{lease_status::timed_out};
-    timer.expires_after(std::min<std::chrono::steady_clock::duration>(pause, deadline - now));
-    auto pausing = timer.async_wait(boost::asio::use_awaitable);
-    co_await std::move(pausing);
-    pause = std::min(pause * 2, options.max_poll);
-  }
-}
+                      lease_options options = lease_options::from_knobs());
 
 } // namespace cotune::redis
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/redis/redis_lease.ipp>
+#endif
