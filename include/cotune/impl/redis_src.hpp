@@ -9,3 +9,4 @@
 
 #include <cotune/redis/redis_knobs.ipp>
 #include <cotune/redis/redis_backend.ipp>
+#include <cotune/redis/redis_lease.ipp>
