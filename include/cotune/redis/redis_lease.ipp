@@ -103,6 +103,21 @@ COTUNE_DECL bool release_lease(redis_backend& backend, std::string_view hex_key,
   return detail::lease_script(backend, detail::lease_release_script, key, token).value_or(false);
 }
 
+namespace detail {
+
+/// One poll of `async_acquire_or_wait`, run on the backend's pool. A named type, not a lambda: the
+/// coroutine's frame holds it, and a separately compiled frame may not hold a type without linkage.
+struct lease_poller {
+  redis_backend* backend;
+  std::string_view hex_key;
+  std::function<bool()>* ready;
+  const lease_options* options;
+  bool* saw_holder;
+  std::optional<lease_result> operator()() const { return lease_poll(*backend, hex_key, *ready, *options, *saw_holder); }
+};
+
+} // namespace detail
+
 COTUNE_DECL boost::asio::awaitable<lease_result>
 async_acquire_or_wait(redis_backend& backend, std::string hex_key, std::function<bool()> ready, lease_options options) {
   validate_remote_key(hex_key);
@@ -111,8 +126,7 @@ async_acquire_or_wait(redis_backend& backend, std::string hex_key, std::function
   bool saw_holder = false;
   boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
   for (;;) {
-    auto poll = [&] { return detail::lease_poll(backend, hex_key, ready, options, saw_holder); };
-    auto polling = backend.async_run(poll); // named: see detail/run_on.hpp
+    auto polling = backend.async_run(detail::lease_poller{&backend, hex_key, &ready, &options, &saw_holder});
     auto done = co_await std::move(polling);
     if (done) co_return std::move(*done);
     const auto now = std::chrono::steady_clock::now();
