@@ -353,7 +353,7 @@ command add_tune_command(CLI::App& app) {
   };
   auto s = std::make_shared<state>();
   auto* cmd = app.add_subcommand("tune", "tune every (kernel, instance) of a job file; exit 0 when every key tuned");
-  cmd->add_option("job", s->job, "the job file (JSON; README: \"Tuning as a job\")")->required();
+  cmd->add_option("job", s->job, "the job file (JSON; docs/jobs.md)")->required();
   cmd->add_flag("--dry-run", s->dry_run, "print the expanded job (configs, instances, candidates per kernel) and exit");
   auto* jsonl = cmd->add_flag("--jsonl", s->jsonl, "print one JSON object per candidate and per key on stdout");
   cmd->add_flag("--quiet", s->quiet, "no progress bar and no winners at the end: only failures, warnings and the "
