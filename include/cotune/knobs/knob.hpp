@@ -25,7 +25,7 @@
 
 namespace cotune {
 
-/// What every knob tells about itself (for the README table, `cotune knobs`, and cache keys).
+/// What every knob tells about itself (for docs/knobs.md, `cotune knobs`, and cache keys).
 class knob_base {
 public:
   knob_base(const knob_base&) = delete;
@@ -150,7 +150,7 @@ struct knob_spec {
   std::string env;                        ///< environment variable
   T fallback{};                           ///< default when unset
   // `{}` so that a spec may leave `doc` out under -Wextra (-Wmissing-field-initializers).
-  std::string doc{};                      ///< one line for the README table
+  std::string doc{};                      ///< one line for docs/knobs.md
   bool invalidating = false;              ///< hashed into every cache key when set
   std::function<T()> computed_default{};  ///< computed at each read, replaces `fallback`
   std::string default_text{};             ///< how to show a computed default

@@ -1,6 +1,6 @@
 #pragma once
 /// \file `cotune::knobs()`: every core setting, grouped, each bound to an environment variable.
-/// The README's knob table lists them all (a test checks that it does).
+/// docs/knobs.md lists them all, generated from this registry by tools/knob_reference.cpp (a test checks it).
 
 #include <cstdint>
 #include <cstdlib>
