@@ -252,6 +252,12 @@ int main(int argc, char** argv) {
   // local-pipelined: local search proposing while a batch is in flight (not a COTUNE_SEARCH name).
   auto strategy = [](const std::string& name) -> std::shared_ptr<const search_strategy> {
     if (name == "local-pipelined") return std::make_shared<local_search>(4, 3, true);
+    // bayes-local:STARTUP:GAMMA:EXPLORE:LOCAL_SHARE, the default strategy with other constants.
+    if (name.starts_with("bayes-local:")) {
+      double p[4] = {10, 0.2, 0.05, 0.5};
+      std::sscanf(name.c_str(), "bayes-local:%lf:%lf:%lf:%lf", &p[0], &p[1], &p[2], &p[3]);
+      return std::make_shared<bayes_local_search>(static_cast<std::size_t>(p[0]), p[1], p[2], p[3]);
+    }
     if (auto s = search_named(name)) return s;
     std::fprintf(stderr, "unknown strategy %s\n", name.c_str());
     std::exit(2);

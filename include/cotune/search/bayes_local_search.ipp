@@ -40,20 +40,31 @@ protected:
     }
     std::stable_sort(valid.begin(), valid.end(), [](auto& a, auto& b) { return a.time_ms < b.time_ms; });
     detail::parzen_model model(space(), history(), gamma_);
+    // The fastest candidate of each value of each categorical axis, fastest first, the overall best left out.
+    std::vector<std::size_t> parents;
+    for (std::size_t d = 0; d < space().dimensions(); ++d) {
+      if (!space().axes()[d].categorical()) continue;
+      std::vector<bool> seen(space().axes()[d].values.size(), false);
+      for (const auto& v : valid) {
+        const int at = space().coords(v.index)[d];
+        if (at < 0 || seen[static_cast<std::size_t>(at)]) continue;
+        seen[static_cast<std::size_t>(at)] = true;
+        if (v.index != valid.front().index && std::find(parents.begin(), parents.end(), v.index) == parents.end())
+          parents.push_back(v.index);
+      }
+    }
     while (out.size() < want) {
       std::optional<std::size_t> pick;
       if (detail::unit(rng()) < explore_) {
         if (auto r = random_untaken(); r && fresh(*r)) pick = r;
       } else if (detail::unit(rng()) < local_share_) {
-        for (std::size_t r = 0; r < valid.size() && !pick; ++r) {
-          double best_s = 0;
-          for (std::size_t j : space().neighbours(valid[r].index))
-            if (fresh(j))
-              if (const double s = model.score(j); !pick || s > best_s || (s == best_s && j < *pick)) {
-                pick = j;
-                best_s = s;
-              }
+        // Every other local pick refines the best candidate of a categorical value in turn (the best
+        // of each method of a selector), so that a slower method's region cannot hide a faster one's.
+        if (!parents.empty() && (local_picks_++ & 1)) {
+          for (std::size_t k = 0; k < parents.size() && !pick; ++k)
+            pick = best_neighbour(model, parents[(turn_++) % parents.size()], fresh);
         }
+        for (std::size_t r = 0; r < valid.size() && !pick; ++r) pick = best_neighbour(model, valid[r].index, fresh);
       }
       if (!pick) pick = model.best(fresh);
       if (!pick) break;
@@ -64,7 +75,21 @@ protected:
   }
 
 private:
-  std::size_t startup_ = 0;
+  /// The untried neighbour of `a` the model scores highest (ties: the lower index).
+  template <class Fresh>
+  std::optional<std::size_t> best_neighbour(const detail::parzen_model& model, std::size_t a, Fresh fresh) const {
+    std::optional<std::size_t> pick;
+    double best_s = 0;
+    for (std::size_t j : space().neighbours(a))
+      if (fresh(j))
+        if (const double s = model.score(j); !pick || s > best_s || (s == best_s && j < *pick)) {
+          pick = j;
+          best_s = s;
+        }
+    return pick;
+  }
+
+  std::size_t startup_ = 0, local_picks_ = 0, turn_ = 0;
   double gamma_, explore_, local_share_;
 };
 
