@@ -254,7 +254,7 @@ int main(int argc, char** argv) {
     if (name == "local-pipelined") return std::make_shared<local_search>(4, 3, true);
     // bayes-local:STARTUP:GAMMA:EXPLORE:LOCAL_SHARE, the default strategy with other constants.
     if (name.starts_with("bayes-local:")) {
-      double p[4] = {10, 0.2, 0.05, 0.5};
+      double p[4] = {10, 0.2, 0.05, 0.7};
       std::sscanf(name.c_str(), "bayes-local:%lf:%lf:%lf:%lf", &p[0], &p[1], &p[2], &p[3]);
       return std::make_shared<bayes_local_search>(static_cast<std::size_t>(p[0]), p[1], p[2], p[3]);
     }

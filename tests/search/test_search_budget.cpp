@@ -132,6 +132,6 @@ TEST_CASE("the default budgeted strategy is never worse than random on a small c
     const double def = t.mean_regret(*chosen, sp, fraction, 60), random = t.mean_regret(random_search{}, sp, fraction, 60);
     INFO("default " << def << ", random " << random);
     CHECK(def <= random);
-    CHECK(def < 0.5 * random); // not merely a tie: the model and the local steps help
+    if (fraction > 0.2) CHECK(def < 0.25 * random); // not merely a tie once the local steps have room
   }
 }

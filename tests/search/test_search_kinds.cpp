@@ -55,7 +55,10 @@ std::size_t axis_of(const search_space& s, const std::string& name) {
 } // namespace
 
 TEST_CASE("strings and booleans are categorical, numbers ordered unless declared", "[search][kinds]") {
-  const std::vector<config> cs{config{{"M", 1}, {"L", "row"}, {"F", true}}, config{{"M", 2}, {"L", "col"}, {"F", false}}};
+  std::vector<config> cs; // a full product, so that no two axes are tied
+  for (int m : {1, 2, 3})
+    for (const char* l : {"row", "col"})
+      for (bool f : {false, true}) cs.push_back(config{{"M", m}, {"L", l}, {"F", f}});
   const search_space plain(cs);
   CHECK(plain.axes()[axis_of(plain, "M")].kind == param_kind::ordered);
   CHECK(plain.axes()[axis_of(plain, "L")].kind == param_kind::categorical);
@@ -102,8 +105,8 @@ TEST_CASE("config_space declares categorical numbers, and the candidates are the
 TEST_CASE("a job file's space names its categorical axes", "[search][kinds][job]") {
   const auto job = [](const std::string& space) {
     return R"({"name": "kinds", "kernels": [{"name": "k", "code": "extern \"C\" void k(float* x, int n) {}",
-      "space": )" + space + R"(, "arguments": [{"name": "x", "type": "float32", "extent": "n"},
-      {"name": "n", "type": "int32", "value": "n"}], "instances": [{"n": 16}]}]})";
+      "space": )" + space + R"(, "arguments": [{"name": "x", "buffer": "float32", "extent": "n"},
+      {"name": "n", "scalar": "int32", "value": "n"}], "instances": [{"n": 16}]}]})";
   };
   const auto spec = job::job_spec::parse(job(R"({"axes": {"METHOD": [0, 1, 2], "BLOCK": [16, 32]}, "categorical": ["METHOD"]})"),
                                          "kinds.job.json");

@@ -40,26 +40,24 @@ protected:
     }
     std::stable_sort(valid.begin(), valid.end(), [](auto& a, auto& b) { return a.time_ms < b.time_ms; });
     detail::parzen_model model(space(), history(), gamma_);
-    // The fastest candidate of each value of each categorical axis, fastest first, the overall best left out.
+    // Per categorical axis, the runner-up: the fastest candidate with another value than the best's.
     std::vector<std::size_t> parents;
     for (std::size_t d = 0; d < space().dimensions(); ++d) {
       if (!space().axes()[d].categorical()) continue;
-      std::vector<bool> seen(space().axes()[d].values.size(), false);
-      for (const auto& v : valid) {
-        const int at = space().coords(v.index)[d];
-        if (at < 0 || seen[static_cast<std::size_t>(at)]) continue;
-        seen[static_cast<std::size_t>(at)] = true;
-        if (v.index != valid.front().index && std::find(parents.begin(), parents.end(), v.index) == parents.end())
-          parents.push_back(v.index);
-      }
+      const int best_value = space().coords(valid.front().index)[d];
+      for (const auto& v : valid)
+        if (space().coords(v.index)[d] != best_value) {
+          if (std::find(parents.begin(), parents.end(), v.index) == parents.end()) parents.push_back(v.index);
+          break;
+        }
     }
     while (out.size() < want) {
       std::optional<std::size_t> pick;
       if (detail::unit(rng()) < explore_) {
         if (auto r = random_untaken(); r && fresh(*r)) pick = r;
       } else if (detail::unit(rng()) < local_share_) {
-        // Every other local pick refines the best candidate of a categorical value in turn (the best
-        // of each method of a selector), so that a slower method's region cannot hide a faster one's.
+        // Every other local pick refines a runner-up in turn (the best of the second-best method of a
+        // selector), so that the best method's region found first cannot hide a faster one's.
         if (!parents.empty() && (local_picks_++ & 1)) {
           for (std::size_t k = 0; k < parents.size() && !pick; ++k)
             pick = best_neighbour(model, parents[(turn_++) % parents.size()], fresh);
