@@ -13,14 +13,18 @@
 namespace cotune {
 
 /// Model-based search with local refinement. After `startup` random candidates (or a tenth of the
-/// budget, whichever is more), each pick is, with probability `explore`, a random candidate; else,
-/// alternately, the untried candidate the TPE model (see bayesian_search) scores highest anywhere, and
-/// the one it scores highest among the neighbours (search_space::neighbours: one step on an ordered
-/// axis, any other value of a categorical one) of the fastest measured candidates, the fastest first.
-/// The global picks find the good regions (and the good value of a selector); the local picks take
-/// the best region's last few percent, which the model's per-axis densities cannot see. A batch is
-/// spread by the model's constant liar. Chosen by measurement over every space of
-/// benchmarks/bench_search_strategies.cpp (docs/search.md has the table).
+/// budget, whichever is more), each pick is, with probability `explore`, a random candidate; else, with
+/// probability `local_share`, a local pick: the untried neighbour (search_space::neighbours: one step on
+/// an ordered axis, any other value of a categorical one) that the TPE model (see bayesian_search)
+/// scores highest, beside the fastest measured candidate that has one, and every other local pick
+/// beside a runner-up instead: per categorical axis, the fastest candidate with another value than
+/// the best's (the best of the second-best method of a selector, so that the method whose region was
+/// found first cannot hide a faster one); else a global pick, the untried candidate the model scores
+/// highest anywhere. Global picks find the good regions and values, local picks take the best region's
+/// last few percent, which the model's per-axis densities cannot see. A batch is spread by the
+/// model's constant liar. The constants were chosen by measurement on the spaces of
+/// benchmarks/bench_search_strategies.cpp (`bayes-local:STARTUP:GAMMA:EXPLORE:LOCAL_SHARE` there
+/// runs other ones; docs/search.md has the table).
 class bayes_local_search final : public search_strategy {
 public:
   explicit bayes_local_search(std::size_t startup = 10, double gamma = 0.2, double explore = 0.05,
