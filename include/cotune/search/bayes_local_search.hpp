@@ -28,7 +28,7 @@ namespace cotune {
 class bayes_local_search final : public search_strategy {
 public:
   explicit bayes_local_search(std::size_t startup = 10, double gamma = 0.2, double explore = 0.05,
-                              double local_share = 0.7)
+                              double local_share = 0.85)
       : startup_(startup), gamma_(gamma), explore_(explore), local_share_(local_share) {}
 
 protected:
