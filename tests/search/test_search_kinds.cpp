@@ -91,12 +91,8 @@ TEST_CASE("a step on a categorical axis reaches every other value, and any two v
   CHECK(categorical.distance(categorical.coords(0), categorical.coords(45)) == Approx(1.0));
 }
 
-TEST_CASE("config_space declares categorical numbers, and the candidates are the same", "[search][kinds][config_space]") {
+TEST_CASE("config_space's declared kinds reach the search space", "[search][kinds][config_space]") {
   const auto space = config_space{}.categorical("METHOD", {0, 1, 2, 3}).axis("BLOCK", {16, 32});
-  CHECK(space.kinds() == param_kinds{{"METHOD", param_kind::categorical}});
-  CHECK(space.build() == config_space{}.axis("METHOD", {0, 1, 2, 3}).axis("BLOCK", {16, 32}).build());
-  CHECK(config_space{}.axis("BLOCK", {16, 32}).kinds().empty());
-  CHECK_THROWS_WITH(config_space{}.categorical("METHOD", {}), Catch::Contains("METHOD") && Catch::Contains("no values"));
   const search_space s(space.build(), space.kinds());
   CHECK(s.axes()[axis_of(s, "METHOD")].categorical());
   CHECK_FALSE(s.axes()[axis_of(s, "BLOCK")].categorical());
