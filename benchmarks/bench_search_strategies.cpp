@@ -281,7 +281,8 @@ int main(int argc, char** argv) {
   argv = positional.data();
   const std::string plot = argc > 1 ? argv[1] : "search_strategies.svg";
   const int seeds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 100;
-  std::vector<std::string> names{"random", "local", "local-pipelined", "evolution", "bayes", "bayes-local"};
+  std::vector<std::string> names{"random", "local", "local-pipelined", "evolution", "bayes", "bayes-local",
+                                 "bayes-local-pipelined"};
   if (argc > 3) {
     names.clear();
     std::string list = argv[3];
@@ -291,9 +292,10 @@ int main(int argc, char** argv) {
       at = comma + 1;
     }
   }
-  // local-pipelined: local search proposing while a batch is in flight (not a COTUNE_SEARCH name).
+  // local-pipelined, bayes-local-pipelined: proposing while a batch is in flight (not COTUNE_SEARCH names).
   auto strategy = [](const std::string& name) -> std::shared_ptr<const search_strategy> {
     if (name == "local-pipelined") return std::make_shared<local_search>(4, 3, true);
+    if (name == "bayes-local-pipelined") return std::make_shared<bayes_local_search>(10, 0.2, 0.05, 0.85, 8, true);
     // bayes-local:STARTUP:GAMMA:EXPLORE:LOCAL_SHARE, the default strategy with other constants.
     if (name.starts_with("bayes-local:")) {
       double p[4] = {10, 0.2, 0.05, 0.85};
@@ -325,7 +327,7 @@ int main(int argc, char** argv) {
     fmt::print("\n{}: {} configs, {} fail; categorical: {}\n", sp.name, sp.configs.size(),
                std::count_if(sp.truth.begin(), sp.truth.end(), [](double t) { return !std::isfinite(t); }),
                kinds.empty() ? "none" : kinds);
-    fmt::print("  {:<16} {:>11} {:>9} {:>9}   {:>11} {:>9} {:>9}\n", "strategy", "regret@10%", "<=2%", "worst",
+    fmt::print("  {:<22} {:>11} {:>9} {:>9}   {:>11} {:>9} {:>9}\n", "strategy", "regret@10%", "<=2%", "worst",
                "regret@25%", "<=2%", "worst");
     std::vector<std::pair<std::string, std::vector<double>>> lines;
     double random10 = -1, random25 = -1;
@@ -337,7 +339,7 @@ int main(int argc, char** argv) {
         random25 = b.mean;
       }
       const bool worse = random10 >= 0 && (a.mean > random10 * 1.0001 + 1e-9 || b.mean > random25 * 1.0001 + 1e-9);
-      fmt::print("  {:<16} {:>10.2f}% {:>8.0f}% {:>8.2f}%   {:>10.2f}% {:>8.0f}% {:>8.2f}%{}\n", name, 100 * a.mean,
+      fmt::print("  {:<22} {:>10.2f}% {:>8.0f}% {:>8.2f}%   {:>10.2f}% {:>8.0f}% {:>8.2f}%{}\n", name, 100 * a.mean,
                  100 * a.within, 100 * a.worst, 100 * b.mean, 100 * b.within, 100 * b.worst, worse ? "  !" : "");
       lines.emplace_back(name, b.curve);
     }

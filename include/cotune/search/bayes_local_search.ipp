@@ -16,8 +16,8 @@ namespace cotune {
 class bayes_local_search::session final : public search_session {
 public:
   session(const search_space& sp, const search_settings& st, std::size_t depth, const bayes_local_search& o)
-      : search_session(sp, st, default_search_evaluations(sp.size()), depth), gamma_(o.gamma_),
-        explore_(o.explore_), local_share_(o.local_share_) {
+      : search_session(sp, st, default_search_evaluations(sp.size()), depth), step_(o.step_), pipelined_(o.pipelined_),
+        gamma_(o.gamma_), explore_(o.explore_), local_share_(o.local_share_) {
     startup_ = std::max<std::size_t>({2, o.startup_, limit() / 10});
   }
 
@@ -38,6 +38,8 @@ protected:
       random();
       return out;
     }
+    if (in_flight() > 0 && !pipelined_) return out; // each batch learns from the one before
+    want = std::min(want, step_);
     std::stable_sort(valid.begin(), valid.end(), [](auto& a, auto& b) { return a.time_ms < b.time_ms; });
     detail::parzen_model model(space(), history(), gamma_);
     // Per categorical axis, the runner-up: the fastest candidate with another value than the best's.
@@ -87,7 +89,8 @@ private:
     return pick;
   }
 
-  std::size_t startup_ = 0, local_picks_ = 0, turn_ = 0;
+  std::size_t startup_ = 0, local_picks_ = 0, turn_ = 0, step_;
+  bool pipelined_;
   double gamma_, explore_, local_share_;
 };
 
