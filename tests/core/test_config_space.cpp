@@ -160,3 +160,13 @@ TEST_CASE("derive refuses clashes and bad derived values with the reason", "[cor
                     Catch::Contains("derived launch option 'num_warps'"));
   CHECK_THROWS_WITH(config_space{}.axis("A", {1}).derive("B", p("C")).build(), Catch::Contains("no parameter 'C'"));
 }
+
+TEST_CASE("categorical declares an axis's numbers unrelated choices, and builds the same candidates",
+          "[core][config_space][kinds]") {
+  const auto space = config_space{}.categorical("METHOD", {0, 1, 2, 3}).axis("BLOCK", {16, 32});
+  CHECK(space.kinds() == cotune::param_kinds{{"METHOD", cotune::param_kind::categorical}});
+  CHECK(space.build() == config_space{}.axis("METHOD", {0, 1, 2, 3}).axis("BLOCK", {16, 32}).build());
+  CHECK(config_space{}.axis("BLOCK", {16, 32}).axis("LAYOUT", {"row", "col"}).kinds().empty()); // defaults apply
+  CHECK_THROWS_WITH(config_space{}.categorical("METHOD", {}), Catch::Contains("'METHOD' has no values"));
+  CHECK_THROWS_WITH(config_space{}.categorical("A", {1}).categorical("A", {2}), Catch::Contains("given twice"));
+}

@@ -29,6 +29,7 @@
 #include <cotune/detail/hashing.hpp>
 #include <cotune/job/argument_pack.hpp>
 #include <cotune/job/job_spec.hpp>
+#include <cotune/search/search.hpp>
 #include <cotune/tune/autotuner.hpp>
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/tuning_result.hpp>
@@ -137,6 +138,9 @@ template <class Options, class Pack>
     opts.bench = b;
   }
   opts.observers = o.observers;
+  opts.kinds = kj.kinds;
+  if (job.search) opts.search = search_named(*job.search);
+  opts.search_budget = job.search_budget;
   return opts;
 }
 

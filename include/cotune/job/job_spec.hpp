@@ -9,6 +9,7 @@
 ///     for (const auto& k : job.kernels)
 ///       for (const auto& inst : k.instances) { auto args = k.arguments_for(inst); auto cands = k.candidates(inst); }
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -26,6 +27,7 @@
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/kernel_source.hpp>
+#include <cotune/core/param_kind.hpp>
 #include <cotune/core/value.hpp>
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/hashing.hpp>
@@ -34,6 +36,8 @@
 #include <cotune/job/input_limits.hpp>
 #include <cotune/job/job_geometry.hpp>
 #include <cotune/job/json_location.hpp>
+#include <cotune/search/search_knobs.hpp>
+#include <cotune/search/search_registry.hpp>
 
 namespace cotune::job {
 
@@ -59,6 +63,7 @@ struct kernel_job {
   std::string backend = "host";
   std::string source_file;     ///< empty for inline code
   std::vector<std::pair<std::string, std::vector<value>>> axes;
+  param_kinds kinds;           ///< axes the space's "categorical" names (for tune_options::kinds)
   std::vector<std::pair<expression, std::string>> constraints; ///< with where each is written
   std::vector<derived_launch> launch;
   std::optional<launch_geometry> geometry{}; ///< GPU kernels (job_geometry.hpp)
@@ -181,6 +186,10 @@ struct job_spec {
   std::string name;
   std::filesystem::path path;
   std::optional<double> warmup_ms{}, rep_ms{};
+  /// The job's "search": a registered strategy's name (search_registry) and its budget; unset: the
+  /// search.* knobs.
+  std::optional<std::string> search{};
+  std::optional<search_settings> search_budget{};
   std::vector<kernel_job> kernels;
 
   /// Reads and checks a job file (relative source and fill files are relative to its directory).
@@ -287,7 +296,7 @@ private:
         throw job_error(fmt::format("{}: not valid JSON ({}); check commas, quotes and brackets (comments are not "
                                     "allowed)",
                                     origin, simdjson::error_message(err)));
-      auto o = object(root, top, {"name", "bench", "kernels"});
+      auto o = object(root, top, {"name", "bench", "search", "kernels"});
       job_spec job;
       job.path = origin;
       if (auto n = field(o, "name")) job.name = string(*n, top / "name");
@@ -305,6 +314,7 @@ private:
         job.warmup_ms = positive("warmup_ms");
         job.rep_ms = positive("rep_ms");
       }
+      if (auto s = field(o, "search")) read_search(*s, top / "search", job);
       simdjson::dom::array ks;
       const auto kp = top / "kernels";
       if (required(o, top, "kernels", "a list of kernels to tune").get_array().get(ks) != simdjson::SUCCESS)
@@ -420,8 +430,43 @@ private:
       return k;
     }
 
+    /// "search": {"strategy": "bayes-local", "budget": "25%" or 64, "seed": 1}, each field optional.
+    void read_search(simdjson::dom::element e, const json_path& p, job_spec& job) {
+      auto o = object(e, p, {"strategy", "budget", "seed"});
+      if (auto s = field(o, "strategy")) {
+        job.search = string(*s, p / "strategy");
+        if (!search_registry::instance().contains(*job.search)) {
+          std::string names;
+          for (const auto& n : search_registry::instance().names()) names += (names.empty() ? "" : ", ") + n;
+          fail(p / "strategy", fmt::format("'{}' is not a registered search strategy; the strategies are: {}",
+                                           *job.search, names));
+        }
+      }
+      search_settings budget;
+      if (auto b = field(o, "budget")) {
+        std::uint64_t n = 0;
+        std::string_view text;
+        if (b->get_uint64().get(n) == simdjson::SUCCESS) budget.evaluations = static_cast<std::size_t>(n);
+        else if (b->get_string().get(text) == simdjson::SUCCESS && text.ends_with('%')) {
+          try {
+            budget.fraction = cotune::detail::search_budget_of(std::string(text)).fraction;
+          } catch (const knob_error&) {
+            fail(p / "budget", fmt::format("'{}' is no share of the candidates; give a percentage above 0% and at most "
+                                           "100% (\"25%\")",
+                                           text));
+          }
+        } else fail(p / "budget", "expected a count of candidates (64) or a share of them (\"25%\")");
+      }
+      if (auto s = field(o, "seed")) {
+        std::uint64_t n = 0;
+        if (s->get_uint64().get(n) != simdjson::SUCCESS) fail(p / "seed", "expected a non-negative integer");
+        budget.seed = n;
+      }
+      if (field(o, "budget") || field(o, "seed")) job.search_budget = budget;
+    }
+
     void read_space(simdjson::dom::element e, const json_path& p, kernel_job& k) {
-      auto o = object(e, p, {"axes", "constraints", "launch"});
+      auto o = object(e, p, {"axes", "categorical", "constraints", "launch"});
       if (auto axes = field(o, "axes")) {
         simdjson::dom::object ao;
         if (axes->get_object().get(ao) != simdjson::SUCCESS)
@@ -456,6 +501,20 @@ private:
           fail(p / "axes", fmt::format("the axes' product ({}) is {} configs, more than the limit of {} (config, "
                                        "instance) pairs ({}); give the axes fewer values, or raise the limit",
                                        product, count_text(n), max_candidates(), max_candidates_knob));
+        }
+      }
+      if (auto cat = field(o, "categorical")) { // numeric axes whose values are unrelated choices
+        simdjson::dom::array a;
+        if (cat->get_array().get(a) != simdjson::SUCCESS)
+          fail(p / "categorical", "expected a list of axis names ([\"METHOD\"])");
+        std::size_t j = 0;
+        for (auto n : a) {
+          const auto np = (p / "categorical")[j++];
+          std::string_view name;
+          if (n.get_string().get(name) != simdjson::SUCCESS) fail(np, "expected an axis name (a string)");
+          if (std::none_of(k.axes.begin(), k.axes.end(), [&](const auto& ax) { return ax.first == name; }))
+            fail(np, fmt::format("'{}' is not an axis of this space; name one of its \"axes\"", name));
+          k.kinds[(is_launch_option(name) ? "launch." : "") + std::string(name)] = param_kind::categorical;
         }
       }
       if (auto cs = field(o, "constraints")) {
