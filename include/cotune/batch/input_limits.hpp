@@ -3,7 +3,7 @@
 /// held to before anything is built from it: its size, the number of candidates it expands to
 /// (counted from its axes and instances, without overflow), the names that reach file names, and
 /// the ranges of launch options. The limits are the knobs `job.max_file_bytes` and
-/// `job.max_candidates` (job/job_knobs.hpp); the readers throw their own error (job_error,
+/// `job.max_candidates` (batch/job_knobs.hpp); the readers throw their own error (job_error,
 /// database_error) with the file, the field, the limit and the knob.
 
 #include <cstdint>
@@ -17,9 +17,9 @@
 #include <simdjson.h>
 
 #include <cotune/core/config.hpp>
-#include <cotune/job/job_knobs.hpp>
+#include <cotune/batch/job_knobs.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 /// `a * b`, or the largest uint64 when the product does not fit: a count past any limit, never a wrap.
 [[nodiscard]] constexpr std::uint64_t saturating_product(std::uint64_t a, std::uint64_t b) noexcept {
@@ -157,4 +157,4 @@ template <class Error>
   return text;
 }
 
-} // namespace cotune::job
+} // namespace cotune::batch

@@ -1,5 +1,5 @@
 #pragma once
-/// \file `cotune::job::cuda_kernel_runner`: a job's CUDA kernel, tuned by the ordinary autotuner over
+/// \file `cotune::batch::cuda_kernel_runner`: a job's CUDA kernel, tuned by the ordinary autotuner over
 /// the CUDA backend and the CUDA benchmarker (events, L2 flush) on every local CUDA device.
 ///
 /// Each instance's buffers are filled on the host (argument_pack's fills) and copied to the device;
@@ -11,7 +11,7 @@
 ///
 /// Needs the CUDA module (cotune::cuda); `cotune tune` passes it to `run_job` when built with it:
 ///
-///     cotune::job::run_job<cotune::file_cache, cotune::job::cuda_kernel_runner>(job, options);
+///     cotune::batch::run_job<cotune::file_cache, cotune::batch::cuda_kernel_runner>(job, options);
 
 #include <cstddef>
 #include <cstdint>
@@ -32,13 +32,13 @@
 #include <cotune/cuda/cuda_benchmarker.hpp>
 #include <cotune/cuda/device_buffer.hpp>
 #include <cotune/detail/config.hpp>
-#include <cotune/job/argument_pack.hpp>
-#include <cotune/job/job_runner.hpp>
-#include <cotune/job/job_spec.hpp>
+#include <cotune/batch/argument_pack.hpp>
+#include <cotune/batch/job_runner.hpp>
+#include <cotune/batch/job_spec.hpp>
 #include <cotune/tune/autotuner.hpp>
 #include <cotune/tune/job_instantiation.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 /// A problem instance's arguments in one CUDA device's memory: the buffers allocated there and filled
 /// from the host, the scalars by value, and `params()`, what cuLaunchKernel takes. A `Buffer` keyed by
@@ -56,7 +56,7 @@ public:
       : s_(std::make_shared<storage>()) {
     auto& s = *s_;
     s.args = std::move(args);
-    s.key_text = job::key_text(s.args);
+    s.key_text = batch::key_text(s.args);
     s.instance = instance_index;
     s.device = d;
     const std::size_t n = s.args.size();
@@ -219,10 +219,10 @@ private:
   tuner_type tuner_;
 };
 
-} // namespace cotune::job
+} // namespace cotune::batch
 
 #if !COTUNE_HEADER_ONLY
 // COTUNE_SEPARATE_COMPILATION: a job's CUDA tuner's job and table of keys over the file cache are
 // compiled once, in <cotune/impl/cuda_src.hpp> (as the CUDA tuner's in <cotune/cuda/autotune.hpp>).
-COTUNE_EXTERN_TUNING_JOB(cotune::job::job_cuda_backend, cotune::cuda::cuda_benchmarker, cotune::file_cache);
+COTUNE_EXTERN_TUNING_JOB(cotune::batch::job_cuda_backend, cotune::cuda::cuda_benchmarker, cotune::file_cache);
 #endif

@@ -1,5 +1,5 @@
 #pragma once
-/// \file `cotune::job::launch_geometry`: how a job's GPU kernel is launched, from its job file: launch
+/// \file `cotune::batch::launch_geometry`: how a job's GPU kernel is launched, from its job file: launch
 /// options given as axes (`"num_warps": [4, 8]`) or derived (`space.launch`), and the kernel's
 /// `geometry`: the grid, an optional block shape and the dynamic shared memory, each an expression
 /// over the config's integer parameters, its launch options and the instance's variables.
@@ -27,10 +27,10 @@
 #include <cotune/backend/launch_geometry.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/job/expression.hpp>
-#include <cotune/job/json_location.hpp>
+#include <cotune/batch/expression.hpp>
+#include <cotune/batch/json_location.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 /// A job file that cannot be used: the message starts with `file:line:column: field:`.
 class job_error : public error {
@@ -246,4 +246,4 @@ template <class Reader>
   return g;
 }
 
-} // namespace cotune::job
+} // namespace cotune::batch

@@ -1,5 +1,5 @@
 #pragma once
-/// \file `cotune::job::argument_pack`: a kernel's argument list known only at run time (a job file's
+/// \file `cotune::batch::argument_pack`: a kernel's argument list known only at run time (a job file's
 /// buffers and scalars), as one argument the statically typed autotuner can take.
 ///
 /// A job tunes `autotuner<void(argument_pack)>`. The pack is a `Buffer`, so the autotuner keys on its
@@ -33,7 +33,7 @@
 #include <cotune/core/value.hpp>
 #include <cotune/detail/files.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 /// The element types a job argument can have.
 enum class element_type { float16, float32, float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64 };
@@ -185,7 +185,7 @@ public:
   explicit argument_pack(std::vector<argument> args) : s_(std::make_shared<storage>()) {
     auto& s = *s_;
     s.args = std::move(args);
-    s.key_text = job::key_text(s.args);
+    s.key_text = batch::key_text(s.args);
     const std::size_t n = s.args.size();
     s.buffers.resize(n);
     s.pointers.assign(n, nullptr);
@@ -372,4 +372,4 @@ private:
 
 static_assert(Buffer<argument_pack>);
 
-} // namespace cotune::job
+} // namespace cotune::batch

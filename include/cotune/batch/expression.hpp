@@ -1,5 +1,5 @@
 #pragma once
-/// \file `cotune::job::expression`: the integer expressions of a job file (argument extents, scalar
+/// \file `cotune::batch::expression`: the integer expressions of a job file (argument extents, scalar
 /// values, config constraints, derived launch options), e.g. `M * K`, `BLOCK_M * BLOCK_K <= 4096 && n % 4 == 0`.
 ///
 /// Integers only (64-bit, overflow and division by zero are errors), names looked up at evaluation,
@@ -21,7 +21,7 @@
 
 #include <cotune/core/errors.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 /// An expression that does not parse or evaluate: what is wrong and where (0-based column).
 class expression_error : public error {
@@ -35,7 +35,7 @@ private:
 
 /// A parsed integer expression.
 ///
-///     auto e = cotune::job::expression::parse("BLOCK * 2 <= n");
+///     auto e = cotune::batch::expression::parse("BLOCK * 2 <= n");
 ///     bool ok = e.evaluate([&](std::string_view name) -> std::optional<std::int64_t> { ... }) != 0;
 class expression {
 public:
@@ -267,4 +267,4 @@ private:
   std::vector<node> nodes_;
 };
 
-} // namespace cotune::job
+} // namespace cotune::batch

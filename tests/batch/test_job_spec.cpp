@@ -3,9 +3,9 @@
 
 #include <string>
 
-#include <cotune/job/job_spec.hpp>
+#include <cotune/batch/job_spec.hpp>
 
-namespace cj = cotune::job;
+namespace cj = cotune::batch;
 
 namespace {
 

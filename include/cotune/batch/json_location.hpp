@@ -1,5 +1,5 @@
 #pragma once
-/// \file `cotune::job::json_path` and `locate`: where a value is in a JSON text (line and column), so
+/// \file `cotune::batch::json_path` and `locate`: where a value is in a JSON text (line and column), so
 /// that errors about a job file name the line as well as the field (simdjson's DOM keeps no positions).
 
 #include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
@@ -12,7 +12,7 @@
 
 #include <fmt/core.h>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 /// A path into a JSON document: object keys and array indices (`kernels[0].arguments[2].extent`).
 class json_path {
@@ -158,4 +158,4 @@ struct json_scanner {
   return loc;
 }
 
-} // namespace cotune::job
+} // namespace cotune::batch

@@ -1,7 +1,7 @@
 #pragma once
-/// \file `cotune::job::run_job`: tunes every (kernel, instance) of a job with the ordinary autotuner,
+/// \file `cotune::batch::run_job`: tunes every (kernel, instance) of a job with the ordinary autotuner,
 /// one `autotuner<void(argument_pack)>` per host kernel (and one over the CUDA backend per CUDA
-/// kernel, job/cuda_kernel_runner.hpp), so that results, binaries, the result cache and the Redis
+/// kernel, batch/cuda_kernel_runner.hpp), so that results, binaries, the result cache and the Redis
 /// lease work exactly as in an application.
 ///
 /// Many processes share a job in two ways. `shard`/`shards` split the keys statically (key i goes to
@@ -27,13 +27,13 @@
 #include <cotune/bench/host_benchmarker.hpp>
 #include <cotune/cache/cache_manager.hpp>
 #include <cotune/detail/hashing.hpp>
-#include <cotune/job/argument_pack.hpp>
-#include <cotune/job/job_spec.hpp>
+#include <cotune/batch/argument_pack.hpp>
+#include <cotune/batch/job_spec.hpp>
 #include <cotune/tune/autotuner.hpp>
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 /// How one key of a job ended.
 enum class key_outcome {
@@ -93,7 +93,7 @@ struct run_options {
 }
 
 /// One kernel of a job, set up to tune its instances on this machine's devices of its backend: the
-/// host runner below, `cuda_kernel_runner` (job/cuda_kernel_runner.hpp) for CUDA kernels.
+/// host runner below, `cuda_kernel_runner` (batch/cuda_kernel_runner.hpp) for CUDA kernels.
 class kernel_runner {
 public:
   virtual ~kernel_runner() = default;
@@ -280,4 +280,4 @@ job_summary run_job(const job_spec& job, const run_options& o) {
   return sum;
 }
 
-} // namespace cotune::job
+} // namespace cotune::batch

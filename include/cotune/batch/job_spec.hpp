@@ -1,11 +1,11 @@
 #pragma once
-/// \file `cotune::job::job_spec`: a tuning job file (JSON) read and checked: kernels, their config
+/// \file `cotune::batch::job_spec`: a tuning job file (JSON) read and checked: kernels, their config
 /// spaces, their arguments and the problem instances to tune. The README's "Tuning as a job" section
 /// documents the schema; every refusal names the file, line, column and field, and says what to write.
 /// A job is counted before it is expanded: its size and its (config, instance) pairs are held to the
-/// limits of job/input_limits.hpp, so that a file that would expand past them is refused at once.
+/// limits of batch/input_limits.hpp, so that a file that would expand past them is refused at once.
 ///
-///     auto job = cotune::job::job_spec::load("gemm.job.json");
+///     auto job = cotune::batch::job_spec::load("gemm.job.json");
 ///     for (const auto& k : job.kernels)
 ///       for (const auto& inst : k.instances) { auto args = k.arguments_for(inst); auto cands = k.candidates(inst); }
 
@@ -29,13 +29,13 @@
 #include <cotune/core/value.hpp>
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/hashing.hpp>
-#include <cotune/job/argument_pack.hpp>
-#include <cotune/job/expression.hpp>
-#include <cotune/job/input_limits.hpp>
-#include <cotune/job/job_geometry.hpp>
-#include <cotune/job/json_location.hpp>
+#include <cotune/batch/argument_pack.hpp>
+#include <cotune/batch/expression.hpp>
+#include <cotune/batch/input_limits.hpp>
+#include <cotune/batch/job_geometry.hpp>
+#include <cotune/batch/json_location.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 /// An argument as the job file describes it: extents and values are expressions over the instance's variables.
 struct argument_template {
@@ -626,4 +626,4 @@ private:
   };
 };
 
-} // namespace cotune::job
+} // namespace cotune::batch

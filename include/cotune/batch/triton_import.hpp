@@ -1,5 +1,5 @@
 #pragma once
-/// \file `cotune::job::import_triton`: Triton's autotuning cache files as tuning-database entries, the
+/// \file `cotune::batch::import_triton`: Triton's autotuning cache files as tuning-database entries, the
 /// migration path for users coming from Triton.
 ///
 /// Triton (3.4 and later, `cache_results=True` or TRITON_CACHE_AUTOTUNING) writes one file per tuning,
@@ -18,7 +18,7 @@
 /// imported winner only where its own candidate list holds an equal config (same parameter names and
 /// values, same num_warps/num_stages/num_ctas/maxnreg): otherwise it tunes, as for any database entry.
 ///
-/// A file is held to what Triton writes and to job/input_limits.hpp before it is used: the kernel name
+/// A file is held to what Triton writes and to batch/input_limits.hpp before it is used: the kernel name
 /// is a C identifier (it reaches file names), num_warps a power of two in [1, 32], num_stages,
 /// num_ctas and maxnreg in [1, 2^20], at most `job.max_candidates` configs of 1 to 3 times each, and
 /// the file within `job.max_file_bytes`.
@@ -44,11 +44,11 @@
 #include <cotune/core/value.hpp>
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/json.hpp>
-#include <cotune/job/input_limits.hpp>
-#include <cotune/job/tuning_database.hpp>
+#include <cotune/batch/input_limits.hpp>
+#include <cotune/batch/tuning_database.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 /// What the import needs to know of the Triton kernel, and where its file was tuned.
 struct triton_signature {
@@ -247,4 +247,4 @@ namespace detail {
   return std::string(file_name);
 }
 
-} // namespace cotune::job
+} // namespace cotune::batch
