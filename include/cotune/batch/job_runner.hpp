@@ -85,12 +85,8 @@ struct run_options {
 };
 
 /// The claim id of a key: the backend's fingerprint, the kernel and the key text, hashed.
-[[nodiscard]] inline std::string claim_id(const std::string& fingerprint, const kernel_source& k,
-                                          const std::string& key) {
-  cotune::detail::sha256_hasher h;
-  h.field("cotune-job-claim").field(fingerprint).field(k.digest()).field(key);
-  return cotune::detail::to_hex(h.digest());
-}
+[[nodiscard]] COTUNE_DECL std::string claim_id(const std::string& fingerprint, const kernel_source& k,
+                                               const std::string& key);
 
 /// One kernel of a job, set up to tune its instances on this machine's devices of its backend: the
 /// host runner below, `cuda_kernel_runner` (batch/cuda_kernel_runner.hpp) for CUDA kernels.
@@ -141,11 +137,7 @@ template <class Options, class Pack>
 }
 
 /// Each instance of `kj` by its key text.
-[[nodiscard]] inline std::map<std::string, const instance*, std::less<>> instances_by_key(const kernel_job& kj) {
-  std::map<std::string, const instance*, std::less<>> out;
-  for (const auto& inst : kj.instances) out.emplace(key_text(kj.arguments_for(inst)), &inst);
-  return out;
-}
+[[nodiscard]] COTUNE_DECL std::map<std::string, const instance*, std::less<>> instances_by_key(const kernel_job& kj);
 
 /// A host kernel: `autotuner<void(argument_pack)>` over the host backend.
 template <CacheManager Cache>
@@ -281,3 +273,7 @@ job_summary run_job(const job_spec& job, const run_options& o) {
 }
 
 } // namespace cotune::batch
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/batch/job_runner.ipp>
+#endif

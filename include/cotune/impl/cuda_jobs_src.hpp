@@ -14,6 +14,7 @@
 #include <cotune/cuda/cuda_backend.hpp>
 #include <cotune/cuda/cuda_benchmarker.hpp>
 #include <cotune/batch/cuda_kernel_runner.hpp>
+#include <cotune/batch/cuda_kernel_runner.ipp>
 #include <cotune/tune/job_instantiation.hpp>
 
 COTUNE_INSTANTIATE_TUNING_JOB(cotune::cuda::cuda_backend, cotune::cuda::cuda_benchmarker, cotune::file_cache);

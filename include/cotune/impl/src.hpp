@@ -56,6 +56,14 @@
 #include <cotune/cache/cache_inventory.ipp>
 #include <cotune/batch/tuning_database.ipp>
 #include <cotune/batch/shipped_database.ipp>
+#include <cotune/batch/input_limits.ipp>
+#include <cotune/batch/expression.ipp>
+#include <cotune/batch/json_location.ipp>
+#include <cotune/batch/job_geometry.ipp>
+#include <cotune/batch/argument_pack.ipp>
+#include <cotune/batch/job_spec.ipp>
+#include <cotune/batch/triton_import.ipp>
+#include <cotune/batch/job_runner.ipp>
 
 // The default (host) tuner's job and table of keys: declared `extern template` by <cotune/defaults.hpp>.
 #include <cotune/defaults.hpp>
