@@ -8,8 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include <cotune/job/job_runner.hpp>
-#include <cotune/job/job_spec.hpp>
+#include <cotune/batch/job_runner.hpp>
+#include <cotune/batch/job_spec.hpp>
 
 namespace cotune_tool {
 
@@ -29,9 +29,9 @@ command add_report_command(CLI::App& app);
 
 /// Runs a job through the file cache, or through the Redis remote cache (keys claimed with a lease,
 /// each measured key counted in Redis).
-cotune::job::job_summary run_job_with(const cotune::job::job_spec& job, cotune::job::run_options options, bool redis);
+cotune::batch::job_summary run_job_with(const cotune::batch::job_spec& job, cotune::batch::run_options options, bool redis);
 
 /// Runs a job quietly and returns every key's report (for `db export --job` and `report JOB`).
-std::vector<cotune::job::key_report> collect_job(const cotune::job::job_spec& job, bool redis);
+std::vector<cotune::batch::key_report> collect_job(const cotune::batch::job_spec& job, bool redis);
 
 } // namespace cotune_tool

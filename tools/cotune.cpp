@@ -48,7 +48,7 @@
 #include "commands.hpp"
 // The modules' knob headers register their groups during static initialisation, so `cotune knobs`
 // lists them although nothing here touches them.
-#include <cotune/job/job_knobs.hpp>
+#include <cotune/batch/job_knobs.hpp>
 #ifdef COTUNE_HAS_CUDA
 #include <cotune/cuda/cuda_knobs.hpp>
 #endif

@@ -24,16 +24,16 @@
 
 #include <cotune/cache/cache_inventory.hpp>
 #include <cotune/core/json_writer.hpp>
-#include <cotune/job/job_knobs.hpp>
-#include <cotune/job/job_spec.hpp>
-#include <cotune/job/triton_import.hpp>
-#include <cotune/job/tuning_database.hpp>
+#include <cotune/batch/job_knobs.hpp>
+#include <cotune/batch/job_spec.hpp>
+#include <cotune/batch/triton_import.hpp>
+#include <cotune/batch/tuning_database.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 #include "commands.hpp"
 
-namespace cj = cotune::job;
+namespace cj = cotune::batch;
 namespace fs = std::filesystem;
 
 namespace cotune_tool {

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include <cotune/job/job_knobs.hpp>
+#include <cotune/batch/job_knobs.hpp>
 #include <cotune/knobs/knob.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/search/search_knobs.hpp>
@@ -77,7 +77,7 @@ int main() {
   // Touch every group: each registers its knobs at first use (header-only) or before main (compiled).
   (void)cotune::knobs();
   (void)cotune::search_knobs();
-  (void)cotune::job::job_knobs();
+  (void)cotune::batch::job_knobs();
 #ifdef COTUNE_HAS_CUDA
   (void)cotune::cuda::cuda_knobs();
 #endif

@@ -10,16 +10,16 @@
 #include <simdjson.h>
 
 #include <cotune/cache/cache_inventory.hpp>
-#include <cotune/job/html_report.hpp>
-#include <cotune/job/job_knobs.hpp>
-#include <cotune/job/job_spec.hpp>
-#include <cotune/job/shipped_database.hpp>
-#include <cotune/job/tuning_database.hpp>
+#include <cotune/batch/html_report.hpp>
+#include <cotune/batch/job_knobs.hpp>
+#include <cotune/batch/job_spec.hpp>
+#include <cotune/batch/shipped_database.hpp>
+#include <cotune/batch/tuning_database.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 #include "commands.hpp"
 
-namespace cj = cotune::job;
+namespace cj = cotune::batch;
 
 namespace cotune_tool {
 

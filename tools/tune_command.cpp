@@ -27,24 +27,24 @@
 
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/core/json_writer.hpp>
-#include <cotune/job/html_report.hpp>
-#include <cotune/job/job_runner.hpp>
-#include <cotune/job/job_spec.hpp>
-#include <cotune/job/shipped_database.hpp> // installs the shipped-database lookup every tuner consults
-#include <cotune/job/tuning_database.hpp>
-#include <cotune/job/job_knobs.hpp>
+#include <cotune/batch/html_report.hpp>
+#include <cotune/batch/job_runner.hpp>
+#include <cotune/batch/job_spec.hpp>
+#include <cotune/batch/shipped_database.hpp> // installs the shipped-database lookup every tuner consults
+#include <cotune/batch/tuning_database.hpp>
+#include <cotune/batch/job_knobs.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/events.hpp>
 #ifdef COTUNE_HAS_REDIS
 #include <cotune/redis/redis.hpp>
 #endif
 #ifdef COTUNE_HAS_CUDA
-#include <cotune/job/cuda_kernel_runner.hpp>
+#include <cotune/batch/cuda_kernel_runner.hpp>
 #endif
 
 #include "commands.hpp"
 
-namespace cj = cotune::job;
+namespace cj = cotune::batch;
 
 namespace cotune_tool {
 

@@ -1,4 +1,4 @@
-"""Makes a real Triton autotune cache file, for `cotune db from-triton` (job/triton_import.hpp).
+"""Makes a real Triton autotune cache file, for `cotune db from-triton` (batch/triton_import.hpp).
 
 Autotunes a vector add (two float16 tensors in, one float32 tensor out) with `cache_results=True`
 (6 configs, key=["n"]), checks its output, then copies every `*.autotune.json` Triton wrote under

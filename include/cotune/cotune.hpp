@@ -19,7 +19,7 @@
 #include <cotune/core/value.hpp>
 #include <cotune/core/version.hpp>
 #include <cotune/defaults.hpp>
-#include <cotune/job/shipped_database.hpp>
+#include <cotune/batch/shipped_database.hpp>
 #include <cotune/knobs/knob.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/autotuner.hpp>

@@ -46,9 +46,9 @@ int main() {
       return 1;
     }
   // The database reader and the file cache are the library's copies: a round trip through them.
-  cotune::job::tuning_database db;
-  db.add(cotune::job::database_entry::from(result));
-  const auto back = cotune::job::tuning_database::from_json(db.json("s"), "s", "memory");
+  cotune::batch::tuning_database db;
+  db.add(cotune::batch::database_entry::from(result));
+  const auto back = cotune::batch::tuning_database::from_json(db.json("s"), "s", "memory");
   if (back.size() != 1 || !back.was_signed()) {
     std::puts("FAIL: the tuning database did not read back its own text");
     return 1;

@@ -9,7 +9,7 @@
 #ifdef COTUNE_HAS_REDIS
 #include <cotune/redis/redis_knobs.hpp>
 #endif
-#include <cotune/job/job_knobs.hpp>
+#include <cotune/batch/job_knobs.hpp>
 
 #include <algorithm>
 #include <limits>

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include <cotune/core/config_space.hpp>
-#include <cotune/job/job_spec.hpp>
+#include <cotune/batch/job_spec.hpp>
 #include <cotune/search/search.hpp>
 
 using namespace cotune;
@@ -104,14 +104,14 @@ TEST_CASE("a job file's space names its categorical axes", "[search][kinds][job]
       "space": )" + space + R"(, "arguments": [{"name": "x", "buffer": "float32", "extent": "n"},
       {"name": "n", "scalar": "int32", "value": "n"}], "instances": [{"n": 16}]}]})";
   };
-  const auto spec = job::job_spec::parse(job(R"({"axes": {"METHOD": [0, 1, 2], "BLOCK": [16, 32]}, "categorical": ["METHOD"]})"),
+  const auto spec = batch::job_spec::parse(job(R"({"axes": {"METHOD": [0, 1, 2], "BLOCK": [16, 32]}, "categorical": ["METHOD"]})"),
                                          "kinds.job.json");
   REQUIRE(spec.kernels.size() == 1);
   CHECK(spec.kernels[0].kinds == param_kinds{{"METHOD", param_kind::categorical}});
-  CHECK(job::job_spec::parse(job(R"({"axes": {"METHOD": [0, 1]}})"), "k.json").kernels[0].kinds.empty());
-  CHECK_THROWS_WITH(job::job_spec::parse(job(R"({"axes": {"METHOD": [0, 1]}, "categorical": ["METHD"]})"), "k.json"),
+  CHECK(batch::job_spec::parse(job(R"({"axes": {"METHOD": [0, 1]}})"), "k.json").kernels[0].kinds.empty());
+  CHECK_THROWS_WITH(batch::job_spec::parse(job(R"({"axes": {"METHOD": [0, 1]}, "categorical": ["METHD"]})"), "k.json"),
                     Catch::Contains("categorical") && Catch::Contains("'METHD' is not an axis"));
-  CHECK_THROWS_WITH(job::job_spec::parse(job(R"({"axes": {"METHOD": [0, 1]}, "categorical": "METHOD"})"), "k.json"),
+  CHECK_THROWS_WITH(batch::job_spec::parse(job(R"({"axes": {"METHOD": [0, 1]}, "categorical": "METHOD"})"), "k.json"),
                     Catch::Contains("expected a list of axis names"));
 }
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include <cotune/cotune.hpp>
-#include <cotune/job/job_spec.hpp>
+#include <cotune/batch/job_spec.hpp>
 #include <cotune/search/search.hpp>
 
 #include "../tune/tuning_fixture.hpp"
@@ -117,19 +117,19 @@ TEST_CASE("a job file names a registered strategy and its budget", "[search][reg
       "space": {"axes": {"B": [1, 2]}}, "arguments": [{"name": "n", "scalar": "int32", "value": "n"}],
       "instances": [{"n": 16}]}]})";
   };
-  const auto spec = job::job_spec::parse(job(R"({"strategy": "reverse", "budget": "25%", "seed": 3})"), "s.json");
+  const auto spec = batch::job_spec::parse(job(R"({"strategy": "reverse", "budget": "25%", "seed": 3})"), "s.json");
   CHECK(spec.search == "reverse");
   REQUIRE(spec.search_budget);
   CHECK(spec.search_budget->fraction == Approx(0.25));
   CHECK(spec.search_budget->seed == 3);
-  CHECK(job::job_spec::parse(job(R"({"budget": 64})"), "s.json").search_budget->evaluations == 64);
-  CHECK_FALSE(job::job_spec::parse(job(R"({"strategy": "bayes-local"})"), "s.json").search_budget);
-  CHECK_THROWS_WITH(job::job_spec::parse(job(R"({"strategy": "nope"})"), "s.json"),
+  CHECK(batch::job_spec::parse(job(R"({"budget": 64})"), "s.json").search_budget->evaluations == 64);
+  CHECK_FALSE(batch::job_spec::parse(job(R"({"strategy": "bayes-local"})"), "s.json").search_budget);
+  CHECK_THROWS_WITH(batch::job_spec::parse(job(R"({"strategy": "nope"})"), "s.json"),
                     Catch::Contains("search.strategy") && Catch::Contains("'nope' is not a registered") &&
                         Catch::Contains("reverse"));
   for (const char* bad : {R"("150%")", R"("0%")", R"("abc")", "-3", "2.5"}) {
     INFO(bad);
-    CHECK_THROWS_WITH(job::job_spec::parse(job(std::string(R"({"budget": )") + bad + "}"), "s.json"),
+    CHECK_THROWS_WITH(batch::job_spec::parse(job(std::string(R"({"budget": )") + bad + "}"), "s.json"),
                       Catch::Contains("search.budget"));
   }
 }

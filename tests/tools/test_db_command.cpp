@@ -10,13 +10,13 @@
 #include <vector>
 
 #include <cotune/detail/process.hpp>
-#include <cotune/job/tuning_database.hpp>
+#include <cotune/batch/tuning_database.hpp>
 
 #include "../support/temp_dir.hpp"
 #include "../support/tool_path.hpp"
 
 namespace fs = std::filesystem;
-namespace cj = cotune::job;
+namespace cj = cotune::batch;
 
 namespace {
 

@@ -15,7 +15,7 @@
 
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/process.hpp>
-#include <cotune/job/tuning_database.hpp>
+#include <cotune/batch/tuning_database.hpp>
 
 #include "../support/temp_dir.hpp"
 #include "../support/tool_path.hpp"
@@ -302,8 +302,8 @@ TEST_CASE("cotune db import and from-triton refuse a kernel named ../../../evil 
   r.candidates.push_back(c);
   r.winner = 0;
   r.made = cotune::provenance{"node1", "NVIDIA H200", "2026-12-04T00:00:00Z", "0.1.0"};
-  cotune::job::tuning_database evil;
-  evil.add(cotune::job::database_entry::from(r));
+  cotune::batch::tuning_database evil;
+  evil.add(cotune::batch::database_entry::from(r));
   const auto evil_db = d.root / "evil.db.json";
   evil.save(evil_db); // correctly checksummed: only the name is wrong
   const auto cache = d.root / "import-cache";

@@ -48,7 +48,7 @@
 #include <cotune/search/evolutionary_search.ipp>
 #include <cotune/search/bayesian_search.ipp>
 #include <cotune/search/bayes_local_search.ipp>
-#include <cotune/job/job_knobs.ipp>
+#include <cotune/batch/job_knobs.ipp>
 #include <cotune/tune/events.ipp>
 #include <cotune/tune/engine.ipp>
 #include <cotune/tune/tuning_core.ipp>
@@ -56,8 +56,16 @@
 #include <cotune/tune/tune_many.ipp>
 #include <cotune/cache/file_cache.ipp>
 #include <cotune/cache/cache_inventory.ipp>
-#include <cotune/job/tuning_database.ipp>
-#include <cotune/job/shipped_database.ipp>
+#include <cotune/batch/tuning_database.ipp>
+#include <cotune/batch/shipped_database.ipp>
+#include <cotune/batch/input_limits.ipp>
+#include <cotune/batch/expression.ipp>
+#include <cotune/batch/json_location.ipp>
+#include <cotune/batch/job_geometry.ipp>
+#include <cotune/batch/argument_pack.ipp>
+#include <cotune/batch/job_spec.ipp>
+#include <cotune/batch/triton_import.ipp>
+#include <cotune/batch/job_runner.ipp>
 
 // The default (host) tuner's job and table of keys: declared `extern template` by <cotune/defaults.hpp>.
 #include <cotune/defaults.hpp>

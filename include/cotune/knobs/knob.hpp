@@ -322,7 +322,7 @@ private:
 /// way: a struct `<area>_knob_group` of `knob<T>` members, an accessor `<area>_knobs()` that returns
 /// `knob_group<<area>_knob_group>()`, and a `detail::<area>_knobs_registered` reference to it, so that
 /// the registry lists the group (and cache keys see its invalidating knobs) from static initialisation
-/// on. `knobs()` (core), `search_knobs()`, `job::job_knobs()`, `cuda::cuda_knobs()`, `hip::hip_knobs()`
+/// on. `knobs()` (core), `search_knobs()`, `batch::job_knobs()`, `cuda::cuda_knobs()`, `hip::hip_knobs()`
 /// and `redis::redis_knobs()` are the groups. The core, search and job groups, which cotune_separate's
 /// library holds, define the accessor and the reference in their .ipp file, so that with
 /// COTUNE_SEPARATE_COMPILATION only the impl/src.hpp file emits them; header-only, they have no

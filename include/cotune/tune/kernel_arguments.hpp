@@ -54,7 +54,7 @@ void for_each_indexed(Tuple& t, F&& f) {
 }
 
 /// A buffer whose element type name is a whole key text, printed without the argument's name (a job's
-/// `job::argument_pack`, whose key text is the instance's: `A: float32, n=256`, as the database writes it).
+/// `batch::argument_pack`, whose key text is the instance's: `A: float32, n=256`, as the database writes it).
 template <class A>
 concept names_whole_key = requires { requires A::element_type_name_is_key_text; };
 

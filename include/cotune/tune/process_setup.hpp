@@ -22,7 +22,7 @@ template <class B>
 struct process_setup_tag {};
 
 /// The hook a layer above tune/ overloads, in this namespace, for `process_setup_tag<B>` (found by
-/// argument-dependent lookup where a tuner is instantiated): job/shipped_database.hpp installs the
+/// argument-dependent lookup where a tuner is instantiated): batch/shipped_database.hpp installs the
 /// shipped-database lookup with it. This one, less specialised, is chosen where no layer adds one.
 template <class Tag>
 void add_process_setup(Tag) {}

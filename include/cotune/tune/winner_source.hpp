@@ -2,7 +2,7 @@
 /// \file `cotune::shipped_winner_source()`: where a tuner looks for a winner made elsewhere before it
 /// tunes a key (a tuning database shipped with the application). The tuner knows no database format:
 /// whoever provides one installs a lookup here once, during static initialisation
-/// (cotune/job/shipped_database.hpp installs the `COTUNE_TUNING_DB` lookup; <cotune/cotune.hpp>
+/// (cotune/batch/shipped_database.hpp installs the `COTUNE_TUNING_DB` lookup; <cotune/cotune.hpp>
 /// includes it).
 
 #include <functional>

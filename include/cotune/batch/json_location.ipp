@@ -1,53 +1,35 @@
 #pragma once
-/// \file `cotune::job::json_path` and `locate`: where a value is in a JSON text (line and column), so
-/// that errors about a job file name the line as well as the field (simdjson's DOM keeps no positions).
+/// \file The bodies of batch/json_location.hpp (compiled once with COTUNE_SEPARATE_COMPILATION, see
+/// detail/config.hpp).
 
-#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
-
-#include <cstddef>
-#include <string>
-#include <string_view>
-#include <variant>
-#include <vector>
+#include <algorithm>
 
 #include <fmt/core.h>
 
-namespace cotune::job {
+#include <cotune/batch/json_location.hpp>
 
-/// A path into a JSON document: object keys and array indices (`kernels[0].arguments[2].extent`).
-class json_path {
-public:
-  using segment = std::variant<std::string, std::size_t>;
+namespace cotune::batch {
 
-  [[nodiscard]] json_path operator/(std::string_view key) const {
-    json_path p = *this;
-    p.segments_.emplace_back(std::string(key));
-    return p;
+COTUNE_DECL json_path json_path::operator/(std::string_view key) const {
+  json_path p = *this;
+  p.segments_.emplace_back(std::string(key));
+  return p;
+}
+
+COTUNE_DECL json_path json_path::operator[](std::size_t index) const {
+  json_path p = *this;
+  p.segments_.emplace_back(index);
+  return p;
+}
+
+COTUNE_DECL std::string json_path::text() const {
+  std::string out;
+  for (const auto& s : segments_) {
+    if (auto* k = std::get_if<std::string>(&s)) out += (out.empty() ? "" : ".") + *k;
+    else out += fmt::format("[{}]", std::get<std::size_t>(s));
   }
-  [[nodiscard]] json_path operator[](std::size_t index) const {
-    json_path p = *this;
-    p.segments_.emplace_back(index);
-    return p;
-  }
-  [[nodiscard]] const std::vector<segment>& segments() const noexcept { return segments_; }
-  /// `kernels[0].arguments[2].extent`; the document itself is `(top level)`.
-  [[nodiscard]] std::string text() const {
-    std::string out;
-    for (const auto& s : segments_) {
-      if (auto* k = std::get_if<std::string>(&s)) out += (out.empty() ? "" : ".") + *k;
-      else out += fmt::format("[{}]", std::get<std::size_t>(s));
-    }
-    return out.empty() ? std::string("(top level)") : out;
-  }
-
-private:
-  std::vector<segment> segments_;
-};
-
-/// A 1-based line and column.
-struct text_location {
-  std::size_t line = 1, column = 1;
-};
+  return out.empty() ? std::string("(top level)") : out;
+}
 
 namespace detail {
 
@@ -99,9 +81,7 @@ struct json_scanner {
 
 } // namespace detail
 
-/// The position of the value at `path` in `text` (of the deepest part of the path that exists, when
-/// the rest does not: a missing field is reported at the object that lacks it).
-[[nodiscard]] inline text_location locate(std::string_view text, const json_path& path) {
+COTUNE_DECL text_location locate(std::string_view text, const json_path& path) {
   detail::json_scanner sc{text};
   sc.ws();
   std::size_t found = sc.at;
@@ -157,5 +137,4 @@ struct json_scanner {
   }
   return loc;
 }
-
-} // namespace cotune::job
+} // namespace cotune::batch

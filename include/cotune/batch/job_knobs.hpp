@@ -1,7 +1,7 @@
 #pragma once
-/// \file `cotune::job::job_knobs()`: where an application finds a shipped tuning database, how it is
+/// \file `cotune::batch::job_knobs()`: where an application finds a shipped tuning database, how it is
 /// verified, what a tuner does for a key the database does not hold, and how large a file the job
-/// module reads (job files, databases, Triton files) may be and expand to (job/input_limits.hpp).
+/// module reads (job files, databases, Triton files) may be and expand to (batch/input_limits.hpp).
 
 #include <cstdint>
 #include <optional>
@@ -14,7 +14,7 @@
 #include <cotune/knobs/knob.hpp>
 #include <cotune/knobs/knobs.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 /// The tuning database and job file knobs.
 struct job_knob_group {
@@ -61,8 +61,8 @@ struct job_knob_group {
 /// The process's tuning database knobs. (Out of line with COTUNE_SEPARATE_COMPILATION, as `knobs()` is.)
 [[nodiscard]] COTUNE_DECL job_knob_group& job_knobs();
 
-} // namespace cotune::job
+} // namespace cotune::batch
 
 #if COTUNE_HEADER_ONLY
-#include <cotune/job/job_knobs.ipp>
+#include <cotune/batch/job_knobs.ipp>
 #endif

@@ -1,5 +1,5 @@
 #pragma once
-/// \file `cotune::job::cuda_kernel_runner`: a job's CUDA kernel, tuned by the ordinary autotuner over
+/// \file `cotune::batch::cuda_kernel_runner`: a job's CUDA kernel, tuned by the ordinary autotuner over
 /// the CUDA backend and the CUDA benchmarker (events, L2 flush) on every local CUDA device.
 ///
 /// Each instance's buffers are filled on the host (argument_pack's fills) and copied to the device;
@@ -11,7 +11,7 @@
 ///
 /// Needs the CUDA module (cotune::cuda); `cotune tune` passes it to `run_job` when built with it:
 ///
-///     cotune::job::run_job<cotune::file_cache, cotune::job::cuda_kernel_runner>(job, options);
+///     cotune::batch::run_job<cotune::file_cache, cotune::batch::cuda_kernel_runner>(job, options);
 
 #include <cstddef>
 #include <cstdint>
@@ -32,13 +32,13 @@
 #include <cotune/cuda/cuda_benchmarker.hpp>
 #include <cotune/cuda/device_buffer.hpp>
 #include <cotune/detail/config.hpp>
-#include <cotune/job/argument_pack.hpp>
-#include <cotune/job/job_runner.hpp>
-#include <cotune/job/job_spec.hpp>
+#include <cotune/batch/argument_pack.hpp>
+#include <cotune/batch/job_runner.hpp>
+#include <cotune/batch/job_spec.hpp>
 #include <cotune/tune/autotuner.hpp>
 #include <cotune/tune/job_instantiation.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 /// A problem instance's arguments in one CUDA device's memory: the buffers allocated there and filled
 /// from the host, the scalars by value, and `params()`, what cuLaunchKernel takes. A `Buffer` keyed by
@@ -52,38 +52,7 @@ public:
 
   /// Allocates every buffer on `d` and fills it; throws cotune::error naming the argument that cannot
   /// be made (a fill file, out of memory).
-  device_argument_pack(std::vector<argument> args, std::size_t instance_index, const cuda::device& d)
-      : s_(std::make_shared<storage>()) {
-    auto& s = *s_;
-    s.args = std::move(args);
-    s.key_text = job::key_text(s.args);
-    s.instance = instance_index;
-    s.device = d;
-    const std::size_t n = s.args.size();
-    s.buffers.resize(n);
-    s.pointers.assign(n, 0);
-    s.scalars.assign(n, 0);
-    s.params.assign(n + 1, nullptr);
-    std::vector<std::byte> staging;
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto& a = s.args[i];
-      if (a.buffer) {
-        const std::size_t bytes = a.extent * size_of(a.type);
-        staging.resize(bytes);
-        argument_pack::fill_host(a, staging.data(), bytes);
-        try {
-          s.buffers[i] = cuda::device_buffer<std::byte>(d, std::span<const std::byte>(staging));
-        } catch (const error& e) {
-          throw error(fmt::format("argument '{}' ({} {} elements): {}", a.name, a.extent, to_string(a.type), e.what()));
-        }
-        s.pointers[i] = s.buffers[i].data();
-        s.params[i] = &s.pointers[i];
-      } else {
-        argument_pack::store_scalar_value(a, &s.scalars[i]);
-        s.params[i] = &s.scalars[i]; // little-endian: the low bytes hold the C value
-      }
-    }
-  }
+  COTUNE_DECL device_argument_pack(std::vector<argument> args, std::size_t instance_index, const cuda::device& d);
 
   /// The same arguments, made anew on device `d` (for the other devices measuring a key).
   [[nodiscard]] device_argument_pack on(const cuda::device& d) const { return {s_->args, s_->instance, d}; }
@@ -97,32 +66,16 @@ public:
   [[nodiscard]] std::size_t instance_index() const noexcept { return s_->instance; }
   [[nodiscard]] const std::vector<argument>& arguments() const noexcept { return s_->args; }
   /// Buffer argument `i`'s contents, copied to the host (after the work queued on the device's stream).
-  [[nodiscard]] std::vector<std::byte> copy_to_host(std::size_t i) const {
-    const auto& b = s_->buffers.at(i);
-    std::vector<std::byte> out(b.size());
-    b.copy_to(out);
-    return out;
-  }
+  [[nodiscard]] COTUNE_DECL std::vector<std::byte> copy_to_host(std::size_t i) const;
   /// One pointer per kernel parameter, pointing at its value (null-terminated).
   [[nodiscard]] void** params() const noexcept { return s_ ? s_->params.data() : nullptr; }
 
   /// Zeroes the buffers marked `reset` (queued on the device's stream).
-  void zero() const {
-    for_each([](const argument& a) { return a.reset; }, [](const cuda::device_buffer<std::byte>& b) { b.span().zero(); });
-  }
+  COTUNE_DECL void zero() const;
   /// Device copies of the buffers marked `restore`.
-  [[nodiscard]] snapshot_type snapshot() const {
-    snapshot_type out;
-    for_each([](const argument& a) { return a.restore; },
-             [&](const cuda::device_buffer<std::byte>& b) { out.push_back(b.snapshot()); });
-    return out;
-  }
-  void restore(const snapshot_type& snap) const {
-    std::size_t k = 0;
-    for_each([](const argument& a) { return a.restore; }, [&](const cuda::device_buffer<std::byte>& b) {
-      if (k < snap.size()) b.span().restore(snap[k++]);
-    });
-  }
+  [[nodiscard]] COTUNE_DECL snapshot_type snapshot() const;
+  /// Writes back the device copies `snapshot` took.
+  COTUNE_DECL void restore(const snapshot_type& snap) const;
 
 private:
   struct storage {
@@ -137,11 +90,7 @@ private:
   };
 
   template <class Pick, class F>
-  void for_each(Pick pick, F&& f) const {
-    if (!s_) return;
-    for (std::size_t i = 0; i < s_->args.size(); ++i)
-      if (s_->args[i].buffer && pick(s_->args[i]) && s_->buffers[i].size() > 0) f(s_->buffers[i]);
-  }
+  void for_each(Pick pick, F&& f) const; // cuda_kernel_runner.ipp
 
   std::shared_ptr<storage> s_;
 };
@@ -219,10 +168,12 @@ private:
   tuner_type tuner_;
 };
 
-} // namespace cotune::job
+} // namespace cotune::batch
 
-#if !COTUNE_HEADER_ONLY
+#if COTUNE_HEADER_ONLY
+#include <cotune/batch/cuda_kernel_runner.ipp>
+#else
 // COTUNE_SEPARATE_COMPILATION: a job's CUDA tuner's job and table of keys over the file cache are
 // compiled once, in <cotune/impl/cuda_src.hpp> (as the CUDA tuner's in <cotune/cuda/autotune.hpp>).
-COTUNE_EXTERN_TUNING_JOB(cotune::job::job_cuda_backend, cotune::cuda::cuda_benchmarker, cotune::file_cache);
+COTUNE_EXTERN_TUNING_JOB(cotune::batch::job_cuda_backend, cotune::cuda::cuda_benchmarker, cotune::file_cache);
 #endif

@@ -10,15 +10,15 @@
 #include <limits>
 #include <string>
 
-#include <cotune/job/input_limits.hpp>
-#include <cotune/job/job_knobs.hpp>
-#include <cotune/job/job_spec.hpp>
-#include <cotune/job/triton_import.hpp>
-#include <cotune/job/tuning_database.hpp>
+#include <cotune/batch/input_limits.hpp>
+#include <cotune/batch/job_knobs.hpp>
+#include <cotune/batch/job_spec.hpp>
+#include <cotune/batch/triton_import.hpp>
+#include <cotune/batch/tuning_database.hpp>
 
 #include "../support/temp_dir.hpp"
 
-namespace cj = cotune::job;
+namespace cj = cotune::batch;
 
 namespace {
 

@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include <cotune/job/job_geometry.hpp>
-#include <cotune/job/job_spec.hpp>
+#include <cotune/batch/job_geometry.hpp>
+#include <cotune/batch/job_spec.hpp>
 
-namespace cj = cotune::job;
+namespace cj = cotune::batch;
 
 namespace {
 

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include <cotune/core/buffer.hpp>
-#include <cotune/job/argument_pack.hpp>
+#include <cotune/batch/argument_pack.hpp>
 
 #include "../support/temp_dir.hpp"
 
-namespace cj = cotune::job;
+namespace cj = cotune::batch;
 
 namespace {
 std::vector<cj::argument> gemm_like() {

@@ -1,10 +1,10 @@
 #pragma once
-/// \file The bodies of job/job_knobs.hpp (compiled once with COTUNE_SEPARATE_COMPILATION, see
+/// \file The bodies of batch/job_knobs.hpp (compiled once with COTUNE_SEPARATE_COMPILATION, see
 /// detail/config.hpp).
 
-#include <cotune/job/job_knobs.hpp>
+#include <cotune/batch/job_knobs.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 COTUNE_DECL job_knob_group& job_knobs() { return knob_group<job_knob_group>(); }
 
@@ -17,4 +17,4 @@ COTUNE_DECL job_knob_group& job_knobs_registered = job_knobs();
 #endif
 } // namespace detail
 
-} // namespace cotune::job
+} // namespace cotune::batch

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include <cotune/cotune.hpp>
-#include <cotune/job/html_report.hpp>
+#include <cotune/batch/html_report.hpp>
 
-namespace cj = cotune::job;
+namespace cj = cotune::batch;
 
 namespace {
 

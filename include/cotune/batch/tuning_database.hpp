@@ -1,5 +1,5 @@
 #pragma once
-/// \file `cotune::job::tuning_database`: the winners of many tunings in one portable file: per
+/// \file `cotune::batch::tuning_database`: the winners of many tunings in one portable file: per
 /// (kernel, key, device) the winning config, its measured time, the toolchain fingerprint and the
 /// date, and optionally every candidate. `cotune db export` writes one, `cotune db import` merges one
 /// into a cache, `cotune db diff` compares two, and an application reads one read-only
@@ -34,7 +34,7 @@
 #include <cotune/detail/json.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 /// A database that cannot be read or trusted: which file, what is wrong, what to do.
 class database_error : public error {
@@ -142,8 +142,8 @@ inline constexpr std::string_view imported_database_file = "imported.db.json";
 COTUNE_DECL std::size_t import_database(const std::filesystem::path& root, const tuning_database& db,
                                         std::string_view secret = {});
 
-} // namespace cotune::job
+} // namespace cotune::batch
 
 #if COTUNE_HEADER_ONLY
-#include <cotune/job/tuning_database.ipp>
+#include <cotune/batch/tuning_database.ipp>
 #endif

@@ -3,7 +3,7 @@
 /// held to before anything is built from it: its size, the number of candidates it expands to
 /// (counted from its axes and instances, without overflow), the names that reach file names, and
 /// the ranges of launch options. The limits are the knobs `job.max_file_bytes` and
-/// `job.max_candidates` (job/job_knobs.hpp); the readers throw their own error (job_error,
+/// `job.max_candidates` (batch/job_knobs.hpp); the readers throw their own error (job_error,
 /// database_error) with the file, the field, the limit and the knob.
 
 #include <cstdint>
@@ -17,9 +17,10 @@
 #include <simdjson.h>
 
 #include <cotune/core/config.hpp>
-#include <cotune/job/job_knobs.hpp>
+#include <cotune/detail/config.hpp>
+#include <cotune/batch/job_knobs.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 /// `a * b`, or the largest uint64 when the product does not fit: a count past any limit, never a wrap.
 [[nodiscard]] constexpr std::uint64_t saturating_product(std::uint64_t a, std::uint64_t b) noexcept {
@@ -35,23 +36,13 @@ namespace cotune::job {
 }
 
 /// A count for a message: `100000`, or `more than 18446744073709551615` for a saturated one.
-[[nodiscard]] inline std::string count_text(std::uint64_t n) {
-  return n == std::numeric_limits<std::uint64_t>::max() ? fmt::format("more than {}", n) : fmt::format("{}", n);
-}
+[[nodiscard]] COTUNE_DECL std::string count_text(std::uint64_t n);
 
 /// The number of elements of a JSON array (simdjson's `size()` stops counting at 2^24 - 1).
-[[nodiscard]] inline std::uint64_t element_count(simdjson::dom::array a) noexcept {
-  const std::uint64_t n = a.size();
-  if (n < 0xFFFFFF) return n;
-  std::uint64_t counted = 0;
-  for ([[maybe_unused]] auto x : a) ++counted;
-  return counted;
-}
+[[nodiscard]] COTUNE_DECL std::uint64_t element_count(simdjson::dom::array a) noexcept;
 
 /// The candidate limit (`job.max_candidates`) as a count.
-[[nodiscard]] inline std::uint64_t max_candidates() {
-  return static_cast<std::uint64_t>(job_knobs().max_candidates.get());
-}
+[[nodiscard]] COTUNE_DECL std::uint64_t max_candidates();
 
 /// How to raise the candidate limit, for messages.
 inline constexpr std::string_view max_candidates_knob = "job.max_candidates, COTUNE_JOB_MAX_CANDIDATES";
@@ -67,14 +58,7 @@ inline constexpr std::size_t max_kernel_name_bytes = 200;
 }
 
 /// Why `s` is not a kernel name (for messages), or empty.
-[[nodiscard]] inline std::string kernel_name_problem(std::string_view s) {
-  if (!is_identifier(s))
-    return fmt::format("kernel name '{}' is not a C identifier (letters, digits, '_', not starting with a digit)", s);
-  if (s.size() > max_kernel_name_bytes)
-    return fmt::format("kernel name '{}...' has {} bytes, more than {} (it becomes a file name)", s.substr(0, 32),
-                       s.size(), max_kernel_name_bytes);
-  return {};
-}
+[[nodiscard]] COTUNE_DECL std::string kernel_name_problem(std::string_view s);
 
 // 64 KiB: a key text names every key argument and its type or value; the longest the tests and the
 // examples write is under 200 bytes. Device names, dates, hosts and fingerprints are shorter still.
@@ -90,24 +74,7 @@ inline constexpr int max_block_dimension = 1024;
 
 /// Why launch options `lo` are out of the range a job file allows (every option in [1, 2^20], block
 /// dimensions in [1, 1024]), or empty. Databases hold what job files and tuners made, so the same range.
-[[nodiscard]] inline std::string launch_problem(const launch_options& lo) {
-  auto out_of_range = [](std::string_view name, std::int64_t v) {
-    return fmt::format("{} = {} is out of range; launch options are integers in [1, {}]", name, v, max_launch_option);
-  };
-  const std::pair<std::string_view, std::int64_t> all[] = {
-      {"num_warps", lo.num_warps}, {"num_stages", lo.num_stages}, {"num_ctas", lo.num_ctas}};
-  for (auto [name, v] : all)
-    if (v < 1 || v > max_launch_option) return out_of_range(name, v);
-  if (lo.maxnreg && (*lo.maxnreg < 1 || *lo.maxnreg > max_launch_option)) return out_of_range("maxnreg", *lo.maxnreg);
-  if (lo.threads_per_block && (*lo.threads_per_block < 1 || *lo.threads_per_block > max_launch_option))
-    return out_of_range("threads_per_block", *lo.threads_per_block);
-  if (lo.block)
-    for (int d : {lo.block->x, lo.block->y, lo.block->z})
-      if (d < 1 || d > max_block_dimension)
-        return fmt::format("block ({}, {}, {}) is out of range; each dimension is in [1, {}]", lo.block->x, lo.block->y,
-                           lo.block->z, max_block_dimension);
-  return {};
-}
+[[nodiscard]] COTUNE_DECL std::string launch_problem(const launch_options& lo);
 
 // 32: Triton refuses a num_warps that is not a power of two, and 32 warps of 32 threads fill the
 // largest block a CUDA device runs (AMD's 64-thread wavefronts stop at 16).
@@ -115,22 +82,10 @@ inline constexpr int max_triton_num_warps = 32;
 
 /// Why launch options read from a Triton file are not ones Triton could have run, or empty:
 /// launch_problem's ranges, and num_warps a power of two in [1, 32].
-[[nodiscard]] inline std::string triton_launch_problem(const launch_options& lo) {
-  const int w = lo.num_warps;
-  if (w < 1 || w > max_triton_num_warps || (w & (w - 1)) != 0)
-    return fmt::format("num_warps = {} is not a power of two in [1, {}] (Triton runs no other)", w,
-                       max_triton_num_warps);
-  return launch_problem(lo);
-}
+[[nodiscard]] COTUNE_DECL std::string triton_launch_problem(const launch_options& lo);
 
 /// Why a text of `bytes` bytes is over the input size limit (`job.max_file_bytes`), or empty.
-[[nodiscard]] inline std::string input_size_problem(std::uint64_t bytes) {
-  const auto limit = static_cast<std::uint64_t>(job_knobs().max_file_bytes.get());
-  if (bytes <= limit) return {};
-  return fmt::format("{} bytes, more than the limit of {} bytes (job.max_file_bytes, COTUNE_JOB_MAX_FILE_BYTES); "
-                     "is this the file you meant? If it is, raise the limit",
-                     count_text(bytes), limit);
-}
+[[nodiscard]] COTUNE_DECL std::string input_size_problem(std::uint64_t bytes);
 
 /// The text of `file`, read no further than the input size limit. Throws `Error` naming the file and
 /// `what` it should be when it cannot be read, and the limit and its knob when it is larger (a pipe or
@@ -157,4 +112,8 @@ template <class Error>
   return text;
 }
 
-} // namespace cotune::job
+} // namespace cotune::batch
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/batch/input_limits.ipp>
+#endif

@@ -1,5 +1,5 @@
 #pragma once
-/// \file `cotune::job::html_report`: tuning results as one self-contained HTML page (inline SVG and
+/// \file `cotune::batch::html_report`: tuning results as one self-contained HTML page (inline SVG and
 /// CSS, no script, nothing fetched): per kernel a heat map of the winners over the problem sizes, per
 /// key every candidate's full config beside a bar of its median with its p20-p80 spread (a linear scale
 /// that clips, and marks, a far slower outlier), the failures with their compiler's first error line,
@@ -24,10 +24,10 @@
 
 #include <cotune/core/config.hpp>
 #include <cotune/detail/dir_fd.hpp>
-#include <cotune/job/argument_pack.hpp>
+#include <cotune/batch/argument_pack.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 /// What a report shows: results, grouped by kernel in the order given.
 struct report_input {
@@ -343,4 +343,4 @@ inline void write_html_report(const std::filesystem::path& file, const report_in
   cotune::detail::atomic_write(file, html_report(in));
 }
 
-} // namespace cotune::job
+} // namespace cotune::batch

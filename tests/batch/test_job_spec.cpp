@@ -2,10 +2,16 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <type_traits>
 
-#include <cotune/job/job_spec.hpp>
+#include <cotune/batch/batch.hpp>
+#include <cotune/batch/job_spec.hpp>
 
-namespace cj = cotune::job;
+namespace cj = cotune::batch;
+
+// The folder's former namespace stays an alias (batch/batch.hpp), so code written against it compiles.
+static_assert(std::is_same_v<cotune::job::job_spec, cotune::batch::job_spec> &&
+              std::is_same_v<cotune::job::tuning_database, cotune::batch::tuning_database>);
 
 namespace {
 

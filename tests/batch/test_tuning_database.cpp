@@ -6,14 +6,14 @@
 #include <vector>
 
 #include <cotune/cotune.hpp>
-#include <cotune/job/job_knobs.hpp>
-#include <cotune/job/shipped_database.hpp>
-#include <cotune/job/tuning_database.hpp>
+#include <cotune/batch/job_knobs.hpp>
+#include <cotune/batch/shipped_database.hpp>
+#include <cotune/batch/tuning_database.hpp>
 #include <cotune/knobs/knobs.hpp>
 
 #include "../support/temp_dir.hpp"
 
-namespace cj = cotune::job;
+namespace cj = cotune::batch;
 
 namespace {
 cotune::tuning_result result(std::string key, int winner_block, double ms) {

@@ -5,10 +5,10 @@
 #include <optional>
 #include <string_view>
 
-#include <cotune/job/expression.hpp>
+#include <cotune/batch/expression.hpp>
 
-using cotune::job::expression;
-using cotune::job::expression_error;
+using cotune::batch::expression;
+using cotune::batch::expression_error;
 
 namespace {
 std::int64_t eval(std::string_view text, std::int64_t n = 0) {

@@ -1,41 +1,12 @@
 #pragma once
-/// \file `cotune::job::import_triton`: Triton's autotuning cache files as tuning-database entries, the
-/// migration path for users coming from Triton.
-///
-/// Triton (3.4 and later, `cache_results=True` or TRITON_CACHE_AUTOTUNING) writes one file per tuning,
-/// `{kernel}.autotune.json` (spec §3.7):
-///
-///     {"key": [4096, "torch.float16"], "configs_timings": [[{"kwargs": {"BLOCK": 64}, "num_warps": 4,
-///      "num_ctas": 1, "num_stages": 3, "maxnreg": null, "pre_hook": null, "ir_override": null},
-///      [t50, t20, t80]], ...]}
-///
-/// with a failed config's times written as the non-standard `Infinity`. Its "key" holds the values of
-/// the `key=` arguments in the order `key=` lists them, then `str(dtype)` of every tensor argument in
-/// argument order. A cotune key text names arguments in argument order ("a: float16, n=4096"), so the
-/// import needs the kernel's signature: its arguments in order (which are tensors) and its key
-/// arguments. The winner is the config with the smallest times (compared as Triton does, median first);
-/// each config becomes a cotune config with the same parameters and launch options. A tuner adopts an
-/// imported winner only where its own candidate list holds an equal config (same parameter names and
-/// values, same num_warps/num_stages/num_ctas/maxnreg): otherwise it tunes, as for any database entry.
-///
-/// A file is held to what Triton writes and to job/input_limits.hpp before it is used: the kernel name
-/// is a C identifier (it reaches file names), num_warps a power of two in [1, 32], num_stages,
-/// num_ctas and maxnreg in [1, 2^20], at most `job.max_candidates` configs of 1 to 3 times each, and
-/// the file within `job.max_file_bytes`.
-///
-///     triton_signature sig{.kernel = "matmul", .args = {{"a", true}, {"b", true}, {"c", true},
-///                          {"M"}, {"N"}, {"K"}}, .key = {"M", "N", "K"}, .device = "NVIDIA H200"};
-///     database_entry e = import_triton(file_text, sig, "matmul.autotune.json");
+/// \file The bodies of batch/triton_import.hpp (compiled once with COTUNE_SEPARATE_COMPILATION, see
+/// detail/config.hpp).
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <filesystem>
 #include <optional>
-#include <string>
-#include <string_view>
 #include <utility>
-#include <vector>
 
 #include <fmt/core.h>
 #include <simdjson.h>
@@ -44,29 +15,16 @@
 #include <cotune/core/value.hpp>
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/json.hpp>
-#include <cotune/job/input_limits.hpp>
-#include <cotune/job/tuning_database.hpp>
+#include <cotune/batch/input_limits.hpp>
+#include <cotune/batch/triton_import.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
-namespace cotune::job {
-
-/// What the import needs to know of the Triton kernel, and where its file was tuned.
-struct triton_signature {
-  struct argument {
-    std::string name;
-    bool tensor = false; ///< a torch tensor: its dtype is part of Triton's key, and of cotune's key text
-  };
-  std::string kernel;              ///< the cotune kernel name (the file's name without .autotune.json, by default)
-  std::vector<argument> args;      ///< every argument of the kernel, in order
-  std::vector<std::string> key;    ///< the `key=` list of Triton's autotune, in its order (no tensors)
-  std::string device;              ///< the device it was tuned on, as cotune names it ("NVIDIA H200")
-  std::string date{};              ///< when, if known (UTC, ISO 8601); else the import's date
-};
+namespace cotune::batch {
 
 namespace detail {
 
 /// cotune's element type name of a torch dtype ("torch.float16" -> "float16"); nothing if unknown.
-[[nodiscard]] inline std::optional<std::string> element_type_of_dtype(std::string_view dtype) {
+[[nodiscard]] COTUNE_DECL std::optional<std::string> element_type_of_dtype(std::string_view dtype) {
   if (!dtype.starts_with("torch.")) return std::nullopt;
   dtype.remove_prefix(6);
   static constexpr std::pair<std::string_view, std::string_view> names[] = {
@@ -81,7 +39,7 @@ namespace detail {
 }
 
 /// The cotune value of one Triton key or kwargs value (an int, a float, a bool or a string).
-[[nodiscard]] inline std::optional<value> value_of_json(simdjson::dom::element e) {
+[[nodiscard]] COTUNE_DECL std::optional<value> value_of_json(simdjson::dom::element e) {
   using simdjson::dom::element_type;
   switch (e.type()) {
   case element_type::INT64: return value(std::int64_t(e.get_int64().value_unsafe()));
@@ -99,12 +57,8 @@ namespace detail {
 
 } // namespace detail
 
-/// The database entry of one Triton autotune file: its winner, and every config with its times. Throws
-/// database_error naming `origin`, what is wrong and the fix (not JSON, not a Triton autotune file, a
-/// key that does not fit `sig`, a kernel name that is not a C identifier, a config cotune cannot
-/// express or Triton could not have run, a file over the limits, no config that ran).
-[[nodiscard]] inline database_entry import_triton(std::string_view text, const triton_signature& sig,
-                                                  std::string_view origin) {
+COTUNE_DECL database_entry import_triton(std::string_view text, const triton_signature& sig,
+                                         std::string_view origin) {
   auto fail = [&](std::string why) { return database_error(fmt::format("{}: {}", origin, why)); };
   if (sig.kernel.empty()) throw fail("no kernel name: give the cotune kernel name for this file");
   if (auto why = kernel_name_problem(sig.kernel); !why.empty())
@@ -233,18 +187,15 @@ namespace detail {
   return database_entry::from(r);
 }
 
-/// `import_triton` of the file at `file`, named by its path in messages. Throws database_error when the
-/// file cannot be read, or as `import_triton` does.
-[[nodiscard]] inline database_entry import_triton_file(const std::filesystem::path& file, const triton_signature& sig) {
+COTUNE_DECL database_entry import_triton_file(const std::filesystem::path& file, const triton_signature& sig) {
   return import_triton(read_input_file<database_error>(file, "Triton autotune file"), sig, file.string());
 }
 
-/// The cotune kernel name of a Triton autotune file: its file name without ".autotune.json".
-[[nodiscard]] inline std::string triton_kernel_name(std::string_view file_name) {
+COTUNE_DECL std::string triton_kernel_name(std::string_view file_name) {
   constexpr std::string_view suffix = ".autotune.json";
   if (const auto slash = file_name.rfind('/'); slash != std::string_view::npos) file_name.remove_prefix(slash + 1);
   if (file_name.ends_with(suffix)) file_name.remove_suffix(suffix.size());
   return std::string(file_name);
 }
 
-} // namespace cotune::job
+} // namespace cotune::batch

@@ -1,10 +1,10 @@
 #pragma once
-/// \file `cotune::job::find_winner`: the winner a shipped tuning database holds for a kernel's key on
+/// \file `cotune::batch::find_winner`: the winner a shipped tuning database holds for a kernel's key on
 /// a device, for a tuner to launch without tuning. The database is `COTUNE_TUNING_DB` (read-only),
 /// then the one `cotune db import` put into the file cache; each file is read once per process (again
 /// when it changes).
 ///
-///     if (auto r = cotune::job::database_result("matmul", key_text, device_name, candidates)) use(*r);
+///     if (auto r = cotune::batch::database_result("matmul", key_text, device_name, candidates)) use(*r);
 
 #include <filesystem>
 #include <memory>
@@ -16,14 +16,14 @@
 
 #include <cotune/core/config.hpp>
 #include <cotune/detail/config.hpp>
-#include <cotune/job/job_knobs.hpp>
-#include <cotune/job/tuning_database.hpp>
+#include <cotune/batch/job_knobs.hpp>
+#include <cotune/batch/tuning_database.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/process_setup.hpp>
 #include <cotune/tune/tuning_result.hpp>
 #include <cotune/tune/winner_source.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 namespace detail {
 
@@ -59,7 +59,7 @@ struct loaded_database {
                                                                        const std::vector<config>& candidates,
                                                                        std::string_view key_text);
 
-} // namespace cotune::job
+} // namespace cotune::batch
 
 #if COTUNE_HEADER_ONLY
 namespace cotune::detail {
@@ -68,10 +68,10 @@ namespace cotune::detail {
 /// that tunes nothing emits neither. More specialised than tune/'s default hook, so chosen over it.
 template <class B>
 void add_process_setup(process_setup_tag<B>) {
-  (void)job::job_knobs();
-  shipped_winner_source() = &job::detail::shipped_lookup;
+  (void)batch::job_knobs();
+  shipped_winner_source() = &batch::detail::shipped_lookup;
 }
 } // namespace cotune::detail
 
-#include <cotune/job/shipped_database.ipp>
+#include <cotune/batch/shipped_database.ipp>
 #endif

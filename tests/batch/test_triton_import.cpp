@@ -8,15 +8,15 @@
 
 #include <cotune/cotune.hpp>
 #include <cotune/detail/files.hpp>
-#include <cotune/job/job_knobs.hpp>
-#include <cotune/job/triton_import.hpp>
-#include <cotune/job/tuning_database.hpp>
+#include <cotune/batch/job_knobs.hpp>
+#include <cotune/batch/triton_import.hpp>
+#include <cotune/batch/tuning_database.hpp>
 #include <cotune/knobs/knobs.hpp>
 
 #include "../support/source_tree.hpp"
 #include "../support/temp_dir.hpp"
 
-namespace cj = cotune::job;
+namespace cj = cotune::batch;
 
 namespace {
 
@@ -146,7 +146,7 @@ TEST_CASE("a host tuner adopts a winner imported from a Triton file, and tunes a
 TEST_CASE("a file Triton 3.6 wrote on an H200 is imported with Triton's own winner", "[job][triton_import]") {
   // Written by benchmarks/compare/triton_cache_file.py (cache_results=True) on the H200, 2026-11-30.
   const auto text =
-      cotune::detail::read_file(cotune_test::source_file("tests/job/data/triton_3.6_cotune_import_add.autotune.json"));
+      cotune::detail::read_file(cotune_test::source_file("tests/batch/data/triton_3.6_cotune_import_add.autotune.json"));
   REQUIRE(text);
   const auto e = cj::import_triton(*text,
                                    {.kernel = "cotune_import_add",

@@ -1,7 +1,7 @@
 #pragma once
-/// \file `cotune::job::run_job`: tunes every (kernel, instance) of a job with the ordinary autotuner,
+/// \file `cotune::batch::run_job`: tunes every (kernel, instance) of a job with the ordinary autotuner,
 /// one `autotuner<void(argument_pack)>` per host kernel (and one over the CUDA backend per CUDA
-/// kernel, job/cuda_kernel_runner.hpp), so that results, binaries, the result cache and the Redis
+/// kernel, batch/cuda_kernel_runner.hpp), so that results, binaries, the result cache and the Redis
 /// lease work exactly as in an application.
 ///
 /// Many processes share a job in two ways. `shard`/`shards` split the keys statically (key i goes to
@@ -27,14 +27,14 @@
 #include <cotune/bench/host_benchmarker.hpp>
 #include <cotune/cache/cache_manager.hpp>
 #include <cotune/detail/hashing.hpp>
-#include <cotune/job/argument_pack.hpp>
-#include <cotune/job/job_spec.hpp>
+#include <cotune/batch/argument_pack.hpp>
+#include <cotune/batch/job_spec.hpp>
 #include <cotune/search/search.hpp>
 #include <cotune/tune/autotuner.hpp>
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 /// How one key of a job ended.
 enum class key_outcome {
@@ -86,15 +86,11 @@ struct run_options {
 };
 
 /// The claim id of a key: the backend's fingerprint, the kernel and the key text, hashed.
-[[nodiscard]] inline std::string claim_id(const std::string& fingerprint, const kernel_source& k,
-                                          const std::string& key) {
-  cotune::detail::sha256_hasher h;
-  h.field("cotune-job-claim").field(fingerprint).field(k.digest()).field(key);
-  return cotune::detail::to_hex(h.digest());
-}
+[[nodiscard]] COTUNE_DECL std::string claim_id(const std::string& fingerprint, const kernel_source& k,
+                                               const std::string& key);
 
 /// One kernel of a job, set up to tune its instances on this machine's devices of its backend: the
-/// host runner below, `cuda_kernel_runner` (job/cuda_kernel_runner.hpp) for CUDA kernels.
+/// host runner below, `cuda_kernel_runner` (batch/cuda_kernel_runner.hpp) for CUDA kernels.
 class kernel_runner {
 public:
   virtual ~kernel_runner() = default;
@@ -145,11 +141,7 @@ template <class Options, class Pack>
 }
 
 /// Each instance of `kj` by its key text.
-[[nodiscard]] inline std::map<std::string, const instance*, std::less<>> instances_by_key(const kernel_job& kj) {
-  std::map<std::string, const instance*, std::less<>> out;
-  for (const auto& inst : kj.instances) out.emplace(key_text(kj.arguments_for(inst)), &inst);
-  return out;
-}
+[[nodiscard]] COTUNE_DECL std::map<std::string, const instance*, std::less<>> instances_by_key(const kernel_job& kj);
 
 /// A host kernel: `autotuner<void(argument_pack)>` over the host backend.
 template <CacheManager Cache>
@@ -284,4 +276,8 @@ job_summary run_job(const job_spec& job, const run_options& o) {
   return sum;
 }
 
-} // namespace cotune::job
+} // namespace cotune::batch
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/batch/job_runner.ipp>
+#endif

@@ -1,10 +1,10 @@
 #pragma once
-/// \file The bodies of job/shipped_database.hpp (compiled once with COTUNE_SEPARATE_COMPILATION, see
+/// \file The bodies of batch/shipped_database.hpp (compiled once with COTUNE_SEPARATE_COMPILATION, see
 /// detail/config.hpp).
 
-#include <cotune/job/shipped_database.hpp>
+#include <cotune/batch/shipped_database.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 COTUNE_DECL std::optional<database_entry> find_winner(std::string_view kernel, std::string_view key,
                                                       std::string_view device) {
@@ -84,7 +84,7 @@ COTUNE_DECL std::optional<tuning_result> shipped_lookup(std::string_view kernel,
 /// Installs the shipped-database lookup for every tuner of the process (tune/winner_source.hpp), during
 /// static initialisation. With COTUNE_SEPARATE_COMPILATION, defined once, in the impl/src.hpp file, so
 /// that the lookup and what it calls are compiled there alone; header-only, by each file that includes
-/// job/shipped_database.hpp and instantiates a tuner (add_process_setup, in shipped_database.hpp).
+/// batch/shipped_database.hpp and instantiates a tuner (add_process_setup, in shipped_database.hpp).
 #if !COTUNE_HEADER_ONLY
 COTUNE_DECL const bool shipped_database_installed = [] {
   shipped_winner_source() = &shipped_lookup;
@@ -94,4 +94,4 @@ COTUNE_DECL const bool shipped_database_installed = [] {
 
 } // namespace detail
 
-} // namespace cotune::job
+} // namespace cotune::batch

@@ -1,5 +1,5 @@
 #pragma once
-/// \file The bodies of job/tuning_database.hpp (compiled once with COTUNE_SEPARATE_COMPILATION, see
+/// \file The bodies of batch/tuning_database.hpp (compiled once with COTUNE_SEPARATE_COMPILATION, see
 /// detail/config.hpp).
 
 #include <algorithm>
@@ -9,11 +9,11 @@
 #include <simdjson.h>
 
 #include <cotune/detail/dir_fd.hpp>
-#include <cotune/job/argument_pack.hpp>
-#include <cotune/job/input_limits.hpp>
-#include <cotune/job/tuning_database.hpp>
+#include <cotune/batch/argument_pack.hpp>
+#include <cotune/batch/input_limits.hpp>
+#include <cotune/batch/tuning_database.hpp>
 
-namespace cotune::job {
+namespace cotune::batch {
 
 namespace detail {
 /// An entry's kernel, key and device as one text (NUL-separated; from_json refuses a NUL in them).
@@ -275,4 +275,4 @@ COTUNE_DECL std::size_t import_database(const std::filesystem::path& root, const
   return merged.size();
 }
 
-} // namespace cotune::job
+} // namespace cotune::batch

@@ -12,17 +12,17 @@
 #include <vector>
 
 #include <cotune/cache/file_cache.hpp>
-#include <cotune/job/job_runner.hpp>
-#include <cotune/job/job_spec.hpp>
+#include <cotune/batch/job_runner.hpp>
+#include <cotune/batch/job_spec.hpp>
 #ifdef COTUNE_HAS_CUDA
 #include <cotune/cuda/device.hpp>
-#include <cotune/job/cuda_kernel_runner.hpp>
+#include <cotune/batch/cuda_kernel_runner.hpp>
 #endif
 
 #include "../support/source_tree.hpp"
 #include "../support/temp_dir.hpp"
 
-namespace cj = cotune::job;
+namespace cj = cotune::batch;
 
 namespace {
 
