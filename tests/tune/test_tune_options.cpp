@@ -225,3 +225,30 @@ TEST_CASE("a one-config tuning says that it ran its config once without timing i
   CHECK(text.find("not timed") != std::string::npos);
   CHECK(text.find("0.0000") == std::string::npos); // no time that was never measured
 }
+
+namespace {
+
+/// What isolation_applies reads of a backend whose candidates run in a worker process of its own (CUDA, HIP).
+struct worker_isolating {
+  static constexpr bool worker_isolation = true;
+};
+
+} // namespace
+
+TEST_CASE("constants keep a tuning out of an isolation worker, which loads its own modules, and say so",
+          "[tune][tune_options][constants][isolation]") {
+  const std::vector<config> configs{config{{"COST", 1}}};
+  tuning_settings plain;
+  std::string why;
+  CHECK(detail::isolation_applies<worker_isolating>(true, "on", plain, configs, why));
+  CHECK(why.empty());
+  tuning_settings with_constants;
+  with_constants.constants = {{"table", table_data}};
+  CHECK_FALSE(detail::isolation_applies<worker_isolating>(true, "on", with_constants, configs, why));
+  CHECK_THAT(why, Catch::Contains("constants (written into this process's modules; a worker loads its own)") &&
+                      Catch::Contains("measured in-process"));
+  // A forked copy (the host) loads through this process's code: constants are written there too.
+  why.clear();
+  CHECK(detail::isolation_applies<host_backend>(true, "on", with_constants, configs, why));
+  CHECK(why.empty());
+}

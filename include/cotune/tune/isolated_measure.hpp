@@ -96,8 +96,9 @@ private:
 
 /// Whether this tuning's candidates are measured in isolation: `wanted` (COTUNE_ISOLATE said so), the
 /// backend can, and (for a worker) nothing in the options is host code that only this process can
-/// run (`opts`: anything whose pre_hook, post_hook and on_load test as set or not, such as
-/// tune_options or tuning_settings). Sets `warning` when isolation was asked for but cannot be.
+/// run or data that only this process writes (`opts`: anything with pre_hook, post_hook and on_load
+/// that test as set or not and a `constants` list, such as tune_options or tuning_settings). Sets
+/// `warning` when isolation was asked for but cannot be.
 template <class B, class Options>
 bool isolation_applies(bool wanted, const std::string& mode, const Options& opts, const std::vector<config>& configs,
                        std::string& warning) {
@@ -115,10 +116,11 @@ bool isolation_applies(bool wanted, const std::string& mode, const Options& opts
   if (opts.pre_hook) add("pre_hook");
   if (opts.post_hook) add("post_hook");
   if (opts.on_load) add("on_load");
+  if (!opts.constants.empty()) add("constants (written into this process's modules; a worker loads its own)");
   if (std::any_of(configs.begin(), configs.end(), [](const config& c) { return c.pre_hook() && c.pre_hook()->fn; }))
     add("a config's pre-hook");
   if (hooks.empty()) return true;
-  warning = fmt::format("COTUNE_ISOLATE={}{}: this tuning's {} are host code that only this process can run, so its "
+  warning = fmt::format("COTUNE_ISOLATE={}{}: this tuning's {} need this process (host code that only it can run), so its "
                         "candidates are measured in-process, not in an isolation worker, and a crash ends the program "
                         "(reset_to_zero, restore_value and verify work in a worker; COTUNE_ISOLATE=off silences this)",
                         mode, mode == "on" ? " (the default)" : "", hooks);
