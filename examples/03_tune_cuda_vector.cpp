@@ -45,13 +45,14 @@ using vector_add_signature =
     void(cuda::device_span<const float>, cuda::device_span<const float>, cuda::device_span<float>, int);
 using vector_add_tuner = cotune::autotuner<vector_add_signature, cuda::cuda_backend>;
 
-/// Names, the key (n; `out` adds its element type), and the grid: one block per BLOCK elements.
+/// Names, the key (n; `out` adds its element type), and the grid: one block per BLOCK elements. A
+/// hook's parameters need not repeat the argument types: `auto` for those it ignores.
 inline vector_add_tuner::options vector_add_options() {
   return {.arg_names = {"x", "y", "out", "n"},
           .key = {"n"},
-          .grid = [](const cotune::config& c, const cuda::device_span<const float>&,
-                     const cuda::device_span<const float>&, const cuda::device_span<float>&,
-                     const int& n) { return cuda::grid_1d(c, n); },
+          .grid = [](const cotune::config& c, const auto&, const auto&, const auto&, const int& n) {
+            return cuda::grid_1d(c, n);
+          },
           .cache_results = true};
 }
 

@@ -158,7 +158,7 @@ inline gemm_tuner::options gemm_options() {
   return {.arg_names = {"A", "B", "C", "M", "N", "K"},
           .key = {"M", "N", "K"},
           .early_config_prune =
-              [](const std::vector<cotune::config>& configs, const A_span&, const A_span&, const C_span&, const int& M,
+              [](const std::vector<cotune::config>& configs, const auto&, const auto&, const auto&, const int& M,
                  const int& N, const int& K) {
                 std::vector<cotune::config> kept;
                 for (const auto& c : configs)
@@ -167,8 +167,8 @@ inline gemm_tuner::options gemm_options() {
                     kept.push_back(c);
                 return kept;
               },
-          .grid = [](const cotune::config& c, const A_span&, const A_span&, const C_span&, const int& M, const int& N,
-                     const int&) { return cuda::grid_2d(c, M, N, "BLOCK_M", "BLOCK_N", gemm_shared_bytes(c)); },
+          .grid = [](const cotune::config& c, const auto&, const auto&, const auto&, const int& M, const int& N,
+                     const auto&) { return cuda::grid_2d(c, M, N, "BLOCK_M", "BLOCK_N", gemm_shared_bytes(c)); },
           .cache_results = true};
 }
 

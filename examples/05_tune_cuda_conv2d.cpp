@@ -89,15 +89,15 @@ inline cotune::kernel_source conv_kernel(const std::string& name = "conv2d") {
 /// 48 candidates: 2-D blocks of 16 or 32 x 4, 8 or 16 threads, 1 or 2 outputs per thread along each
 /// axis, shared memory on or off. The block's shape is derived from the parameters.
 inline std::vector<cotune::config> conv_configs() {
-  using cotune::p;
+  using namespace cotune::expr::literals; // "NAME"_p: the config's parameter NAME, as an expression
   return cotune::config_space{}
       .axis("BLOCK_X", {16, 32})
       .axis("BLOCK_Y", {4, 8, 16})
       .axis("TILE_X", {1, 2})
       .axis("TILE_Y", {1, 2})
       .axis("USE_SHARED", {0, 1})
-      .derive("block_x", p("BLOCK_X"))
-      .derive("block_y", p("BLOCK_Y"))
+      .derive("block_x", "BLOCK_X"_p)
+      .derive("block_y", "BLOCK_Y"_p)
       .build();
 }
 
@@ -107,16 +107,17 @@ using conv_tuner = cotune::autotuner<void(image_in, image_out, int, int), cuda::
 
 /// Names, the key (the image's size), the grid as an expression of the parameters, and on_load,
 /// which writes `filter` (filter_width x filter_width values, row-major; it must outlive the tuner)
-/// into each loaded binary's __constant__ memory.
+/// into each loaded binary's __constant__ memory. A hook names only the leading arguments it uses:
+/// on_load here takes the module alone. (Data alone needs no hook at all:
+/// `.constants = {{"filter", filter}}` copies it and writes it at every load.)
 inline conv_tuner::options conv_options(const std::vector<float>& filter) {
   return {.arg_names = {"in", "out", "w", "h"},
           .key = {"w", "h"},
-          .on_load = [&filter](const cotune::module_view& m, const image_in&, const image_out&, const int&,
-                               const int&) { m.global<float>("filter").copy_from(filter); },
+          .on_load = [&filter](const cotune::module_view& m) { m.global<float>("filter").copy_from(filter); },
           .grid =
               [](const cotune::config& c, const image_in&, const image_out&, const int& w, const int& h) {
-                using cotune::p;
-                return cotune::grid(c, cdiv(w, p("BLOCK_X") * p("TILE_X")), cdiv(h, p("BLOCK_Y") * p("TILE_Y")));
+                using namespace cotune::expr::literals;
+                return cotune::grid(c, cdiv(w, "BLOCK_X"_p * "TILE_X"_p), cdiv(h, "BLOCK_Y"_p * "TILE_Y"_p));
               },
           .cache_results = true};
 }

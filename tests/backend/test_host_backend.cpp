@@ -402,3 +402,38 @@ TEST_CASE("the host backend finds a loaded kernel's global variable, sized, and 
   CHECK_THROWS_WITH(span.copy_from(std::vector<int>{1, 2}), Catch::Contains("holds 4 elements, but 2 were given"));
   CHECK_THROWS_WITH(span.subspan(2, 3), Catch::Contains("out of range for 4 elements"));
 }
+
+TEST_CASE("a module_view made from the backend and a loaded function writes globals for a raw launch",
+          "[backend][host_backend][module]") {
+  private_cache cache;
+  quick_flags flags;
+  host_backend b;
+  const auto k = table_kernel();
+  const config c{{"SCALE", 10}};
+  const auto fn = b.load(b.compile(k, c), k, c);
+
+  const cotune::module_view m(b, fn, k.name); // no tuner: the backend and the function it loaded
+  CHECK(m.cfg().params().empty());
+  m.global<int>("table").copy_from(std::vector<int>{4, 3, 2, 1});
+  std::vector<int> out(4, -1);
+  cotune::host_span<int> out_span(out);
+  b.launch(fn, cotune::launch_grid{}, out_span);
+  CHECK(out == std::vector<int>{40, 30, 20, 10});
+  CHECK_THROWS_WITH(m.global<int>("no_such_global"),
+                    Catch::Contains("kernel '" + k.name + "'") && Catch::Contains("no global variable 'no_such_global'"));
+
+  // The same data given as a module_constant (what tune_options::constants holds).
+  const std::array<int, 4> data{5, 6, 7, 8};
+  const cotune::module_constant table("table", data);
+  CHECK(table.bytes.size() == sizeof(data));
+  table.write_to(m);
+  b.launch(fn, cotune::launch_grid{}, out_span);
+  CHECK(out == std::vector<int>{50, 60, 70, 80});
+  // A size that differs from the global's is refused with both sizes, before anything is written.
+  CHECK_THROWS_WITH(cotune::module_constant("table", std::vector<int>{1, 2, 3}).write_to(m),
+                    Catch::Contains("constant 'table': 12 bytes were given (3 elements of 4 bytes)") &&
+                        Catch::Contains("holds 16 bytes") && Catch::Contains("give exactly 4 elements"));
+  CHECK_THROWS_WITH(cotune::module_constant("table", 1.0).write_to(m), Catch::Contains("8 bytes were given"));
+  b.launch(fn, cotune::launch_grid{}, out_span);
+  CHECK(out == std::vector<int>{50, 60, 70, 80});
+}

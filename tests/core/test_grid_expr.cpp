@@ -59,3 +59,19 @@ TEST_CASE("expression types are recognised and integers alone are not expression
   static_assert(std::is_trivially_copyable_v<decltype(cdiv(10, p("A") * p("B")) + 1)>);
   CHECK(cotune::eval(cdiv(10, p("A")), config{{"A", 3}}) == 4);
 }
+
+TEST_CASE("expr::p and the _p literal build the same expressions without taking the name p", "[core][grid_expr]") {
+  using namespace cotune::expr::literals; // brings "..."_p only
+  const config c{{"BLOCK_X", 16}, {"TILE_X", 4}};
+  static_assert(std::is_same_v<decltype("BLOCK_X"_p), cotune::param_ref>);
+  static_assert(("BLOCK_X"_p).name == "BLOCK_X");
+  CHECK(cotune::eval("BLOCK_X"_p * "TILE_X"_p, c) == 64);
+  CHECK(cotune::eval(cotune::expr::cdiv(1000, cotune::expr::p("BLOCK_X") * "TILE_X"_p), c) == 16);
+  {
+    using namespace cotune::expr; // p, cdiv, min_of, max_of, eval and the literal, in one function's scope
+    CHECK(eval(min_of(p("BLOCK_X"), "TILE_X"_p), c) == 4);
+    CHECK(eval(max_of(p("BLOCK_X"), 100), c) == 100);
+  }
+  // The older spelling is the same function.
+  CHECK(cotune::eval(cotune::p("TILE_X"), c) == cotune::eval(cotune::expr::p("TILE_X"), c));
+}

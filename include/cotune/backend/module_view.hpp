@@ -1,16 +1,25 @@
 #pragma once
-/// \file `cotune::module_view`: a loaded candidate's module as `tune_options::on_load` sees it, and
-/// `global_span<T>`, a typed view of one of its global variables (a `__constant__` filter, a lookup
-/// table), so that their contents are written once per loaded binary, before it first runs:
+/// \file `cotune::module_view`: a loaded module as `tune_options::on_load` sees it (or as a program
+/// that launches a kernel itself builds it from its backend and the loaded function), `global_span<T>`,
+/// a typed view of one of its global variables (a `__constant__` filter, a lookup table), so that their
+/// contents are written once per loaded binary, before it first runs, and `module_constant`, such data
+/// given to a tuner as data (`tune_options::constants`) instead of through a hook:
 ///
-///     .on_load = [&](const cotune::module_view& m, const auto&...) {
+///     .on_load = [&](const cotune::module_view& m) {
 ///       m.global<float>("filter").copy_from(filter); // __constant__ float filter[25];
 ///     }
+///     .constants = {{"filter", std::span<const float>(filter)}}, // the same, without a hook
+///
+///     cotune::module_view m(backend, fn); // a raw launch: fn = backend.load(...)
+///     m.global<float>("filter").copy_from(filter);
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <optional>
+#include <ranges>
 #include <span>
 #include <string>
 #include <string_view>
@@ -101,8 +110,9 @@ private:
   std::size_t offset_ = 0, size_ = 0;
 };
 
-/// A candidate's module, loaded on one device and not yet run: what `tune_options::on_load` receives.
-/// It lives for the hook's call only (keep what `global` gives no longer than that).
+/// A loaded module: a candidate's, loaded on one device and not yet run, as `tune_options::on_load`
+/// receives it (it lives for the hook's call only: keep what `global` gives no longer than that), or
+/// one a program loaded itself for a raw launch (built from the backend and the loaded function).
 class module_view {
 public:
   /// Finds a global by name, or nothing (the backend's `find_global` for the loaded function).
@@ -112,7 +122,18 @@ public:
       : cfg_(&c), kernel_(std::move(kernel)), device_(std::move(device)), device_index_(device_index),
         find_(std::move(find)) {}
 
-  /// The candidate's config (constant data may depend on its parameters).
+  /// The module of `fn`, loaded by `backend` (a backend that finds module globals: CUDA, HIP, host),
+  /// for a program that launches it itself. `kernel` names it in messages; the config is empty and the
+  /// device unnamed. The view holds `backend` by reference (it must outlive the view) and a copy of `fn`.
+  template <class Backend>
+    requires requires(const Backend& b, const typename Backend::function& f, std::string_view n) {
+      { b.find_global(f, n) } -> std::same_as<std::optional<module_global>>;
+    }
+  module_view(const Backend& backend, typename Backend::function fn, std::string kernel = "")
+      : cfg_(&no_config()), kernel_(std::move(kernel)), device_("its device"), device_index_(0),
+        find_([&backend, fn = std::move(fn)](std::string_view name) { return backend.find_global(fn, name); }) {}
+
+  /// The candidate's config (constant data may depend on its parameters); empty for a raw launch's view.
   [[nodiscard]] const config& cfg() const noexcept { return *cfg_; }
   /// The kernel's name.
   [[nodiscard]] const std::string& kernel() const noexcept { return kernel_; }
@@ -126,7 +147,7 @@ public:
   [[nodiscard]] global_span<T> global(std::string_view name) const {
     auto g = find_(name);
     if (!g)
-      throw error(fmt::format("on_load: kernel '{}' with config {{{}}} on {} has no global variable '{}'; declare it "
+      throw error(fmt::format("kernel '{}' with config {{{}}} on {} has no global variable '{}'; declare it "
                               "at global namespace scope, not static (e.g. `__constant__ float {}[25];` in CUDA, "
                               "`float {}[25];` on the host), and use it in the kernel so that the compiler keeps it",
                               kernel_, cfg_->text(), device_, name, name, name));
@@ -134,10 +155,59 @@ public:
   }
 
 private:
+  static const config& no_config() {
+    static const config none;
+    return none;
+  }
+
   const config* cfg_;
   std::string kernel_, device_;
   std::size_t device_index_;
   finder find_;
+};
+
+/// Data for a module's global variable, written into it at every load of a candidate, before the
+/// kernel first runs and before on_load (`tune_options::constants`): Kernel Tuner's `cmem_args`. The
+/// data is copied when the constant is made. Its size must equal the global's.
+///
+///     .constants = {{"filter", std::span<const float>(filter)}, {"scale", 2.0f}},
+struct module_constant {
+  /// The global's name, as declared in the kernel (`__constant__ float filter[25];`).
+  std::string name;
+  /// The bytes written into it.
+  std::vector<std::byte> bytes;
+  /// The size of one element of the data given (for messages).
+  std::size_t element_size = 1;
+
+  /// A contiguous range of trivially copyable elements (a std::span, std::vector or std::array).
+  template <std::ranges::contiguous_range R>
+    requires std::ranges::sized_range<R> && std::is_trivially_copyable_v<std::ranges::range_value_t<R>>
+  module_constant(std::string global, const R& data)
+      : name(std::move(global)), bytes(std::ranges::size(data) * sizeof(std::ranges::range_value_t<R>)),
+        element_size(sizeof(std::ranges::range_value_t<R>)) {
+    if (!bytes.empty()) std::memcpy(bytes.data(), std::ranges::data(data), bytes.size());
+  }
+
+  /// One trivially copyable value (a scalar or a struct).
+  template <class T>
+    requires(!std::ranges::range<T> && !std::is_pointer_v<T> && std::is_trivially_copyable_v<T>)
+  module_constant(std::string global, const T& value)
+      : name(std::move(global)), bytes(sizeof(T)), element_size(sizeof(T)) {
+    std::memcpy(bytes.data(), &value, sizeof(T));
+  }
+
+  /// Writes the data into the module's global of this name; throws cotune::error naming both sizes
+  /// when they differ (or the fix when the module has no such global).
+  void write_to(const module_view& m) const {
+    const auto g = m.global<std::byte>(name);
+    if (g.size() != bytes.size())
+      throw error(fmt::format("constant '{}': {} bytes were given ({} elements of {} bytes), but the module's global "
+                              "'{}' holds {} bytes; give exactly {} elements of {} bytes, or declare the global with "
+                              "the size of the data",
+                              name, bytes.size(), bytes.size() / element_size, element_size, name, g.size(),
+                              g.size() / element_size, element_size));
+    g.copy_from(bytes);
+  }
 };
 
 } // namespace cotune

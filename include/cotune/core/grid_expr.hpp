@@ -1,12 +1,14 @@
 #pragma once
 /// \file Integer expressions over a config's parameters, for grids and derived launch options:
-/// `cdiv(n, p("BLOCK_X") * p("TILE_X"))` is evaluated against a config as `e(cfg)`.
+/// `cdiv(n, expr::p("BLOCK_X") * expr::p("TILE_X"))` (or, with `using namespace cotune::expr::literals;`,
+/// `cdiv(n, "BLOCK_X"_p * "TILE_X"_p)`) is evaluated against a config as `e(cfg)`.
 ///
-/// An expression is a small value built at compile time from `p("NAME")` (a parameter), integers,
+/// An expression is a small value built at compile time from `expr::p("NAME")` (a parameter), integers,
 /// `+ - * / %`, `cdiv`, `min_of` and `max_of`; evaluating it allocates nothing and looks each parameter
 /// up once (a binary search over the config's sorted names), so it may sit on the tuned call's path.
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
@@ -56,12 +58,33 @@ struct constant_expr : detail::expr_tag {
   [[nodiscard]] constexpr std::int64_t operator()(const config&) const noexcept { return v; }
 };
 
-/// `p("BLOCK")`: the config's integer parameter BLOCK.
+namespace expr {
+
+/// `expr::p("BLOCK")`: the config's integer parameter BLOCK. Reach it as `cotune::expr::p`, by
+/// `using namespace cotune::expr;` in a function, or as the literal `"BLOCK"_p` (expr::literals).
 [[nodiscard]] constexpr param_ref p(std::string_view name) noexcept {
   param_ref r;
   r.name = name;
   return r;
 }
+
+namespace literals {
+
+/// `"BLOCK"_p`: the same as `expr::p("BLOCK")`; `using namespace cotune::expr::literals;` takes no
+/// common name from the user's scope.
+[[nodiscard]] constexpr param_ref operator""_p(const char* name, std::size_t size) noexcept {
+  return p(std::string_view(name, size));
+}
+
+} // namespace literals
+
+using namespace literals;
+
+} // namespace expr
+
+/// The older spelling of `expr::p`, kept so that existing code compiles; prefer `cotune::expr::p` or
+/// the `_p` literal in new code (a `using cotune::p;` takes the name `p` from the user's scope).
+using expr::p;
 
 namespace detail {
 
@@ -148,5 +171,13 @@ template <class E> requires detail::expr_operand<E>
 [[nodiscard]] std::int64_t eval(const E& e, const config& c) {
   return detail::as_expr(e)(c);
 }
+
+namespace expr {
+// The rest of the expression vocabulary, so that `using namespace cotune::expr;` brings all of it.
+using cotune::cdiv;
+using cotune::eval;
+using cotune::max_of;
+using cotune::min_of;
+} // namespace expr
 
 } // namespace cotune

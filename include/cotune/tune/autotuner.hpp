@@ -1,8 +1,11 @@
 #pragma once
 /// \file `cotune::autotuner`: Triton's Autotuner (spec §3, §4) over the Backend, Benchmarker and
-/// CacheManager concepts, driven by Boost.Asio coroutines. The autotuner keeps the table of tuned
-/// keys and single flight (tune/tuned_keys.hpp) and the hot path (a key, a lookup, a launch); each
-/// new key's tuning is a `typed_tuning_job` (tune/typed_tuning_job.hpp) over the tuner's `tuning_context`.
+/// CacheManager concepts, driven by Boost.Asio coroutines. The autotuner keeps its options, the roles
+/// of its kernel's arguments (tune/kernel_arguments.hpp), the state every tuning shares
+/// (tune/tuning_core.hpp), the table of tuned keys and single flight (tune/tuned_keys.hpp) and the
+/// hot path (a key, a lookup, a launch). A new key's first call is described once (its key's text and
+/// heuristics' values) and pruned; its tuning is a `tuning_job` (tune/tuning_job.hpp) that reaches the
+/// call's arguments through a `bound_call` (tune/kernel_call.hpp).
 
 #include <cstddef>
 #include <exception>
@@ -31,10 +34,12 @@
 #include <cotune/tune/block_on.hpp>
 #include <cotune/tune/engine.hpp>
 #include <cotune/tune/kernel_arguments.hpp>
+#include <cotune/tune/kernel_call.hpp>
+#include <cotune/tune/module_setup.hpp>
 #include <cotune/tune/tune_options.hpp>
-#include <cotune/tune/tuning_context.hpp>
 #include <cotune/tune/tuned_keys.hpp>
-#include <cotune/tune/typed_tuning_job.hpp>
+#include <cotune/tune/tuning_core.hpp>
+#include <cotune/tune/tuning_job.hpp>
 #include <cotune/tune/warm_up.hpp>
 #include <cotune/tune/tuning_key.hpp>
 #include <cotune/tune/tuning_result.hpp>
@@ -85,7 +90,10 @@ public:
 
   autotuner(kernel_source kernel, std::vector<config> configs, options opts, B backend = B{},
             engine& eng = engine::shared())
-      : ctx_(std::move(kernel), std::move(configs), std::move(opts), std::move(backend), eng) {}
+      : opts_(std::move(opts)), arguments_(kernel.name, opts_),
+        core_(std::move(kernel), std::move(configs), tuning_settings::of(opts_), std::move(backend), eng) {
+    detail::check_on_load<B>(opts_.on_load, core_.kernel.name);
+  }
 
   autotuner(const autotuner&) = delete;
   autotuner& operator=(const autotuner&) = delete;
@@ -93,11 +101,11 @@ public:
   /// Launches the best config for these arguments, tuning first if their key is new. Blocks while
   /// tuning; must not be called from the engine's own threads.
   void operator()(Args... args) {
-    const tuning_key key = ctx_.arguments.make_key(args...);
+    const tuning_key key = arguments_.make_key(args...);
     entry* e = table_.find(key);
     if (!e) [[unlikely]] {
-      e = table_.tune_blocking(ctx_.eng, key, job_for(args...));
-      ctx_.arguments.reset_buffers(args...); // Triton's reset-only pre-hook before the real launch
+      e = table_.tune_blocking(core_.eng, key, job_for(args...));
+      arguments_.reset_buffers(args...); // Triton's reset-only pre-hook before the real launch
     }
     launch(*e, args...);
   }
@@ -131,7 +139,7 @@ public:
   /// returns its result. The arguments are copied into the coroutine (buffers are views: the data
   /// they point to must outlive the call). (The awaitable form of `async_tune`.)
   [[nodiscard]] boost::asio::awaitable<const tuning_result*> tune(Args... args) {
-    const tuning_key key = ctx_.arguments.make_key(args...);
+    const tuning_key key = arguments_.make_key(args...);
     entry* e = table_.find(key);
     if (!e) {
       auto tuning = table_.ensure_tuned(key, job_for(args...)); // named: see detail/run_on.hpp
@@ -149,78 +157,85 @@ public:
   template <boost::asio::completion_token_for<void(std::exception_ptr, const tuning_result*)> Token>
   auto async_tune(Args... args, Token&& token) {
     auto op = tune(std::move(args)...);
-    return boost::asio::co_spawn(ctx_.eng.coordinator(), std::move(op), std::forward<Token>(token));
+    return boost::asio::co_spawn(core_.eng.coordinator(), std::move(op), std::forward<Token>(token));
   }
 
   /// The result for these arguments' key, tuning first if needed (blocking).
-  const tuning_result& tune_now(Args... args) { return *detail::block_on(ctx_.eng.coordinator(), tune(args...)); }
+  const tuning_result& tune_now(Args... args) { return *detail::block_on(core_.eng.coordinator(), tune(args...)); }
 
   /// The best config for these arguments if their key is tuned, else null.
   [[nodiscard]] const config* best_config(const Args&... args) const noexcept {
-    const entry* e = table_.find(ctx_.arguments.make_key(args...));
+    const entry* e = table_.find(arguments_.make_key(args...));
     return e ? e->cfg : nullptr;
   }
 
   /// Compiles every candidate these arguments would try (concurrently), measuring nothing.
   std::vector<candidate_result> warmup(Args... args) {
-    return detail::block_on(ctx_.eng.coordinator(), warm_up(ctx_, args...));
+    std::vector<config> pruned = arguments_.prune(core_.configs, arguments_.describe(args...), args...);
+    return detail::block_on(core_.eng.coordinator(), warm_up(core_, std::move(pruned)));
   }
 
   /// How many keys were tuned by measuring (not served from the result cache).
-  [[nodiscard]] std::size_t measured_tunings() const noexcept { return ctx_.measured.load(); }
+  [[nodiscard]] std::size_t measured_tunings() const noexcept { return core_.measured.load(); }
   /// How many keys were served from the tuning-result cache.
-  [[nodiscard]] std::size_t cached_tunings() const noexcept { return ctx_.cached.load(); }
+  [[nodiscard]] std::size_t cached_tunings() const noexcept { return core_.cached.load(); }
   /// How many candidate compiles ran (including binary cache hits).
-  [[nodiscard]] std::size_t compiles() const noexcept { return ctx_.compiles.load(); }
-  [[nodiscard]] const kernel_source& kernel() const noexcept { return ctx_.kernel; }
-  [[nodiscard]] const std::vector<config>& configs() const noexcept { return ctx_.configs; }
-  [[nodiscard]] const B& backend() const noexcept { return ctx_.backend; }
+  [[nodiscard]] std::size_t compiles() const noexcept { return core_.compiles.load(); }
+  [[nodiscard]] const kernel_source& kernel() const noexcept { return core_.kernel; }
+  [[nodiscard]] const std::vector<config>& configs() const noexcept { return core_.configs; }
+  [[nodiscard]] const B& backend() const noexcept { return core_.backend; }
 
   /// The text of the key these arguments select, as printed and hashed into the result cache.
-  [[nodiscard]] std::string key_text(const Args&... args) const { return ctx_.arguments.key_text(args...); }
+  [[nodiscard]] std::string key_text(const Args&... args) const { return arguments_.key_text(args...); }
 
 private:
-  using context = tuning_context<B, Bench, Cache, Args...>;
   using keys = detail::tuned_keys<B, Bench, Cache>;
   using entry = typename keys::entry;
 
   void launch(const entry& e, Args&... args) const {
-    ctx_.arguments.config_pre_hook(*e.cfg, args...);
-    const launch_grid g = ctx_.opts.grid ? ctx_.opts.grid(*e.cfg, args...) : launch_grid{};
-    ctx_.backend.launch(e.fn, g, args...);
+    arguments_.config_pre_hook(*e.cfg, args...);
+    const launch_grid g = opts_.grid ? opts_.grid(*e.cfg, args...) : launch_grid{};
+    core_.backend.launch(e.fn, g, args...);
   }
 
   template <class Stream>
   void launch_on_stream(Stream stream, Args&... args) {
-    const tuning_key key = ctx_.arguments.make_key(args...);
+    const tuning_key key = arguments_.make_key(args...);
     entry* e = table_.find(key);
     if (!e) [[unlikely]] {
       // Tuning allocates, synchronizes and launches on other streams: inside a capture that would
       // invalidate the caller's graph (or be captured into it), so it is refused with the fix.
-      if (ctx_.backend.is_capturing(stream))
+      if (core_.backend.is_capturing(stream))
         throw autotuner_error(fmt::format(
             "autotuner for '{}': the key ({}) is not tuned yet and the stream is being captured into a graph; "
             "tuning cannot run inside a capture. Tune the key before capturing: call tuner.tune_now(args...) or "
             "make one ordinary call (tuner(args...) or tuner.on(stream)(args...)) outside the capture "
             "(tuner.warmup(args...) only compiles)",
-            ctx_.kernel.name, ctx_.arguments.key_text(args...)));
-      ctx_.backend.synchronize_stream(stream); // the caller's work on its buffers comes first
-      e = table_.tune_blocking(ctx_.eng, key, job_for(args...));
-      ctx_.arguments.reset_buffers(args...);
-      ctx_.backend.synchronize(e->fn); // the zeroing, on cotune's stream, before the launch on the caller's
+            core_.kernel.name, arguments_.key_text(args...)));
+      core_.backend.synchronize_stream(stream); // the caller's work on its buffers comes first
+      e = table_.tune_blocking(core_.eng, key, job_for(args...));
+      arguments_.reset_buffers(args...);
+      core_.backend.synchronize(e->fn); // the zeroing, on cotune's stream, before the launch on the caller's
     }
-    ctx_.arguments.config_pre_hook(*e->cfg, args...);
-    const launch_grid g = ctx_.opts.grid ? ctx_.opts.grid(*e->cfg, args...) : launch_grid{};
-    ctx_.backend.launch_on(stream, e->fn, g, args...);
+    arguments_.config_pre_hook(*e->cfg, args...);
+    const launch_grid g = opts_.grid ? opts_.grid(*e->cfg, args...) : launch_grid{};
+    core_.backend.launch_on(stream, e->fn, g, args...);
   }
 
-  /// What makes this key's tuning job, for its first caller (single flight: tune/tuned_keys.hpp).
+  /// What makes this key's tuning job, for its first caller (single flight: tune/tuned_keys.hpp): the
+  /// call described (its arguments walked once, each heuristic run once), pruned, and bound.
   std::function<std::shared_ptr<typename keys::job>()> job_for(Args&... args) {
-    context* ctx = &ctx_;
-    return [ctx, args...] { return std::make_shared<typed_tuning_job<B, Bench, Cache, Args...>>(*ctx, args...); };
+    return [this, args...]() mutable {
+      call_description d = arguments_.describe(args...);
+      std::vector<config> pruned = arguments_.prune(core_.configs, d, args...);
+      auto call = std::make_unique<bound_call<B, Bench, Cache, Args...>>(core_, opts_, arguments_, args...);
+      return std::make_shared<typename keys::job>(core_, std::move(d.key_text), std::move(pruned), std::move(call));
+    };
   }
 
-  context ctx_;
+  const options opts_;
+  const kernel_arguments<Args...> arguments_; ///< points into opts_
+  tuning_core<B, Bench, Cache> core_;
   keys table_;
 };
 

@@ -75,6 +75,7 @@ COTUNE_DECL void printing_observer::print_table(std::FILE* out, const tuning_res
   auto how = [&](const candidate_result& c) {
     if (!methods) return std::string();
     if (c.method.empty()) return fmt::format("  {:<20}  {:>6}", "", "");
+    if (c.method == single_config_method) return fmt::format("  {:<20}  {:>6}", c.method, "-");
     return fmt::format("  {:<20}  {:>5.2f}%", c.method, 100.0 * c.rsd);
   };
   // After screening, a finalist's time is its finals' (the full budget, interleaved with the other finalists)
@@ -110,8 +111,10 @@ COTUNE_DECL void printing_observer::print_table(std::FILE* out, const tuning_res
                  width, status, num(screen), screened ? "-" : num(c.time[0]), screened ? "-" : num(c.time[1]),
                  screened ? "-" : num(c.time[2]), how(c));
     } else {
+      const bool untimed = c.method == single_config_method; // nothing was timed: no time to show
       fmt::print(out, "  {:>3}  {:<{}}  {:>16}  {:>10}  {:>10}  {:>10}{}\n", i, shown(c.cfg).substr(0, width), width,
-                 status, num(c.time[0]), num(c.time[1]), num(c.time[2]), how(c));
+                 status, untimed ? "-" : num(c.time[0]), untimed ? "-" : num(c.time[1]),
+                 untimed ? "-" : num(c.time[2]), how(c));
     }
     if (c.status != candidate_status::ok && c.status != candidate_status::not_run) {
       auto first_line = c.reason.substr(0, c.reason.find('\n'));
@@ -122,6 +125,8 @@ COTUNE_DECL void printing_observer::print_table(std::FILE* out, const tuning_res
     fmt::print(out, "  (screen ms: every candidate's median in the short screening pass, comparable down the column;\n"
                     "   final ms, p20, p80: the finalists' full-budget finals, interleaved, where the winner was picked.\n"
                     "   The two passes differ in budget and conditions: compare times within a column, not across.)\n");
+  if (r.candidates.size() == 1 && r.candidates.front().method == single_config_method)
+    fmt::print(out, "  (one candidate: nothing to choose, so it ran once and was not timed, as in Triton)\n");
   if (unevaluated)
     fmt::print(out, "  ({} of {} candidates not evaluated: the search strategy stopped at its budget)\n", unevaluated,
                r.candidates.size());

@@ -18,7 +18,7 @@
 #include <cotune/bench/stopping_rule.hpp>
 #include <cotune/bench/summary.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/tune/tuning_context.hpp>
+#include <cotune/tune/tuning_core.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 namespace cotune {
@@ -83,10 +83,12 @@ template <class Bench>
 
 /// On the launch device's thread: a tuning's `finalists` (loaded there if the first pass measured them
 /// elsewhere) measured by `measure_interleaved` with the tuning's hooks around every run; a finalist
-/// that fails is recorded as failed. `state` is the tuning job's (results, binaries, loaded functions).
-template <class Ctx, class State, class... Args>
-void measure_finals(Ctx& ctx, State& state, const std::vector<std::size_t>& finalists, std::tuple<Args...>& args,
-                    std::size_t launch_dev, const bench_options& full) {
+/// that fails is recorded as failed. `ctx` is the tuner's core, `opts` and `arguments` its options
+/// and argument roles; `state` is the tuning job's (results, binaries, loaded functions).
+template <class Core, class Options, class Arguments, class State, class... Args>
+void measure_finals(Core& ctx, const Options& opts, const Arguments& arguments, State& state,
+                    const std::vector<std::size_t>& finalists, std::tuple<Args...>& args, std::size_t launch_dev,
+                    const bench_options& full) {
   std::vector<std::function<void()>> runs;
   std::vector<std::size_t> kept;
   std::vector<std::vector<std::any>> saved(finalists.size(), std::vector<std::any>(sizeof...(Args)));
@@ -95,13 +97,13 @@ void measure_finals(Ctx& ctx, State& state, const std::vector<std::size_t>& fina
     auto& r = state.results[i];
     try {
       if (!state.loaded[i])
-        state.loaded[i].emplace(ctx.binaries.load(*state.binaries[i], ctx.kernel, r.cfg, ctx.devices[launch_dev]));
+        state.loaded[i].emplace(ctx.load_module(*state.binaries[i], r.cfg, launch_dev));
       const auto* fn = &*state.loaded[i];
       const launch_grid g =
-          ctx.opts.grid ? std::apply([&](Args&... xs) { return ctx.opts.grid(r.cfg, xs...); }, args) : launch_grid{};
+          opts.grid ? std::apply([&](Args&... xs) { return opts.grid(r.cfg, xs...); }, args) : launch_grid{};
       std::vector<std::any>* keep = &saved[k];
-      runs.push_back([&ctx, &args, &r, fn, g, keep] {
-        std::apply([&](Args&... xs) { ctx.arguments.run_once(ctx.backend, *fn, r.cfg, g, *keep, xs...); }, args);
+      runs.push_back([&ctx, &arguments, &args, &r, fn, g, keep] {
+        std::apply([&](Args&... xs) { arguments.run_once(ctx.backend, *fn, r.cfg, g, *keep, xs...); }, args);
       });
       kept.push_back(i);
     } catch (...) {
@@ -111,7 +113,7 @@ void measure_finals(Ctx& ctx, State& state, const std::vector<std::size_t>& fina
   // Every finalist measured the same way: none replayed from a graph if any one's runs do host work.
   bench_options o = full;
   for (auto i : kept)
-    if (ctx.arguments.runs_host_work(state.results[i].cfg)) o.capturable = false;
+    if (arguments.runs_host_work(state.results[i].cfg)) o.capturable = false;
   const auto outcomes = measure_interleaved(ctx.benchmarker(launch_dev), runs, o);
   for (std::size_t k = 0; k < kept.size(); ++k) {
     auto& r = state.results[kept[k]];

@@ -96,7 +96,9 @@ private:
 
 /// Whether this tuning's candidates are measured in isolation: `wanted` (COTUNE_ISOLATE said so), the
 /// backend can, and (for a worker) nothing in the options is host code that only this process can
-/// run. Sets `warning` when isolation was asked for but cannot be.
+/// run or data that only this process writes (`opts`: anything with pre_hook, post_hook and on_load
+/// that test as set or not and a `constants` list, such as tune_options or tuning_settings). Sets
+/// `warning` when isolation was asked for but cannot be.
 template <class B, class Options>
 bool isolation_applies(bool wanted, const std::string& mode, const Options& opts, const std::vector<config>& configs,
                        std::string& warning) {
@@ -114,10 +116,11 @@ bool isolation_applies(bool wanted, const std::string& mode, const Options& opts
   if (opts.pre_hook) add("pre_hook");
   if (opts.post_hook) add("post_hook");
   if (opts.on_load) add("on_load");
+  if (!opts.constants.empty()) add("constants (written into this process's modules; a worker loads its own)");
   if (std::any_of(configs.begin(), configs.end(), [](const config& c) { return c.pre_hook() && c.pre_hook()->fn; }))
     add("a config's pre-hook");
   if (hooks.empty()) return true;
-  warning = fmt::format("COTUNE_ISOLATE={}{}: this tuning's {} are host code that only this process can run, so its "
+  warning = fmt::format("COTUNE_ISOLATE={}{}: this tuning's {} need this process (host code that only it can run), so its "
                         "candidates are measured in-process, not in an isolation worker, and a crash ends the program "
                         "(reset_to_zero, restore_value and verify work in a worker; COTUNE_ISOLATE=off silences this)",
                         mode, mode == "on" ? " (the default)" : "", hooks);
@@ -127,34 +130,35 @@ bool isolation_applies(bool wanted, const std::string& mode, const Options& opts
 /// Measures candidate `c` (binary `bin`, loaded here as `fn`) in the backend's worker process: a
 /// verification run first when the options verify (the outputs are checked here, in this process's
 /// memory, which the worker wrote through), then the measurement. Nothing when the worker refused
-/// (an argument it cannot reach, no worker): the caller measures in-process.
-template <class Ctx, class Bin, class Fn, class... Args>
-std::optional<measurement> measure_in_worker(const Ctx& ctx, const Bin& bin, const Fn& fn, const config& c,
-                                             const launch_grid& g, bench_options o, std::size_t n,
-                                             std::string_view shown, Args&... xs) {
+/// (an argument it cannot reach, no worker): the caller measures in-process. `ctx` is the tuner's
+/// core, `opts` and `arguments` its options and argument roles.
+template <class Core, class Options, class Arguments, class Bin, class Fn, class... Args>
+std::optional<measurement> measure_in_worker(const Core& ctx, const Options& opts, const Arguments& arguments,
+                                             const Bin& bin, const Fn& fn, const config& c, const launch_grid& g,
+                                             bench_options o, std::size_t n, std::string_view shown, Args&... xs) {
   worker_task task;
   task.timeout_ms = knobs().bench.timeout_ms.get();
-  for (const auto& name : ctx.opts.arg_names) {
-    const auto& z = ctx.opts.reset_to_zero;
-    const auto& r = ctx.opts.restore_value;
+  for (const auto& name : opts.arg_names) {
+    const auto& z = opts.reset_to_zero;
+    const auto& r = opts.restore_value;
     task.zero.push_back(std::find(z.begin(), z.end(), name) != z.end());
     task.restore.push_back(std::find(r.begin(), r.end(), name) != r.end());
-    task.poison.push_back(ctx.opts.verify && ctx.arguments.poisoned()[task.poison.size()]);
+    task.poison.push_back(opts.verify && arguments.poisoned()[task.poison.size()]);
   }
-  if (ctx.arguments.runs_host_work(c)) o.capturable = false; // as in-process
+  if (arguments.runs_host_work(c)) o.capturable = false; // as in-process
   auto run = [&](bool timed) -> std::optional<std::vector<double>> {
     task.timed = timed;
     isolated_result r = ctx.backend.run_in_worker(bin, fn, g, task, o, xs...);
     if (r.end == isolated_result::ending::refused) return std::nullopt;
     return isolated_values(std::move(r), ctx.kernel.name, shown, "");
   };
-  if (ctx.opts.verify) {
+  if (opts.verify) {
     if (!run(false)) return std::nullopt;
-    if (auto wrong = ctx.opts.verify(c, xs...))
+    if (auto wrong = opts.verify(c, xs...))
       throw wrong_result(fmt::format("{}kernel '{}' with config {{{}}}: {}", wrong_prefix, ctx.kernel.name, shown, *wrong));
   }
   if (n == 1) { // one candidate: nothing to choose, so it runs once (as in-process)
-    if (!ctx.opts.verify && !run(false)) return std::nullopt;
+    if (!opts.verify && !run(false)) return std::nullopt;
     return measurement_of_values({0.0, 0.0, 0.0});
   }
   auto values = run(true);

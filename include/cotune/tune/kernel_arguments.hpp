@@ -1,7 +1,8 @@
 #pragma once
 /// \file `cotune::kernel_arguments<Args...>`: what each argument of a kernel `void(Args...)` is for
-/// (part of the tuning key, zeroed, restored), the tuning key and its text, and the hooks around one
-/// benchmark run. The autotuner's hot path is `make_key`; the rest runs while tuning.
+/// (part of the tuning key, zeroed, restored), the tuning key, a new key's description (its text and
+/// the heuristics' values) and pruning, and the hooks around one benchmark run. The autotuner's hot
+/// path is `make_key`; the rest runs while tuning.
 
 #include <algorithm>
 #include <any>
@@ -18,6 +19,7 @@
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <fmt/core.h>
@@ -59,6 +61,13 @@ template <class A>
 concept names_whole_key = requires { requires A::element_type_name_is_key_text; };
 
 } // namespace detail
+
+/// What a new key's first call says about itself, from one walk of its arguments and one run of each
+/// heuristic: the key's text and the heuristics' values (added to every candidate by `prune`).
+struct call_description {
+  std::string key_text;
+  std::vector<value> heuristics; ///< in the order of tune_options::heuristics
+};
 
 /// The roles of a kernel's arguments, checked once against the options (a name that is not an
 /// argument, or a role an argument cannot take, is an autotuner_error naming both).
@@ -142,8 +151,12 @@ public:
   }
 
   /// The text of the key, as printed and hashed into the result cache ("x: float[4096], n=4096").
-  [[nodiscard]] std::string key_text(const Args&... args) const {
-    std::string out;
+  [[nodiscard]] std::string key_text(const Args&... args) const { return describe(args...).key_text; }
+
+  /// The key's text and the heuristics' values: the arguments walked once, each heuristic run once.
+  [[nodiscard]] call_description describe(const Args&... args) const {
+    call_description d;
+    std::string& out = d.key_text;
     auto add = [&](std::string part) { out += (out.empty() ? "" : ", ") + part; };
     std::tuple<const Args&...> t(args...);
     detail::for_each_indexed(t, [&](const auto& a, std::size_t i) {
@@ -158,8 +171,47 @@ public:
         if (is_key_[i]) add(fmt::format("{}={}", name, value_of(a).text()));
       }
     });
-    for (const auto& [name, fn] : opts_->heuristics) add(fmt::format("{}={}", name, fn(args...).text()));
-    return out;
+    for (const auto& [name, fn] : opts_->heuristics) {
+      d.heuristics.push_back(fn(args...));
+      add(fmt::format("{}={}", name, d.heuristics.back().text()));
+    }
+    return d;
+  }
+
+  /// The candidates worth measuring for a call described by `d`: early_config_prune, then perf_model's
+  /// top_k, then the heuristics' values (d.heuristics) added to each.
+  [[nodiscard]] std::vector<config> prune(const std::vector<config>& configs, const call_description& d,
+                                          const Args&... args) const {
+    std::vector<config> pruned = configs;
+    if (opts_->early_config_prune) {
+      pruned = opts_->early_config_prune(configs, args...);
+      if (pruned.empty())
+        throw autotuner_error(fmt::format("autotuner for '{}': no configs left after early_config_prune (key {}); "
+                                          "it must return at least one config",
+                                          kernel_name_, d.key_text));
+    }
+    if (opts_->perf_model) {
+      const std::size_t k = top_k(pruned.size());
+      if (pruned.size() > k) {
+        std::vector<std::pair<double, std::size_t>> scored;
+        for (std::size_t i = 0; i < pruned.size(); ++i) scored.emplace_back(opts_->perf_model(pruned[i], args...), i);
+        std::stable_sort(scored.begin(), scored.end(), [](auto& a, auto& b) { return a.first < b.first; });
+        std::vector<config> kept;
+        for (std::size_t i = 0; i < k; ++i) kept.push_back(pruned[scored[i].second]);
+        pruned = std::move(kept);
+      }
+    }
+    for (std::size_t h = 0; h < opts_->heuristics.size(); ++h) {
+      const std::string& name = opts_->heuristics[h].first;
+      for (auto& c : pruned) {
+        if (c.contains(name))
+          throw autotuner_error(fmt::format("autotuner for '{}': conflicting meta-parameters: heuristic '{}' is also "
+                                            "a parameter of config {{{}}}; don't re-define auto-tuned symbols",
+                                            kernel_name_, name, c.text()));
+        c.set(name, d.heuristics[h]);
+      }
+    }
+    return pruned;
   }
 
   /// Zeroes the reset_to_zero buffers (Triton's reset-only pre-hook before the real launch).
@@ -212,6 +264,21 @@ public:
   }
 
 private:
+  /// How many of `count` candidates perf_model keeps.
+  [[nodiscard]] std::size_t top_k(std::size_t count) const {
+    if (auto* n = std::get_if<std::int64_t>(&opts_->top_k)) {
+      if (*n < 1)
+        throw autotuner_error(fmt::format("autotuner for '{}': top_k must be at least 1 (got {})", kernel_name_, *n));
+      return static_cast<std::size_t>(*n);
+    }
+    const double f = std::get<double>(opts_->top_k);
+    if (!(f > 0.0 && f <= 1.0))
+      throw autotuner_error(
+          fmt::format("autotuner for '{}': a fractional top_k must be in (0, 1] (got {})", kernel_name_, f));
+    // Of the early-pruned list (Triton counts the unpruned list), and never 0.
+    return std::max<std::size_t>(1, static_cast<std::size_t>(static_cast<double>(count) * f));
+  }
+
   template <class A>
   static constexpr bool poisonable = is_writable_buffer<A> && requires(A& a) { as_buffer(a).poison(); };
 

@@ -1,7 +1,7 @@
 #pragma once
 /// \file Module set-up: how a tuning runs `tune_options::on_load` on each binary it loads (every
 /// candidate on every device it is measured on, the winner after a result-cache hit: see
-/// `tuning_context::load`), and the refusal of on_load over a backend that cannot find a module's globals.
+/// `bound_call::load` in tune/kernel_call.hpp), and the refusal of on_load over a backend that cannot find a module's globals.
 
 #include <cstddef>
 #include <exception>
@@ -17,12 +17,13 @@
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/kernel_source.hpp>
+#include <cotune/tune/hook.hpp>
 
 namespace cotune::detail {
 
 /// The hook's type for a kernel `void(Args...)`.
 template <class... Args>
-using on_load_hook = std::function<void(const module_view&, const Args&...)>;
+using on_load_hook = hook<void(const module_view&, const Args&...)>;
 
 /// Refuses on_load over a backend without cotune::FindsModuleGlobals: the hook would never run, and
 /// the kernel would read uninitialised constants without a word.

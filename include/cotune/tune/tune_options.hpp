@@ -23,12 +23,15 @@
 #include <cotune/core/value.hpp>
 #include <cotune/tune/events.hpp>
 #include <cotune/search/search_strategy.hpp>
+#include <cotune/tune/hook.hpp>
 #include <cotune/tune/measure_strategy.hpp>
 #include <cotune/tune/verification.hpp>
 
 namespace cotune {
 
-/// How to tune a kernel `void(Args...)`. Every member has a default except `arg_names`.
+/// How to tune a kernel `void(Args...)`. Every member has a default except `arg_names`. Each callable
+/// (a `cotune::hook`) takes its arguments as listed, a generic lambda (`[](const cotune::config& c,
+/// const auto&... args)`), or a lambda taking only the leading arguments it names.
 template <class... Args>
 struct tune_options {
   /// Names of the kernel's arguments, in order (one per argument).
@@ -37,9 +40,9 @@ struct tune_options {
   /// Every buffer argument also adds its element type, as in Triton.
   std::vector<std::string> key{};
   /// Gets every candidate and the call's arguments; returns the ones worth measuring.
-  std::function<std::vector<config>(const std::vector<config>&, const Args&...)> early_config_prune{};
+  hook<std::vector<config>(const std::vector<config>&, const Args&...)> early_config_prune{};
   /// Predicted time of a config (lower is better); with top_k, keeps only the top_k best predicted.
-  std::function<double(const config&, const Args&...)> perf_model{};
+  hook<double(const config&, const Args&...)> perf_model{};
   /// An integer count, or a fraction in (0, 1] of the early-pruned list (never rounded to 0).
   std::variant<std::int64_t, double> top_k = 1.0;
   /// Buffer arguments zeroed before every benchmark run and before the real launch after tuning.
@@ -48,21 +51,26 @@ struct tune_options {
   std::vector<std::string> restore_value{};
   /// Called before every benchmark run (after the built-in reset/restore handling; unlike Triton,
   /// a user hook does not switch the built-in handling off).
-  std::function<void(Args&...)> pre_hook{};
+  hook<void(Args&...)> pre_hook{};
   /// Called after every benchmark run, with the exception of a failed run (or null).
-  std::function<void(std::exception_ptr, Args&...)> post_hook{};
+  hook<void(std::exception_ptr, Args&...)> post_hook{};
   /// Values computed from the arguments, added to every config as parameters (and to the tuning key).
-  std::vector<std::pair<std::string, std::function<value(const Args&...)>>> heuristics{};
+  std::vector<std::pair<std::string, hook<value(const Args&...)>>> heuristics{};
+  /// Data written into module globals (`__constant__` tables, filters) at every load of a candidate,
+  /// before on_load: `{{"filter", std::span<const float>(filter)}}`. Each size must equal its global's.
+  /// Only backends that find module globals (CUDA, HIP, host) take it; any other refuses it at construction.
+  std::vector<module_constant> constants{};
   /// Sets up each loaded binary before it first runs: called once per load of a candidate on a device
   /// (on every device it is measured on, and for the winner after a result-cache hit), with the module
-  /// and the arguments valid on that device. Writes `__constant__` data through
+  /// and the arguments valid on that device (or only the leading ones it names: `[&](const
+  /// module_view& m) {...}`). Writes `__constant__` data that `constants` cannot express through
   /// `m.global<T>("name").copy_from(...)`. It runs at load time only, never on the tuned call's path;
   /// data that differs between calls of one key belongs in kernel arguments. An exception fails that
   /// candidate (or, for the winner, the call). Only backends that find module globals
   /// (cotune::FindsModuleGlobals: CUDA, HIP, host) take it; any other refuses it at construction.
-  std::function<void(const module_view&, const Args&...)> on_load{};
+  hook<void(const module_view&, const Args&...)> on_load{};
   /// Launch geometry of a config for given arguments (GPU backends).
-  std::function<launch_grid(const config&, const Args&...)> grid{};
+  hook<launch_grid(const config&, const Args&...)> grid{};
   /// Store results in the tuning-result cache; unset: the `autotuning.cache` knob decides.
   std::optional<bool> cache_results{};
   /// Benchmark budgets; unset: the `bench.*` knobs.
@@ -73,7 +81,7 @@ struct tune_options {
   std::size_t device = 0;
   /// For backends with several identical devices: arguments valid on device `d` (its own buffers),
   /// so that the candidate list is split across devices. Unset: benchmark on `device` only.
-  std::function<std::tuple<Args...>(std::size_t d, const Args&...)> args_for_device{};
+  hook<std::tuple<Args...>(std::size_t d, const Args&...)> args_for_device{};
   /// How candidates are measured; unset: screening as the bench.screen_* knobs say.
   std::shared_ptr<const measure_strategy> measure{};
   /// Which candidates are evaluated (search/search.hpp); unset: the one COTUNE_SEARCH names
@@ -90,7 +98,7 @@ struct tune_options {
   /// recorded as `wrong_result` and never wins. Buffers named in restore_value are already restored
   /// when it runs (check in-place kernels' outputs with a post_hook instead). Unset: no check.
   /// Before that run the outputs are poisoned (see poison_outputs).
-  std::function<std::optional<std::string>(const config&, const Args&...)> verify{};
+  hook<std::optional<std::string>(const config&, const Args&...)> verify{};
   /// With verify: before each candidate's verification run, every writable buffer that
   /// reset_to_zero and restore_value do not name is filled with bytes 0xFF (NaN in every floating-point
   /// type, -1 in signed integers; host spans and device spans), so that a candidate that writes

@@ -1,10 +1,10 @@
 #pragma once
-/// \file `cotune::tuning_core`: the part of a tuner's shared state that does not depend on its
-/// kernel's argument types (the kernel and its candidates, the backend and its devices, one
-/// benchmarker per device, the counters, and the options a tuning reads whatever the arguments).
-/// `tuning_context<..., Args...>` adds the arguments' side. The tuning job's coroutines work
-/// through this core alone, so they are compiled once per backend, benchmarker and cache, not once
-/// per kernel signature (a file with ten tuners of one backend compiles them once).
+/// \file `cotune::tuning_core`: a tuner's shared state that does not depend on its kernel's argument
+/// types (the kernel and its candidates, the backend and its devices, one benchmarker per device, the
+/// counters, and the options a tuning reads whatever the arguments). The autotuner owns one beside its
+/// options and `kernel_arguments`; the tuning job's coroutines work through this core and a
+/// `kernel_call` alone, so they are compiled once per backend, benchmarker and cache, not once per
+/// kernel signature (a file with ten tuners of one backend compiles them once).
 
 #include <atomic>
 #include <cstddef>
@@ -14,6 +14,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -21,6 +22,7 @@
 #include <fmt/core.h>
 
 #include <cotune/backend/backend.hpp>
+#include <cotune/backend/module_view.hpp>
 #include <cotune/bench/benchmarker.hpp>
 #include <cotune/cache/cache_manager.hpp>
 #include <cotune/core/config.hpp>
@@ -65,14 +67,22 @@ struct tuning_settings {
   std::shared_ptr<const measure_strategy> measure;
   std::shared_ptr<const search_strategy> search;
   std::optional<search_settings> search_budget;
-  bool per_device_arguments = false; ///< args_for_device is set
-  param_kinds kinds = {};
+  std::vector<module_constant> constants; ///< written into every loaded module (tune_options::constants)
+  bool per_device_arguments = false;      ///< args_for_device is set
+  /// Which of the options' hooks are set (host code that only this process can run: isolation_applies).
+  bool pre_hook = false, post_hook = false, on_load = false;
+  param_kinds kinds = {}; ///< the options' declared parameter kinds (tune_options::kinds)
 
   /// The settings of a tuner's options.
   template <class Options>
   [[nodiscard]] static tuning_settings of(const Options& o) {
-    return {o.device, o.cache_results, o.bench, o.observers, o.measure, o.search, o.search_budget,
-            static_cast<bool>(o.args_for_device), o.kinds};
+    return {o.device,    o.cache_results,
+            o.bench,     o.observers,
+            o.measure,   o.search,
+            o.search_budget, o.constants,
+            static_cast<bool>(o.args_for_device), static_cast<bool>(o.pre_hook),
+            static_cast<bool>(o.post_hook), static_cast<bool>(o.on_load),
+            o.kinds};
   }
 };
 
@@ -95,6 +105,13 @@ public:
       throw autotuner_error(fmt::format("autotuner for '{}': device {} requested, but the backend has {}", kernel.name,
                                         settings.device, devices.size()));
     for (std::size_t d = 0; d < devices.size(); ++d) device_ids.push_back(device_key(d));
+    if constexpr (!FindsModuleGlobals<B>)
+      if (!settings.constants.empty())
+        throw autotuner_error(fmt::format(
+            "autotuner for '{}': tune_options::constants is set ('{}'), but this backend cannot find a loaded module's "
+            "globals (it does not satisfy cotune::FindsModuleGlobals: the CUDA, HIP and host backends do), so the data "
+            "could never be written; pass it as a kernel argument instead, or use a backend with module globals",
+            kernel.name, settings.constants.front().name));
   }
   tuning_core(const tuning_core&) = delete;
   tuning_core& operator=(const tuning_core&) = delete;
@@ -107,6 +124,28 @@ public:
   [[nodiscard]] cached_binary<binary_type> compile(const config& c, const device_type& d, std::stop_token stop) const {
     ++compiles;
     return binaries.get_or_compile(kernel, c, d, stop);
+  }
+
+  /// Loads candidate `c`'s binary on device `d` and writes the options' constants into it (before
+  /// on_load, which the caller runs). On the device's thread.
+  [[nodiscard]] function_type load_module(const cached_binary<binary_type>& bin, const config& c, std::size_t d) const {
+    function_type fn = binaries.load(bin, kernel, c, devices[d]);
+    if constexpr (FindsModuleGlobals<B>)
+      if (!settings.constants.empty()) {
+        const module_view m(c, kernel.name, backend.device_name(devices[d]), d,
+                            [&](std::string_view name) { return backend.find_global(fn, name); });
+        for (const auto& k : settings.constants) {
+          try {
+            k.write_to(m);
+          } catch (const launch_error&) {
+            throw;
+          } catch (const std::exception& e) {
+            throw error(fmt::format("tune_options::constants for kernel '{}' with config {{{}}} on {}: {}", kernel.name,
+                                    c.text(), m.device_name(), e.what()));
+          }
+        }
+      }
+    return fn;
   }
 
   /// The benchmarker of device `d`, made on first use.

@@ -5,11 +5,12 @@
 /// measure strategy says, selects the winner, stores the result and loads the winner on the launch
 /// device. The autotuner runs one job per new key and keeps what it hands back.
 ///
-/// The job is written over `tuning_core` and knows nothing of the kernel's argument types: what needs
-/// them (the key's text, pruning, whether isolation applies, the arguments for another device,
-/// loading with on_load, one timed run, the finals) is a protected virtual that
-/// `typed_tuning_job<..., Args...>` (tune/typed_tuning_job.hpp) implements. So its coroutines, the
-/// bulk of a tuner's code, are compiled once per backend, benchmarker and cache.
+/// The job is one class, read top to bottom: `run` (caches, lease, shipped winner), `measure` (the
+/// pipeline's first pass, then the finals), `finish`. It is written over `tuning_core` and knows
+/// nothing of the kernel's argument types: the autotuner gives it the key's text and the pruned
+/// candidates (computed once, from one walk of the first call's arguments), and a `kernel_call`
+/// (tune/kernel_call.hpp) for the four steps that need the arguments themselves. So its coroutines,
+/// the bulk of a tuner's code, are compiled once per backend, benchmarker and cache.
 
 #include <algorithm>
 #include <atomic>
@@ -43,6 +44,7 @@
 #include <cotune/tune/coordination.hpp>
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/isolated_measure.hpp>
+#include <cotune/tune/kernel_call.hpp>
 #include <cotune/tune/measure_strategy.hpp>
 #include <cotune/tune/process_setup.hpp>
 #include <cotune/tune/tuning_core.hpp>
@@ -53,11 +55,11 @@
 
 namespace cotune {
 
-/// One key's tuning over a tuner's core: a `typed_tuning_job`, made as a shared object (the tasks it
-/// posts hold it) by the autotuner. Every co_await awaits a named awaitable (see detail/run_on.hpp for
-/// the GCC 12 reason).
+/// One key's tuning over a tuner's core, made as a shared object (the tasks it posts hold it) by the
+/// autotuner for the key's first caller. Every co_await awaits a named awaitable (see
+/// detail/run_on.hpp for the GCC 12 reason).
 template <Backend B, class Bench, CacheManager Cache>
-class tuning_job : public std::enable_shared_from_this<tuning_job<B, Bench, Cache>> {
+class tuning_job final : public std::enable_shared_from_this<tuning_job<B, Bench, Cache>> {
 public:
   using core = tuning_core<B, Bench, Cache>;
   using function_type = typename B::function;
@@ -69,8 +71,13 @@ public:
     function_type fn;
   };
 
-  explicit tuning_job(core& ctx) : ctx_(ctx), recovery_(ctx.kernel.name) { detail::ensure_process_setup<B>(); }
-  virtual ~tuning_job() = default;
+  /// The tuning of the key `key_text` over the candidates `pruned` (the tuner's, pruned for this call's
+  /// arguments), with `call` for what needs the arguments.
+  tuning_job(core& ctx, std::string key_text, std::vector<config> pruned, std::unique_ptr<kernel_call<B>> call)
+      : ctx_(ctx), key_text_(std::move(key_text)), pruned_(std::move(pruned)), call_(std::move(call)),
+        recovery_(ctx.kernel.name) {
+    detail::ensure_process_setup<B>();
+  }
   tuning_job(const tuning_job&) = delete;
   tuning_job& operator=(const tuning_job&) = delete;
 
@@ -81,48 +88,14 @@ public:
   /// class are called only by those below it).
   boost::asio::awaitable<outcome> run();
 
-protected:
-  /// Everything the job shares between its coroutine and the tasks on the pools.
-  struct shared_state {
-    struct event {
-      bool compiled = false; ///< else: a benchmark finished
-      std::size_t index = 0, device = 0;
-    };
-    explicit shared_state(std::size_t n) : binaries(n), loaded(n) {}
-    detail::async_queue<event> events;
-    std::vector<candidate_result> results;
-    std::vector<std::optional<binary_entry>> binaries;
-    std::vector<std::optional<function_type>> loaded; ///< on the launch device
-    std::stop_source stop;
-  };
-
-  // What needs the kernel's arguments (typed_tuning_job):
-  /// The text of this job's key.
-  [[nodiscard]] virtual std::string arguments_key_text() const = 0;
-  /// The candidates worth measuring for this job's arguments (tuning_context::prune).
-  [[nodiscard]] virtual std::vector<config> prune() const = 0;
-  /// Whether COTUNE_ISOLATE isolates these candidates (detail::isolation_applies over the options).
-  [[nodiscard]] virtual bool isolation_applies(bool wanted, const std::string& mode, const std::vector<config>& pruned,
-                                               std::string& why_not) const = 0;
-  /// Makes this job's arguments for device `d` (tune_options::args_for_device), before it measures there.
-  virtual void add_device(std::size_t d) = 0;
-  /// On device `d`'s thread: loads a binary there and runs on_load with that device's arguments.
-  [[nodiscard]] virtual function_type load(const binary_entry& bin, const config& c, std::size_t d) const = 0;
-  /// On device `d`'s thread: times candidate `c`, loaded there as `fn` (verifying its outputs first
-  /// when the options say so; in the device's worker when `isolate` and the backend has one (fork
-  /// isolation runs this in its copy, not isolated there); once, untimed, when it is the only one).
-  [[nodiscard]] virtual measurement time(const binary_entry& bin, const function_type& fn, const config& c,
-                                         std::size_t d, const bench_options& o, std::size_t n, bool isolate) = 0;
-  /// On device `d`'s thread: the fair finals of `finalists`, all loaded there (interleaved_finals.hpp).
-  virtual void measure_finals(shared_state& state, const std::vector<std::size_t>& finalists, std::size_t d,
-                              const bench_options& full) = 0;
+private:
+  using shared_state = tuning_state<B>;
 
   /// A config as this backend sees it (no launch options where it has none).
   [[nodiscard]] static std::string shown(const config& c) {
     return detail::uses_launch_options<B>() ? c.text() : c.params_text();
   }
 
-private:
   using clock = std::chrono::steady_clock;
 
   /// A winner shipped with the application (a tuning database, tune/winner_source.hpp) for this key,
@@ -216,8 +189,9 @@ private:
 
   core& ctx_;
   clock::time_point start_{};
-  std::string key_text_;
-  std::vector<config> pruned_;
+  const std::string key_text_;
+  const std::vector<config> pruned_;
+  const std::unique_ptr<kernel_call<B>> call_; ///< the first caller's arguments
   tuning_recovery<Cache> recovery_; ///< the journal and the quarantine
   bool isolate_ = false, warned_isolation_ = false;
   fork_context fork_context_{};
@@ -241,16 +215,14 @@ std::optional<std::vector<double>> tuning_job<B, Bench, Cache>::measure_forked(c
   auto& state = *c.state;
   if (index >= state.binaries.size() || !state.binaries[index]) return std::nullopt; // compiled after the fork
   const config& cfg = state.results[index].cfg;
-  const auto fn = c.job->load(*state.binaries[index], cfg, c.device); // runs on_load, in the copy
-  return as_values(c.job->time(*state.binaries[index], fn, cfg, c.device, o, c.candidates, false));
+  const auto fn = c.job->call_->load(*state.binaries[index], cfg, c.device); // runs on_load, in the copy
+  return as_values(c.job->call_->time(*state.binaries[index], fn, cfg, c.device, o, c.candidates, false));
 }
 
 template <Backend B, class Bench, CacheManager Cache>
 auto tuning_job<B, Bench, Cache>::run() -> boost::asio::awaitable<outcome> {
   start_ = clock::now();
   knob_registry::instance().check(); // one error naming every bad setting, before any candidate runs
-  key_text_ = arguments_key_text();
-  pruned_ = prune();
   decide_isolation(false); // `on` applies without a cache; recall() decides again with one
 
   std::optional<Cache> cache;
@@ -336,7 +308,8 @@ auto tuning_job<B, Bench, Cache>::run() -> boost::asio::awaitable<outcome> {
     const auto& bin = *state->binaries[result.winner];
     const config& cfg = result.candidates[result.winner].cfg;
     const std::size_t d = ctx_.settings.device;
-    auto loading = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[d]), [&] { return load(bin, cfg, d); });
+    auto loading =
+        detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[d]), [&] { return call_->load(bin, cfg, d); });
     fn.emplace(co_await std::move(loading));
   }
   auto finishing = finish(std::move(result), std::move(fn));
@@ -470,7 +443,7 @@ auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state
   if (finalists.size() >= 2) {
     auto finals = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[ctx_.settings.device]), [&] {
       const auto loaded = load_finalists(*state, finalists, ctx_.settings.device); // on_load runs first
-      measure_finals(*state, loaded, ctx_.settings.device, full);
+      call_->measure_finals(*state, loaded, ctx_.settings.device, full);
     });
     co_await std::move(finals);
   } else {
@@ -507,7 +480,7 @@ std::vector<std::size_t> tuning_job<B, Bench, Cache>::measuring_devices() {
   if (ctx_.settings.per_device_arguments && pruned_.size() > 1) {
     for (std::size_t d = 0; d < ctx_.devices.size(); ++d)
       if (d != ctx_.settings.device && ctx_.interchangeable(ctx_.devices[ctx_.settings.device], ctx_.devices[d])) {
-        add_device(d);
+        call_->add_device(d);
         devs.push_back(d);
       }
   }
@@ -524,8 +497,8 @@ void tuning_job<B, Bench, Cache>::measure_one(shared_state& state, std::size_t i
     std::optional<function_type> fn; // loaded here unless the tuning's isolated copy loads it
     const measurement m = [&] {
       if (isolate && detail::fork_isolation<B>()) return measure_in_fork(state, i, d, bopts, n);
-      fn.emplace(load(*state.binaries[i], r.cfg, d)); // runs on_load
-      return time(*state.binaries[i], *fn, r.cfg, d, bopts, n, isolate);
+      fn.emplace(call_->load(*state.binaries[i], r.cfg, d)); // runs on_load
+      return call_->time(*state.binaries[i], *fn, r.cfg, d, bopts, n, isolate);
     }();
     if (m.times.size() < 3) throw error("the benchmarker returned fewer than 3 quantiles");
     r.time = {m.times[0], m.times[1], m.times[2]};
@@ -533,6 +506,7 @@ void tuning_job<B, Bench, Cache>::measure_one(shared_state& state, std::size_t i
     r.rsd = m.rsd;
     r.samples = m.samples;
     r.status = candidate_status::ok;
+    if (n == 1) r.method = single_config_method; // nothing to choose: run once, not timed (Triton's rule)
     if (fn && d == launch_dev) state.loaded[i].emplace(*std::move(fn));
   } catch (...) {
     detail::record_failure(r, std::current_exception());
@@ -547,7 +521,7 @@ std::vector<std::size_t> tuning_job<B, Bench, Cache>::load_finalists(shared_stat
   std::vector<std::size_t> kept;
   for (auto i : finalists) {
     try {
-      if (!state.loaded[i]) state.loaded[i].emplace(load(*state.binaries[i], state.results[i].cfg, d));
+      if (!state.loaded[i]) state.loaded[i].emplace(call_->load(*state.binaries[i], state.results[i].cfg, d));
       kept.push_back(i);
     } catch (...) {
       detail::record_failure(state.results[i], std::current_exception());
@@ -567,7 +541,8 @@ template <Backend B, class Bench, CacheManager Cache>
 void tuning_job<B, Bench, Cache>::decide_isolation(bool crashed_before) {
   const std::string mode = knobs().autotuning.isolate.get();
   std::string why_not;
-  isolate_ = isolation_applies(mode == "on" || (mode == "auto" && crashed_before), mode, pruned_, why_not);
+  isolate_ = detail::isolation_applies<B>(mode == "on" || (mode == "auto" && crashed_before), mode, ctx_.settings,
+                                          pruned_, why_not);
   if constexpr (detail::PrestartsIsolation<B>)
     if (isolate_ && detail::worker_isolation<B>()) ctx_.backend.prestart_isolation(ctx_.devices[ctx_.settings.device]);
   if (!why_not.empty() && !warned_isolation_) ctx_.emit(tuning_warning{ctx_.kernel.name, std::move(why_not)});
@@ -611,7 +586,7 @@ auto tuning_job<B, Bench, Cache>::finish(tuning_result result, std::optional<fun
     auto compiling = detail::run_on(ctx_.eng.compile_executor(), [&] { return ctx_.compile(best, dev, {}); });
     auto bin = co_await std::move(compiling);
     auto loading = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[ctx_.settings.device]),
-                                  [&] { return load(bin, best, ctx_.settings.device); });
+                                  [&] { return call_->load(bin, best, ctx_.settings.device); });
     fn.emplace(co_await std::move(loading));
   }
   ctx_.emit(tuning_selected{shared.get()});

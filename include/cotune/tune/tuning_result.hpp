@@ -25,6 +25,10 @@
 
 namespace cotune {
 
+/// The method of a tuning's only candidate: with nothing to choose it runs once and is not timed (as
+/// in Triton), so its times are 0 and say nothing.
+inline constexpr std::string_view single_config_method = "single config (not measured)";
+
 /// Why a candidate has no timing.
 enum class candidate_status {
   ok,

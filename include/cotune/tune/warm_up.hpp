@@ -1,6 +1,6 @@
 #pragma once
 /// \file `cotune::warm_up`: compiles every candidate a tuning would try (filling the binary cache),
-/// measuring nothing.
+/// measuring nothing. It needs no argument types: one coroutine per backend, benchmarker and cache.
 
 #include <atomic>
 #include <chrono>
@@ -15,16 +15,16 @@
 #include <cotune/backend/backend.hpp>
 #include <cotune/cache/cache_manager.hpp>
 #include <cotune/detail/async_queue.hpp>
-#include <cotune/tune/tuning_context.hpp>
+#include <cotune/tune/tuning_core.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 namespace cotune {
 
-/// Compiles every candidate these arguments would try (concurrently), measuring nothing.
-template <Backend B, class Bench, CacheManager Cache, class... Args>
-boost::asio::awaitable<std::vector<candidate_result>> warm_up(tuning_context<B, Bench, Cache, Args...>& ctx,
-                                                               Args... args) {
-  std::vector<config> pruned = ctx.prune(args...);
+/// Compiles every candidate of `pruned` (a call's, pruned for its arguments) for the launch device,
+/// concurrently, measuring nothing.
+template <Backend B, class Bench, CacheManager Cache>
+boost::asio::awaitable<std::vector<candidate_result>> warm_up(tuning_core<B, Bench, Cache>& ctx,
+                                                               std::vector<config> pruned) {
   std::vector<candidate_result> results;
   for (auto& c : pruned) results.push_back(candidate_result{c});
   auto remaining = std::make_shared<std::atomic<std::size_t>>(pruned.size());
@@ -34,7 +34,7 @@ boost::asio::awaitable<std::vector<candidate_result>> warm_up(tuning_context<B, 
       auto& r = results[i];
       const auto t0 = std::chrono::steady_clock::now();
       try {
-        r.binary_from_cache = ctx.compile(r.cfg, ctx.devices[ctx.opts.device], {}).from_cache;
+        r.binary_from_cache = ctx.compile(r.cfg, ctx.devices[ctx.settings.device], {}).from_cache;
         r.status = candidate_status::ok;
         r.time = {inf_ms, inf_ms, inf_ms};
       } catch (...) {
