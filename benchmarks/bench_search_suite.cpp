@@ -2,12 +2,15 @@
 // tuning spaces, other people's kernels and GPUs and our own H200's (benchmarks/search_suite/data; the
 // sources and licences are in benchmarks/search_suite/README.md).
 //
-//     bench_search_suite [--data DIR] [--out DIR] [--seeds N] [--strategies a,b,...] [--spaces a,b,...]
-//                        [--batch N] [--depth N] [--with OTHER_RESULTS.json ...]
+//     bench_search_suite [--data DIR] [--out DIR] [--seeds N] [--large-seeds N] [--large SIZE]
+//                        [--strategies a,b,...] [--spaces a,b,...] [--batch N] [--depth N]
+//                        [--with OTHER_RESULTS.json ...]
 //
 // For each space, strategy (every registered name but exhaustive, by default) and budget (5%, 10%, 25%
 // and 50% of the space's configs, invalid ones included: a failed config costs an evaluation, as it
-// costs a compile in a tuning), `seeds` seeded searches (default 100) are replayed against the stored
+// costs a compile in a tuning), `seeds` seeded searches (default 100; `--large-seeds` for spaces of at
+// least `--large` configs, default the same: a strategy that scans the space per proposal costs O(size^2)
+// per search, minutes per seed on the 18,000-config space on a shared 2-core VM) are replayed against the stored
 // times, without added noise: the time a strategy is told is the stored one. Per budget: the mean regret
 // (true time of the best config found / the optimum - 1; a search that found no valid config counts the
 // slowest valid time) and the share of seeds within 2% of the optimum. Batches of `batch` proposals with
@@ -19,7 +22,7 @@
 // and space with seed 1 at every budget, and searches each budget separately where they differ.
 //
 // Writes OUT/results.json (every figure) and OUT/NAME.svg per space (mean regret against budget, one line
-// per strategy; lines of --with files, e.g. Kernel Tuner's from benchmarks/search_suite/kernel_tuner.py,
+// per strategy; lines of --with files, e.g. Kernel Tuner's from benchmarks/search_suite/kt_replay.py,
 // dashed), and prints a table per space and the worst case over spaces per strategy against the issue's
 // targets (at 10%: mean regret <= 1% and within 2% in >= 90% of seeds; at 25%: mean regret <= 0.2%).
 // scripts/search-suite runs it with an optimised build.
@@ -102,6 +105,7 @@ struct line {
   std::vector<point> points;
   bool prefix = false; ///< searched once per seed at the largest budget and read at the smaller ones
   double seconds = 0;
+  int seeds = 0;
 };
 
 std::size_t evaluations_at(double share, std::size_t size) {
@@ -168,11 +172,11 @@ line measure(const replay& r, const std::string& name, int seeds) {
     }
   };
   std::vector<std::thread> pool;
-  const unsigned threads = std::max(1u, std::min(std::thread::hardware_concurrency(), 8u));
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work);
   for (auto& t : pool) t.join();
 
-  line l{name, "cotune", {}, prefix, 0};
+  line l{name, "cotune", {}, prefix, 0, seeds};
   for (std::size_t b = 0; b < n_budgets; ++b) {
     point p{budget_shares[b], evals[b], 0, 0};
     for (const auto& s : regrets) {
@@ -287,10 +291,9 @@ std::string json_escape(const std::string& t) {
   return o;
 }
 
-std::string results_json(const std::vector<suite_space>& spaces, const std::vector<std::vector<line>>& lines, int seeds,
+std::string results_json(const std::vector<suite_space>& spaces, const std::vector<std::vector<line>>& lines,
                          std::size_t batch, std::size_t depth) {
-  std::string o = fmt::format(R"({{"format": "cotune-search-suite-results-1", "seeds": {}, "batch": {}, "depth": {}, "spaces": [)",
-                              seeds, batch, depth);
+  std::string o = fmt::format(R"({{"format": "cotune-search-suite-results-1", "batch": {}, "depth": {}, "spaces": [)", batch, depth);
   for (std::size_t i = 0; i < spaces.size(); ++i) {
     const auto& s = spaces[i];
     o += fmt::format(R"({}{{"name": "{}", "size": {}, "valid": {}, "optimum": {}, "strategies": [)", i ? ", " : "\n ",
@@ -299,7 +302,7 @@ std::string results_json(const std::vector<suite_space>& spaces, const std::vect
     for (const auto& l : lines[i]) {
       if (l.tool != "cotune") continue;
       o += fmt::format(R"({}{{"name": "{}", "tool": "cotune", "prefix": {}, "seconds": {:.2f}, "seeds": {}, "points": [)",
-                       first ? "\n  " : ",\n  ", json_escape(l.strategy), l.prefix, l.seconds, seeds);
+                       first ? "\n  " : ",\n  ", json_escape(l.strategy), l.prefix, l.seconds, l.seeds);
       first = false;
       for (std::size_t k = 0; k < l.points.size(); ++k) {
         const auto& p = l.points[k];
@@ -322,7 +325,7 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: bench_search_suite [--data DIR] [--out DIR] [--seeds N] [--strategies a,b] "
+  std::fprintf(stderr, "usage: bench_search_suite [--data DIR] [--out DIR] [--seeds N] [--large-seeds N] [--large SIZE] [--strategies a,b] "
                        "[--spaces a,b] [--batch N] [--depth N] [--with RESULTS.json]...\n");
   return 2;
 }
@@ -331,8 +334,8 @@ int usage() {
 
 int main(int argc, char** argv) try {
   std::string data = COTUNE_SEARCH_SUITE_DATA, out = "search_suite_out";
-  int seeds = 100;
-  std::size_t batch = 8, depth = 2;
+  int seeds = 100, large_seeds = -1;
+  std::size_t batch = 8, depth = 2, large = 10000;
   std::vector<std::string> names = default_strategies(), only, with;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -341,6 +344,8 @@ int main(int argc, char** argv) try {
     if (a == "--data") data = v;
     else if (a == "--out") out = v;
     else if (a == "--seeds") seeds = std::max(1, std::atoi(v.c_str()));
+    else if (a == "--large-seeds") large_seeds = std::max(1, std::atoi(v.c_str()));
+    else if (a == "--large") large = static_cast<std::size_t>(std::max(1, std::atoi(v.c_str())));
     else if (a == "--strategies") names = split(v);
     else if (a == "--spaces") only = split(v);
     else if (a == "--batch") batch = static_cast<std::size_t>(std::max(1, std::atoi(v.c_str())));
@@ -360,21 +365,22 @@ int main(int argc, char** argv) try {
   }
   if (spaces.empty()) throw std::runtime_error(fmt::format("no space found under {} (or none of --spaces)", data));
   std::filesystem::create_directories(out);
-  fmt::print("search suite: {} spaces from {}; strategies {}; {} seeds; batches of {}, {} in flight; no added noise{}\n",
-             spaces.size(), data, fmt::join(names, ", "), seeds, batch, depth,
+  fmt::print("search suite: {} spaces from {}; strategies {}; {} seeds ({} from {} configs); batches of {}, {} in flight; no added noise{}\n",
+             spaces.size(), data, fmt::join(names, ", "), seeds, large_seeds > 0 ? large_seeds : seeds, large, batch, depth,
              COTUNE_SUITE_HAS_KINDS ? "; parameter kinds declared" : "; this library has no parameter kinds: all ordered");
 
   std::vector<std::vector<line>> all;
   for (const auto& s : spaces) {
     const auto geometry = geometry_of(s);
     const replay r{s, geometry, batch, depth};
+    const int n_seeds = large_seeds > 0 && s.configs.size() >= large ? large_seeds : seeds;
     fmt::print("\n{}: {} configs ({} valid), {} parameters ({} categorical), optimum {:.6g} ms; {} near-optimal "
-               "region(s), {:.2f} apart; {}\n",
+               "region(s), {:.2f} apart; {}; {} seeds\n",
                s.name, s.configs.size(), s.valid(), s.params.size(), s.categorical_params(), s.optimum(),
-               s.near_optimal_regions, s.near_optimal_distance, s.gpu);
+               s.near_optimal_regions, s.near_optimal_distance, s.gpu, n_seeds);
     fmt::print("  | {:<24} | {:>15} | {:>15} | {:>15} | {:>15} |\n", "strategy (regret, in 2%)", "5%", "10%", "25%", "50%");
     std::vector<line> lines;
-    for (const auto& name : names) lines.push_back(measure(r, name, seeds));
+    for (const auto& name : names) lines.push_back(measure(r, name, n_seeds));
     for (const auto& l : other[s.name]) lines.push_back(l);
     for (const auto& l : lines) {
       std::string row = fmt::format("  | {:<24} |", label(l));
@@ -408,7 +414,7 @@ int main(int argc, char** argv) try {
     fmt::print("  {:<28} {:>7.2f}% {:>5.0f}%   {:>7.2f}%   {}{}\n", name, 100 * w[0], 100 * w[1], 100 * w[2],
                w[0] <= 0.01 && w[1] >= 0.9 && w[2] <= 0.002 ? "yes" : "no",
                seen[name] < spaces.size() ? fmt::format(" (on {} spaces)", seen[name]) : "");
-  std::ofstream(std::filesystem::path(out) / "results.json") << results_json(spaces, all, seeds, batch, depth);
+  std::ofstream(std::filesystem::path(out) / "results.json") << results_json(spaces, all, batch, depth);
   fmt::print("\nfigures: {}/results.json, plots: {}/<space>.svg\n", out, out);
   return 0;
 } catch (const std::exception& e) {
