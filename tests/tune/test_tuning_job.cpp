@@ -327,7 +327,7 @@ TEST_CASE("a budgeted search measures at most its budget and picks a measured wi
 TEST_CASE("the search knobs choose the strategy and its budget", "[tune][tuning_job][search]") {
   private_cache cache;
   auto strategy = search_knobs().strategy.scoped("random");
-  auto budget = search_knobs().budget.scoped(3);
+  auto budget = search_knobs().budget.scoped("3");
   crash_tuner tuner{counting_kernel("count_search_knobs"), counting_space(),
                     {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench()}};
   int out = 0;

@@ -14,6 +14,7 @@
 #include <cotune/detail/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/grid_expr.hpp>
+#include <cotune/core/param_kind.hpp>
 
 namespace cotune {
 
@@ -27,6 +28,12 @@ namespace cotune {
 ///         .where([](const config& c) { return c.at("BLOCK").as_int() * c.at("UNROLL").as_int() <= 128; })
 ///         .build();
 ///
+/// A number that selects between unrelated algorithms is declared categorical, so that a search steps
+/// from any method to any other instead of along their numbers; the tuner takes the kinds:
+///
+///     auto space = config_space{}.categorical("METHOD", {0, 1, 2, 3}).axis("BLOCK", {64, 128});
+///     options.kinds = space.kinds();
+///
 /// A 2-D kernel derives its block from its parameters instead of patching every config afterwards:
 ///
 ///     config_space{}.axis("BLOCK_X", {16, 32}).axis("BLOCK_Y", {4, 8}).axis("TILE", {1, 2})
@@ -35,8 +42,10 @@ namespace cotune {
 ///         .build();
 class config_space {
 public:
-  /// Adds a parameter axis.
+  /// Adds a parameter axis (ordered if its values are numbers, categorical if strings or booleans).
   COTUNE_DECL config_space& axis(std::string name, std::vector<value> values);
+  /// Adds a parameter axis whose values are unrelated choices (param_kind::categorical), numbers too.
+  COTUNE_DECL config_space& categorical(std::string name, std::vector<value> values);
   COTUNE_DECL config_space& num_warps(std::vector<int> values);
   COTUNE_DECL config_space& num_stages(std::vector<int> values);
   COTUNE_DECL config_space& num_ctas(std::vector<int> values);
@@ -66,6 +75,9 @@ public:
     for (const auto& a : axes_) n *= a.size;
     return n;
   }
+
+  /// The kinds declared with `categorical` (for tune_options::kinds and search_space).
+  [[nodiscard]] const param_kinds& kinds() const noexcept { return kinds_; }
 
   /// The filtered product. Throws if the predicates reject every combination.
   [[nodiscard]] COTUNE_DECL std::vector<config> build() const;
@@ -97,6 +109,7 @@ private:
   std::vector<axis_entry> axes_;
   std::vector<derived_entry> derived_;
   std::vector<std::function<bool(const config&)>> predicates_;
+  param_kinds kinds_;
 };
 
 } // namespace cotune

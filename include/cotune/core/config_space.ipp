@@ -25,6 +25,12 @@ COTUNE_DECL config_space& config_space::axis(std::string name, std::vector<value
   return *this;
 }
 
+COTUNE_DECL config_space& config_space::categorical(std::string name, std::vector<value> values) {
+  axis(name, std::move(values));
+  kinds_[std::move(name)] = param_kind::categorical;
+  return *this;
+}
+
 template <class Member>
 config_space& config_space::launch_axis(const char* name, std::vector<int> values, Member member) {
   if (values.empty()) throw error(fmt::format("config_space: axis '{}' has no values", name));

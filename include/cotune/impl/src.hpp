@@ -38,6 +38,7 @@
 #include <cotune/gpu/rtc_backend.ipp>
 #include <cotune/knobs/knob.ipp>
 #include <cotune/knobs/knobs.ipp>
+#include <cotune/search/search_registry.ipp>
 #include <cotune/search/search_knobs.ipp>
 #include <cotune/search/search_space.ipp>
 #include <cotune/search/search_strategy.ipp>
@@ -46,6 +47,7 @@
 #include <cotune/search/local_search.ipp>
 #include <cotune/search/evolutionary_search.ipp>
 #include <cotune/search/bayesian_search.ipp>
+#include <cotune/search/bayes_local_search.ipp>
 #include <cotune/job/job_knobs.ipp>
 #include <cotune/tune/events.ipp>
 #include <cotune/tune/engine.ipp>

@@ -137,6 +137,7 @@ template <class Options, class Pack>
     opts.bench = b;
   }
   opts.observers = o.observers;
+  opts.kinds = kj.kinds;
   return opts;
 }
 

@@ -9,6 +9,7 @@
 ///     for (const auto& k : job.kernels)
 ///       for (const auto& inst : k.instances) { auto args = k.arguments_for(inst); auto cands = k.candidates(inst); }
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -26,6 +27,7 @@
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/kernel_source.hpp>
+#include <cotune/core/param_kind.hpp>
 #include <cotune/core/value.hpp>
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/hashing.hpp>
@@ -59,6 +61,7 @@ struct kernel_job {
   std::string backend = "host";
   std::string source_file;     ///< empty for inline code
   std::vector<std::pair<std::string, std::vector<value>>> axes;
+  param_kinds kinds;           ///< axes the space's "categorical" names (for tune_options::kinds)
   std::vector<std::pair<expression, std::string>> constraints; ///< with where each is written
   std::vector<derived_launch> launch;
   std::optional<launch_geometry> geometry{}; ///< GPU kernels (job_geometry.hpp)
@@ -421,7 +424,7 @@ private:
     }
 
     void read_space(simdjson::dom::element e, const json_path& p, kernel_job& k) {
-      auto o = object(e, p, {"axes", "constraints", "launch"});
+      auto o = object(e, p, {"axes", "categorical", "constraints", "launch"});
       if (auto axes = field(o, "axes")) {
         simdjson::dom::object ao;
         if (axes->get_object().get(ao) != simdjson::SUCCESS)
@@ -456,6 +459,20 @@ private:
           fail(p / "axes", fmt::format("the axes' product ({}) is {} configs, more than the limit of {} (config, "
                                        "instance) pairs ({}); give the axes fewer values, or raise the limit",
                                        product, count_text(n), max_candidates(), max_candidates_knob));
+        }
+      }
+      if (auto cat = field(o, "categorical")) { // numeric axes whose values are unrelated choices
+        simdjson::dom::array a;
+        if (cat->get_array().get(a) != simdjson::SUCCESS)
+          fail(p / "categorical", "expected a list of axis names ([\"METHOD\"])");
+        std::size_t j = 0;
+        for (auto n : a) {
+          const auto np = (p / "categorical")[j++];
+          std::string_view name;
+          if (n.get_string().get(name) != simdjson::SUCCESS) fail(np, "expected an axis name (a string)");
+          if (std::none_of(k.axes.begin(), k.axes.end(), [&](const auto& ax) { return ax.first == name; }))
+            fail(np, fmt::format("'{}' is not an axis of this space; name one of its \"axes\"", name));
+          k.kinds[(is_launch_option(name) ? "launch." : "") + std::string(name)] = param_kind::categorical;
         }
       }
       if (auto cs = field(o, "constraints")) {

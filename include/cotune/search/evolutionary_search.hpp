@@ -14,8 +14,10 @@ namespace cotune {
 
 /// A first generation of `population` random candidates; then each child takes every parameter
 /// from one of two parents (each the faster of two drawn from the `population` fastest candidates
-/// measured so far), changes each parameter with probability 1/axes (one step or a random value),
-/// and becomes the untried candidate nearest that point. Failed candidates are never parents.
+/// measured so far), changes each parameter with probability 1/axes (on an ordered axis one step or
+/// a random value; on a categorical one the value of a random candidate, with no step by distance),
+/// and becomes the untried candidate nearest that point (a different categorical value is a whole axis
+/// away, see `search_space::distance`). Failed candidates are never parents.
 class evolutionary_search final : public search_strategy {
 public:
   explicit evolutionary_search(std::size_t population = 16) : population_(std::max<std::size_t>(2, population)) {}

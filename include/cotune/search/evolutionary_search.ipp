@@ -60,6 +60,12 @@ private:
   void mutate(std::vector<int>& p, std::size_t d) {
     const int len = static_cast<int>(space().axes()[d].values.size());
     if (len < 2) return;
+    if (space().axes()[d].categorical()) {
+      // No distance to step by: the value of a random candidate (values weigh as the list holds them).
+      const int v = space().coords(detail::below(rng(), space().size()))[d];
+      if (v >= 0) p[d] = v;
+      return;
+    }
     if (rng()() & 1) p[d] = static_cast<int>(detail::below(rng(), static_cast<std::size_t>(len)));
     else p[d] = std::clamp(p[d] + ((rng()() & 1) ? 1 : -1), 0, len - 1);
   }

@@ -17,7 +17,8 @@
 namespace cotune {
 
 /// Starts from `starts` random candidates, then repeatedly takes the fastest candidate measured so
-/// far that still has untried neighbours (one step on one axis, see `search_space::neighbours`) and
+/// far that still has untried neighbours (one step on one axis, see `search_space::neighbours`: on a
+/// categorical axis every other value is one step away, so a selector is never walked as a line) and
 /// proposes `step` of them. First the steps that helped beside it: a step's effect is read off the
 /// same step (same axis, same target value) measured from the nearest measured candidates that differ
 /// from the point on one other axis, and the steps with no such pair count as no change; then the
@@ -30,7 +31,7 @@ namespace cotune {
 /// the fastest point cannot fill is filled from the next fastest. Only when every measured candidate's
 /// neighbourhood is used up does it draw random candidates again.
 ///
-/// Line moves: on a plateau one step tells nothing (the neighbours are as fast), and the best value of
+/// Line moves (ordered axes only): on a plateau one step tells nothing (the neighbours are as fast), and the best value of
 /// a flat axis can lie several steps away. So when every one-step neighbour of a point along an axis
 /// has been measured, none failed and none is more than `flat` (a fraction) slower than the point, the
 /// axis is flat there, and the point's other positions on that axis become candidates too, after its

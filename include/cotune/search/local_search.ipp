@@ -89,11 +89,12 @@ private:
       else break;
     return out;
   }
-  /// The (axis, direction) slot of the step from `a` to `b`, which differ on one axis.
+  /// The (axis, direction) slot of the step from `a` to `b`, which differ on one axis (a categorical
+  /// axis has no direction: one slot).
   [[nodiscard]] std::size_t move(std::size_t a, std::size_t b) const {
     const auto &p = space().coords(a), &q = space().coords(b);
     for (std::size_t d = 0; d < p.size(); ++d)
-      if (p[d] != q[d]) return 2 * d + (q[d] > p[d] ? 1 : 0);
+      if (p[d] != q[d]) return 2 * d + (q[d] > p[d] && !space().axes()[d].categorical() ? 1 : 0);
     return 0;
   }
   /// How often that move helped, smoothed (Laplace): 1/2 before any try.
@@ -111,22 +112,29 @@ private:
     const int v = space().coords(b)[d];
     double sum = 0;
     int pairs = 0;
+    // Whether `c` and its partner (`c` with `d` as in `b`) are both measured: then their ratio counts.
+    const auto pair = [&](std::size_t c) {
+      const auto tc = time_.find(c);
+      if (tc == time_.end()) return false;
+      auto q = space().coords(c);
+      q[d] = v;
+      const auto partner = space().find(q);
+      const auto tp = partner ? time_.find(*partner) : time_.end();
+      // A time of 0 (a benchmarker's floor) has no ratio: such a pair says nothing.
+      if (tp == time_.end() || !(tc->second > 0) || !(tp->second > 0)) return false;
+      sum += std::log(tp->second / tc->second);
+      ++pairs;
+      return true;
+    };
     for (std::size_t e = 0; e < space().dimensions(); ++e) {
       if (e == d) continue;
+      if (space().axes()[e].categorical()) { // no nearest value: the first pair in candidate order
+        for (std::size_t c : space().along(a, e))
+          if (pair(c)) break;
+        continue;
+      }
       for (int dir : {-1, 1})
-        space().walk(a, e, dir, [&](std::size_t c) {
-          const auto tc = time_.find(c);
-          if (tc == time_.end()) return true;
-          auto q = space().coords(c);
-          q[d] = v;
-          const auto partner = space().find(q);
-          const auto tp = partner ? time_.find(*partner) : time_.end();
-          // A time of 0 (a benchmarker's floor) has no ratio: such a pair says nothing.
-          if (tp == time_.end() || !(tc->second > 0) || !(tp->second > 0)) return true;
-          sum += std::log(tp->second / tc->second);
-          ++pairs;
-          return false; // the nearest pair only
-        });
+        space().walk(a, e, dir, [&](std::size_t c) { return !pair(c); }); // the nearest pair only
     }
     return pairs == 0 ? 0.0 : sum / pairs;
   }
@@ -140,6 +148,10 @@ private:
     const std::size_t first = from == from_.end() ? 0 : (move(from->second, a) / 2 + 1) % dims;
     std::vector<std::tuple<std::size_t, std::size_t, std::size_t>> turns; // (side, turn, candidate)
     for (std::size_t d = 0; d < dims; ++d) {
+      if (space().axes()[d].categorical()) { // every other value is one step away: all of them, first side
+        for (std::size_t j : space().along(a, d)) turns.emplace_back(0, (d + dims - first) % dims, j);
+        continue;
+      }
       std::vector<std::size_t> sides; // lower side first
       for (int dir : {-1, 1})
         space().walk(a, d, dir, [&](std::size_t j) {
@@ -172,6 +184,7 @@ private:
     };
     std::vector<std::size_t> out;
     for (std::size_t d = 0; d < space().dimensions(); ++d) {
+      if (space().axes()[d].categorical()) continue; // its every value is a one-step move already
       bool seen = false;
       if (flat_side(d, -1, seen) && flat_side(d, 1, seen) && seen) out.push_back(d);
     }

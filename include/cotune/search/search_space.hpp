@@ -7,6 +7,10 @@
 /// different points); each candidate is a point. The list need not be
 /// a full product: `where` constraints and pruning leave holes, and neighbours step over them.
 ///
+/// Each axis has a kind (core/param_kind.hpp): an ordered axis is stepped along (one position up or
+/// down), a categorical one is not: every other value is one step away, and two different values are
+/// a whole axis apart. Strategies never use a categorical axis's positions as distances.
+///
 ///     cotune::search_space s(candidates);
 ///     for (std::size_t j : s.neighbours(i)) ...   // candidates one step away on one axis
 
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include <cotune/core/config.hpp>
+#include <cotune/core/param_kind.hpp>
 #include <cotune/detail/config.hpp>
 #include <cotune/core/value.hpp>
 
@@ -35,9 +40,16 @@ public:
     /// Parameters or launch options that always move with this one (a parameter and the launch option
     /// it sets, e.g. WARPS and launch.num_warps): one axis, or a step on either alone would find nothing.
     std::vector<std::string> tied = {};
+    /// Ordered: positions are an order to step along; categorical: unrelated values.
+    param_kind kind = param_kind::ordered;
+
+    [[nodiscard]] bool categorical() const noexcept { return kind == param_kind::categorical; }
   };
 
-  COTUNE_DECL explicit search_space(const std::vector<config>& candidates);
+  /// The geometry of `candidates`; `kinds` declares parameters' kinds (by name; launch options as
+  /// `launch.num_warps`, ...). Undeclared axes: categorical if any of their values is a string or a
+  /// boolean, else ordered. An axis tied to a categorical one is categorical.
+  COTUNE_DECL explicit search_space(const std::vector<config>& candidates, const param_kinds& kinds = {});
 
   /// A config's coordinates by name: its parameters, and its launch options as `launch.*` (a name no
   /// parameter can take, parameters being C identifiers). Options a config leaves unset are absent.
@@ -55,6 +67,7 @@ public:
   /// Walks from candidate `i` along axis `d` in direction `dir` (-1 or +1), the other positions as
   /// `i`'s, calling `visit(j)` for each candidate the list holds there, nearest first, while it returns
   /// true (holes left by constraints are stepped over). Nothing is visited where `i` lacks the axis.
+  /// Geometry only: on a categorical axis "nearest" means nothing, so strategies use `along` there.
   template <class Visit>
   void walk(std::size_t i, std::size_t d, int dir, Visit visit) const {
     std::vector<int> p = coords(i);
@@ -66,13 +79,17 @@ public:
     }
   }
 
-  /// The candidates one step from `i` on one axis, the others unchanged: on each axis and in each
-  /// direction, the nearest position the list holds (so a hole left by a constraint is stepped over).
+  /// The candidates that differ from `i` on axis `d` only (any position), in candidate order.
+  [[nodiscard]] COTUNE_DECL std::vector<std::size_t> along(std::size_t i, std::size_t d) const;
+
+  /// The candidates one step from `i` on one axis, the others unchanged: on an ordered axis, in each
+  /// direction, the nearest position the list holds (so a hole left by a constraint is stepped over);
+  /// on a categorical axis, every other value the list holds (in candidate order).
   [[nodiscard]] COTUNE_DECL std::vector<std::size_t> neighbours(std::size_t i) const;
 
   /// Distance between two points: the sum over axes of the position difference as a fraction of the
-  /// axis's length (so that an axis of 2 values weighs as much as one of 20); a missing parameter
-  /// is one full axis away.
+  /// axis's length (so that an axis of 2 values weighs as much as one of 20); a different value of a
+  /// categorical axis, or a missing parameter, is one full axis away.
   [[nodiscard]] COTUNE_DECL double distance(const std::vector<int>& a, const std::vector<int>& b) const;
 
   /// The candidate nearest to the point `p` among those `allowed` accepts (ties: the lower index).

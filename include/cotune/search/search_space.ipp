@@ -13,7 +13,8 @@
 
 namespace cotune {
 
-COTUNE_DECL search_space::search_space(const std::vector<config>& candidates) : coords_(candidates.size()) {
+COTUNE_DECL search_space::search_space(const std::vector<config>& candidates, const param_kinds& kinds)
+    : coords_(candidates.size()) {
   std::vector<std::map<std::string, value>> features;
   features.reserve(candidates.size());
   for (const auto& c : candidates) features.push_back(features_of(c));
@@ -29,7 +30,12 @@ COTUNE_DECL search_space::search_space(const std::vector<config>& candidates) : 
     if (axis_name.starts_with("launch.") && vs.size() < 2 &&
         std::all_of(features.begin(), features.end(), [&](const auto& f) { return f.contains(axis_name); }))
       continue;
-    axes_.push_back({name, std::move(vs)});
+    const auto declared = kinds.find(name);
+    const bool unordered = std::any_of(vs.begin(), vs.end(), [](const value& v) { return v.is_string() || v.is_bool(); });
+    const param_kind kind = declared != kinds.end() ? declared->second
+                            : unordered             ? param_kind::categorical
+                                                    : param_kind::ordered;
+    axes_.push_back({name, std::move(vs), {}, kind});
   }
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     auto& p = coords_[i];
@@ -67,14 +73,33 @@ COTUNE_DECL std::optional<std::size_t> search_space::find(const std::vector<int>
   return it->second;
 }
 
+COTUNE_DECL std::vector<std::size_t> search_space::along(std::size_t i, std::size_t d) const {
+  std::vector<int> p = coords(i);
+  std::vector<std::size_t> out;
+  if (p.at(d) < 0) return out;
+  const int own = p[d];
+  for (int q = 0; q < static_cast<int>(axes_[d].values.size()); ++q) {
+    if (q == own) continue;
+    p[d] = q;
+    if (auto j = find(p)) out.push_back(*j);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 COTUNE_DECL std::vector<std::size_t> search_space::neighbours(std::size_t i) const {
   std::vector<std::size_t> out;
-  for (std::size_t d = 0; d < axes_.size(); ++d)
+  for (std::size_t d = 0; d < axes_.size(); ++d) {
+    if (axes_[d].categorical()) {
+      for (std::size_t j : along(i, d)) out.push_back(j);
+      continue;
+    }
     for (int dir : {-1, 1})
       walk(i, d, dir, [&](std::size_t j) {
         out.push_back(j);
         return false;
       });
+  }
   return out;
 }
 
@@ -82,7 +107,7 @@ COTUNE_DECL double search_space::distance(const std::vector<int>& a, const std::
   double s = 0;
   for (std::size_t d = 0; d < axes_.size(); ++d) {
     if (a[d] == b[d]) continue;
-    if (a[d] < 0 || b[d] < 0) {
+    if (a[d] < 0 || b[d] < 0 || axes_[d].categorical()) {
       s += 1;
       continue;
     }
@@ -107,6 +132,7 @@ COTUNE_DECL void search_space::tie_axes() {
       const bool keep_b = launch(a) && !launch(b);
       const std::size_t kept = keep_b ? b : a, gone = keep_b ? a : b;
       axes_[kept].tied.push_back(axes_[gone].name);
+      if (axes_[gone].categorical()) axes_[kept].kind = param_kind::categorical;
       for (auto& t : axes_[gone].tied) axes_[kept].tied.push_back(std::move(t));
       drop[gone] = true;
     }

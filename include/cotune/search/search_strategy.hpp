@@ -42,15 +42,28 @@ namespace detail {
 } // namespace detail
 
 /// How much a search may spend, and its seed.
+///
+///     cotune::search_settings{.evaluations = 64}   // 64 candidates
+///     cotune::search_settings{.fraction = 0.25}    // a quarter of the candidates (rounded up)
 struct search_settings {
-  /// Most candidates evaluated (compiled, and measured if they compile); 0 = the strategy's default
-  /// (exhaustive: all; the others: a quarter of the candidates, at least 32).
+  /// Most candidates evaluated (compiled, and measured if they compile); 0 = `fraction`'s, else the
+  /// strategy's default (exhaustive: all; the others: a quarter of the candidates, at least 32).
+  /// When both are set, `evaluations` wins.
   std::size_t evaluations = 0;
+  /// The budget as a share of the candidates, in (0, 1]: ceil(fraction x candidates) evaluations.
+  /// 0 = none (`evaluations`, or the strategy's default). Another value throws when a search starts.
+  double fraction = 0;
   /// Wall-clock budget in ms from the first proposal; no batch is proposed after it. 0 = none.
   double wall_ms = 0;
   /// Seed of the strategy's engine, std::mt19937_64's sequence (never std::random_device: tunings are
   /// reproducible).
   std::uint64_t seed = 0;
+
+  /// Whether a budget is set (a count, a fraction or a wall-clock time): a search then stops early.
+  [[nodiscard]] bool limited() const noexcept { return evaluations > 0 || fraction > 0 || wall_ms > 0; }
+  /// The evaluations this budget allows over `candidates` (`fallback` when neither count nor fraction
+  /// is set), at most `candidates`. Throws cotune::error for a fraction outside (0, 1].
+  [[nodiscard]] COTUNE_DECL std::size_t evaluations_of(std::size_t candidates, std::size_t fallback) const;
 };
 
 /// One evaluated candidate: its median time, or a failure (it did not compile, needed more resources

@@ -4,20 +4,34 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <optional>
 #include <vector>
 
+#include <fmt/core.h>
+
+#include <cotune/core/errors.hpp>
 #include <cotune/search/search_strategy.hpp>
 
 namespace cotune {
+
+COTUNE_DECL std::size_t search_settings::evaluations_of(std::size_t candidates, std::size_t fallback) const {
+  if (evaluations) return std::min(candidates, evaluations);
+  if (fraction == 0) return std::min(candidates, fallback);
+  if (!(fraction > 0 && fraction <= 1))
+    throw error(fmt::format("search_settings: fraction {} is not in (0, 1]; give a share of the candidates such as "
+                            "0.25 (a quarter), or 0 for none",
+                            fraction));
+  return std::min(candidates, static_cast<std::size_t>(std::ceil(fraction * static_cast<double>(candidates))));
+}
 
 COTUNE_DECL search_session::search_session(const search_space& space, search_settings settings,
                                            std::size_t default_evaluations, std::size_t depth)
     : space_(space), rng_(settings.seed), depth_(std::max<std::size_t>(1, depth)),
       taken_(space.size(), false), outcome_(space.size()), start_(std::chrono::steady_clock::now()),
       wall_ms_(settings.wall_ms) {
-  limit_ = std::min(space.size(), settings.evaluations ? settings.evaluations : default_evaluations);
+  limit_ = settings.evaluations_of(space.size(), default_evaluations);
 }
 
 COTUNE_DECL void search_session::known(const search_outcome& o) {

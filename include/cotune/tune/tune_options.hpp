@@ -19,6 +19,7 @@
 #include <cotune/backend/module_view.hpp>
 #include <cotune/bench/benchmarker.hpp>
 #include <cotune/core/config.hpp>
+#include <cotune/core/param_kind.hpp>
 #include <cotune/core/value.hpp>
 #include <cotune/tune/events.hpp>
 #include <cotune/search/search_strategy.hpp>
@@ -81,6 +82,9 @@ struct tune_options {
   /// The search's evaluation and wall-clock budgets and seed; a field left at 0 (and the whole,
   /// when unset) comes from COTUNE_SEARCH_BUDGET, COTUNE_SEARCH_TIME_MS and COTUNE_SEARCH_SEED.
   std::optional<search_settings> search_budget{};
+  /// Parameters' kinds for the search (`config_space::kinds()`, e.g. a numeric algorithm selector
+  /// declared categorical); a name left out: strings and booleans categorical, numbers ordered.
+  param_kinds kinds{};
   /// Checks a candidate's outputs after one run, before it is timed: nothing if they are right,
   /// else why not (e.g. `compare_outputs`' first differing element). A rejected candidate is
   /// recorded as `wrong_result` and never wins. Buffers named in restore_value are already restored

@@ -66,12 +66,13 @@ struct tuning_settings {
   std::shared_ptr<const search_strategy> search;
   std::optional<search_settings> search_budget;
   bool per_device_arguments = false; ///< args_for_device is set
+  param_kinds kinds = {};
 
   /// The settings of a tuner's options.
   template <class Options>
   [[nodiscard]] static tuning_settings of(const Options& o) {
     return {o.device, o.cache_results, o.bench, o.observers, o.measure, o.search, o.search_budget,
-            static_cast<bool>(o.args_for_device)};
+            static_cast<bool>(o.args_for_device), o.kinds};
   }
 };
 
@@ -132,9 +133,9 @@ public:
                               *search(), search_budget());
   }
 
-  /// The search strategy: the options', else the one COTUNE_SEARCH names.
+  /// The search strategy: the options', else the one COTUNE_SEARCH names (unset: by the budget).
   [[nodiscard]] std::shared_ptr<const search_strategy> search() const {
-    return settings.search ? settings.search : search_from_knobs();
+    return settings.search ? settings.search : search_from_knobs(search_budget());
   }
   /// The search's budgets and seed: the options', completed by the knobs.
   [[nodiscard]] search_settings search_budget() const { return search_settings_from_knobs(settings.search_budget); }

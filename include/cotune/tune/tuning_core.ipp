@@ -77,8 +77,9 @@ COTUNE_DECL std::string result_key(const std::string& fingerprint, const std::st
   for (const auto& c : pruned) h.field(c.text());
   // A budgeted search's winner is the best of what it measured: another strategy, budget or seed
   // must not reuse it. An exhaustive search keeps the keys it always had.
-  if (!search.evaluates_all() || budget.evaluations || budget.wall_ms > 0)
-    h.field(fmt::format("search {} {} {} {}", search.name(), budget.evaluations, budget.wall_ms, budget.seed));
+  if (!search.evaluates_all() || budget.limited())
+    h.field(fmt::format("search {} {} {} {}{}", search.name(), budget.evaluations, budget.wall_ms, budget.seed,
+                        budget.fraction > 0 ? fmt::format(" fraction {}", budget.fraction) : std::string()));
   return to_hex(h.digest());
 }
 

@@ -374,8 +374,8 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
   // always was.
   const auto search = ctx_.search();
   const search_settings budget = ctx_.search_budget();
-  const bool whole = search->evaluates_all() && !budget.evaluations && budget.wall_ms <= 0;
-  const search_space space = whole ? search_space({}) : search_space(pruned_);
+  const bool whole = search->evaluates_all() && !budget.limited();
+  const search_space space = whole ? search_space({}) : search_space(pruned_, ctx_.settings.kinds);
   const std::size_t depth = detail::overlaps_compile<B>() ? 2 : 1; // the host measures once a batch is compiled
   // A batch: one per compile thread or two per device, whichever is more, so that both stay busy.
   const std::size_t batch = whole ? n : std::max<std::size_t>(ctx_.eng.compile_threads(), 2 * devs.size());
