@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Converts stored tuning ground truths into the search suite's one format (benchmarks/search_suite/data).
 
-    benchmarks/search_suite/convert.py --hub DIR [--repo DIR] [--h200 FILE.json]
+    benchmarks/search_suite/convert.py --hub DIR [--repo DIR] [--table suite_h200_spaces.json --table-commit SHA]
 
 --hub: a checkout (or bare git directory) of github.com/AutoTuningAssociation/benchmark_hub; files are
 read with `git show COMMIT:PATH`, so the commit named below is the one converted. --repo: this repository
-(for the H200 table, benchmarks/cuda_search_spaces.json at the commit named below). Writes one
+(for the H200 table, benchmarks/cuda_search_spaces.json at the commit named below); --table: a table that
+bench_cuda_search_suite wrote on the GPU machine (new H200 spaces). Writes one
 JSON file per space; see README.md beside this script for the format and the sources. Standard library only.
 """
 import argparse, gzip, json, math, os, subprocess, sys
@@ -32,7 +33,7 @@ HUB_SPACES = [
     ("dedispersion-mi250x", "cachefiles/dedispersion_milo/MI250X.json.gz",
      "radio-astronomy dedispersion, 25000 samples x 2048 DMs", ["tile_stride_x", "tile_stride_y"]),
 ]
-H200_KINDS = {"stencil": ["SMEM"], "reduction": ["SHUFFLE"], "gemm": []}
+H200_KINDS = {"stencil": ["SMEM"], "reduction": ["SHUFFLE"], "gemm": [], "histogram": ["METHOD"]}
 GPU_NAMES = {"dedispersion-mi250x": "AMD Instinct MI250X (LUMI)"}
 
 
@@ -98,8 +99,10 @@ def write(out_dir, space):
     path = os.path.join(out_dir, space["name"] + ".json")
     with open(path, "w") as f:
         # one line per result row: diffable, and compact enough (20,000 rows are about 500 KB)
-        head = json.dumps({k: v for k, v in ordered.items() if k != "results"}, indent=1)[:-2]
-        f.write(head + ',\n "results": [\n')
+        head = json.dumps({k: v for k, v in ordered.items() if k not in ("params", "results")}, indent=1)[:-2]
+        f.write(head + ',\n "params": [\n')
+        f.write(",\n".join("  " + json.dumps(p) for p in ordered["params"]))
+        f.write('\n ],\n "results": [\n')
         f.write(",\n".join(json.dumps(r, separators=(",", ":")) for r in rows))
         f.write("\n ]\n}\n")
     print(f"{path}: {len(rows)} configs, {len(valid)} valid, optimum {space['optimum']:.6g} ms, "
@@ -124,7 +127,7 @@ def from_kernel_tuner(name, cache, kernel, categorical, source):
             failures[str(t)] = failures.get(str(t), 0) + 1
         rows.append([pos[d][entry[p["name"]]] for d, p in enumerate(params)] + [sig(t) if ok else None])
     rows.sort(key=lambda r: r[:-1])
-    source = dict(source, kernel=kernel, gpu=GPU_NAMES.get(name) or cache.get("device_name"),
+    source = dict(source, kernel=kernel, family=name.split("-")[0], gpu=GPU_NAMES.get(name) or cache.get("device_name"),
                   problem_size=cache.get("problem_size"), failures=failures)
     return {"format": "cotune-search-suite-1", "name": name,
             "description": f"{kernel} on {source['gpu']}: Kernel Tuner brute-force cache",
@@ -137,6 +140,9 @@ def main():
     ap.add_argument("--hub", required=True)
     ap.add_argument("--repo", default=os.path.join(os.path.dirname(__file__), "..", ".."))
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "data"))
+    ap.add_argument("--table", action="append", default=[],
+                    help="a table written by bench_cuda_search_suite (suite_h200_spaces.json); repeatable")
+    ap.add_argument("--table-commit", default="", help="the commit of this repository that measured --table")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     for name, path, kernel, categorical in HUB_SPACES:
@@ -146,11 +152,22 @@ def main():
                "commit": HUB_COMMIT, "file": path, "licence": HUB_LICENCE}
         write(a.out, from_kernel_tuner(name, cache, kernel, categorical, src))
     table = json.loads(git_show(a.repo, H200_COMMIT, "benchmarks/cuda_search_spaces.json"))
+    from_cotune_table(a.out, table, {"url": "this repository, benchmarks/cuda_search_spaces.json "
+                                            "(bench_cuda_search_spaces, CUDA backend)",
+                                     "commit": H200_COMMIT, "licence": "this repository's"})
+    for t in a.table:
+        from_cotune_table(a.out, json.load(open(t)), {"url": "this repository, measured by bench_cuda_search_suite "
+                                                             "(CUDA backend)", "file": os.path.basename(t),
+                                                      "commit": a.table_commit, "licence": "this repository's"})
+
+
+def from_cotune_table(out, table, source):
+    """A table of bench_cuda_search_spaces or bench_cuda_search_suite (format cotune-search-spaces-1)."""
     for sp in table["spaces"]:
         short = sp["name"].split(" ")[0]
         cands = sp["candidates"]
         names = sorted(cands[0]["config"]["params"])
-        params = [{"name": k, "kind": "categorical" if k in H200_KINDS[short] else "ordered",
+        params = [{"name": k, "kind": "categorical" if k in H200_KINDS.get(short, []) else "ordered",
                    "values": sorted({c["config"]["params"][k] for c in cands})} for k in names]
         pos = [{v: i for i, v in enumerate(p["values"])} for p in params]
         rows = sorted([pos[d][c["config"]["params"][p["name"]]] for d, p in enumerate(params)] +
@@ -159,16 +176,12 @@ def main():
         for c in cands:
             if c["status"] != "ok":
                 failures[c["status"]] = failures.get(c["status"], 0) + 1
-        write(a.out, {"format": "cotune-search-suite-1", "name": f"h200-{short}",
-                      "description": f"{sp['name']}: {sp['problem']}, measured whole by cotune on the H200",
-                      "source": {"url": "this repository, benchmarks/cuda_search_spaces.json "
-                                        "(bench_cuda_search_spaces, CUDA backend)",
-                                 "commit": H200_COMMIT, "licence": "this repository's",
-                                 "kernel": f"{sp['name']} ({sp['problem']})", "gpu": table["device"],
-                                 "date": table["date"], "failures": failures},
-                      "objective": "time in ms (cotune's median); null: failed", "params": params, "fixed": {},
-                      "results": rows})
-
+        write(out, {"format": "cotune-search-suite-1", "name": f"h200-{short}",
+                    "description": f"{sp['name']}: {sp['problem']}, measured whole by cotune on the H200",
+                    "source": dict(source, kernel=f"{sp['name']} ({sp['problem']})", family=short, gpu=table["device"],
+                                   date=table["date"], failures=failures),
+                    "objective": "time in ms (cotune's median); null: failed", "params": params, "fixed": {},
+                    "results": rows})
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -29,7 +29,8 @@ struct suite_param {
 
 /// A whole space: every config and its stored time (+inf: it failed to compile or run).
 struct suite_space {
-  std::string file, name, description, kernel, gpu, source_url, licence;
+  std::string file, name, description, kernel, family, gpu, source_url, licence;
+  // family: the kernel whatever its GPU or problem (convolution, pnpoly, ...)
   std::vector<suite_param> params;
   std::vector<cotune::config> configs;
   std::vector<double> truth;      ///< ms; +inf: failed
@@ -105,6 +106,7 @@ inline suite_space load_suite_space(const std::filesystem::path& path) {
   s.description = text(doc, "description");
   const dom::element src = field(doc, "source");
   s.kernel = text(src, "kernel");
+  s.family = text(src, "family");
   s.gpu = text(src, "gpu");
   s.source_url = text(src, "url");
   s.licence = text(src, "licence");
