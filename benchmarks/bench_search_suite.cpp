@@ -294,7 +294,7 @@ std::string json_escape(const std::string& t) {
 std::string results_json(const std::vector<suite_space>& spaces, const std::vector<std::vector<line>>& lines,
                          std::size_t batch, std::size_t depth) {
   std::string o = fmt::format(R"({{"format": "cotune-search-suite-results-1", "batch": {}, "depth": {}, "spaces": [)", batch, depth);
-  for (std::size_t i = 0; i < spaces.size(); ++i) {
+  for (std::size_t i = 0; i < lines.size(); ++i) { // the spaces done so far
     const auto& s = spaces[i];
     o += fmt::format(R"({}{{"name": "{}", "size": {}, "valid": {}, "optimum": {}, "strategies": [)", i ? ", " : "\n ",
                      json_escape(s.name), s.configs.size(), s.valid(), s.optimum());
@@ -391,6 +391,8 @@ int main(int argc, char** argv) try {
     std::fflush(stdout);
     std::ofstream(std::filesystem::path(out) / (s.name + ".svg")) << svg_plot(s, lines);
     all.push_back(std::move(lines));
+    // after each space, so that a run stopped early keeps the figures of the spaces it finished
+    std::ofstream(std::filesystem::path(out) / "results.json") << results_json(spaces, all, batch, depth);
   }
 
   // The worst case over spaces, per strategy, against the issue's targets.
@@ -414,7 +416,6 @@ int main(int argc, char** argv) try {
     fmt::print("  {:<28} {:>7.2f}% {:>5.0f}%   {:>7.2f}%   {}{}\n", name, 100 * w[0], 100 * w[1], 100 * w[2],
                w[0] <= 0.01 && w[1] >= 0.9 && w[2] <= 0.002 ? "yes" : "no",
                seen[name] < spaces.size() ? fmt::format(" (on {} spaces)", seen[name]) : "");
-  std::ofstream(std::filesystem::path(out) / "results.json") << results_json(spaces, all, batch, depth);
   fmt::print("\nfigures: {}/results.json, plots: {}/<space>.svg\n", out, out);
   return 0;
 } catch (const std::exception& e) {

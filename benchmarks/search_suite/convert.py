@@ -137,7 +137,7 @@ def from_kernel_tuner(name, cache, kernel, categorical, source):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--hub", required=True)
+    ap.add_argument("--hub", help="without it, only --table files are converted")
     ap.add_argument("--repo", default=os.path.join(os.path.dirname(__file__), "..", ".."))
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "data"))
     ap.add_argument("--table", action="append", default=[],
@@ -145,16 +145,17 @@ def main():
     ap.add_argument("--table-commit", default="", help="the commit of this repository that measured --table")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    for name, path, kernel, categorical in HUB_SPACES:
-        raw = gzip.decompress(git_show(a.hub, HUB_COMMIT, path))
-        cache = json.loads(raw)
-        src = {"url": f"{HUB_URL}/blob/{HUB_COMMIT}/{path.replace(' ', '%20')}", "repository": HUB_URL,
-               "commit": HUB_COMMIT, "file": path, "licence": HUB_LICENCE}
-        write(a.out, from_kernel_tuner(name, cache, kernel, categorical, src))
-    table = json.loads(git_show(a.repo, H200_COMMIT, "benchmarks/cuda_search_spaces.json"))
-    from_cotune_table(a.out, table, {"url": "this repository, benchmarks/cuda_search_spaces.json "
-                                            "(bench_cuda_search_spaces, CUDA backend)",
-                                     "commit": H200_COMMIT, "licence": "this repository's"})
+    if a.hub:
+        for name, path, kernel, categorical in HUB_SPACES:
+            raw = gzip.decompress(git_show(a.hub, HUB_COMMIT, path))
+            cache = json.loads(raw)
+            src = {"url": f"{HUB_URL}/blob/{HUB_COMMIT}/{path.replace(' ', '%20')}", "repository": HUB_URL,
+                   "commit": HUB_COMMIT, "file": path, "licence": HUB_LICENCE}
+            write(a.out, from_kernel_tuner(name, cache, kernel, categorical, src))
+        table = json.loads(git_show(a.repo, H200_COMMIT, "benchmarks/cuda_search_spaces.json"))
+        from_cotune_table(a.out, table, {"url": "this repository, benchmarks/cuda_search_spaces.json "
+                                                "(bench_cuda_search_spaces, CUDA backend)",
+                                         "commit": H200_COMMIT, "licence": "this repository's"})
     for t in a.table:
         from_cotune_table(a.out, json.load(open(t)), {"url": "this repository, measured by bench_cuda_search_suite "
                                                              "(CUDA backend)", "file": os.path.basename(t),
