@@ -148,13 +148,18 @@ line measure(const replay& r, const std::string& name, int seeds) {
   std::size_t evals[n_budgets];
   for (std::size_t b = 0; b < n_budgets; ++b) evals[b] = evaluations_at(budget_shares[b], size);
 
-  // Whether the first k proposals at the largest budget are those of a search with budget k (seed 1).
-  const auto full = r.run(*st, evals[n_budgets - 1], 1);
-  bool prefix = true;
-  for (std::size_t b = 0; b + 1 < n_budgets && prefix; ++b) {
-    const auto part = r.run(*st, evals[b], 1);
-    prefix = part.size() <= full.size() && std::equal(part.begin(), part.end(), full.begin());
+  // Whether the first k proposals at the largest budget are those of a search with budget k (seed 1);
+  // the four searches at once, so that a large space's check is not one long serial stretch.
+  std::vector<std::vector<std::size_t>> first(n_budgets);
+  {
+    std::vector<std::thread> check;
+    for (std::size_t b = 0; b < n_budgets; ++b) check.emplace_back([&, b] { first[b] = r.run(*st, evals[b], 1); });
+    for (auto& t : check) t.join();
   }
+  const auto& full = first[n_budgets - 1];
+  bool prefix = true;
+  for (std::size_t b = 0; b + 1 < n_budgets; ++b)
+    prefix = prefix && first[b].size() <= full.size() && std::equal(first[b].begin(), first[b].end(), full.begin());
 
   // regrets[seed][budget], filled by as many threads as the machine has.
   std::vector<std::array<double, n_budgets>> regrets(static_cast<std::size_t>(seeds));
@@ -163,8 +168,10 @@ line measure(const replay& r, const std::string& name, int seeds) {
     for (int k; (k = next++) < seeds;) {
       const auto seed = static_cast<std::uint64_t>(k + 1);
       auto& out = regrets[static_cast<std::size_t>(k)];
-      if (prefix) {
-        const auto order = seed == 1 ? full : r.run(*st, evals[n_budgets - 1], seed);
+      if (seed == 1) {
+        for (std::size_t b = 0; b < n_budgets; ++b) out[b] = r.regret(prefix ? full : first[b], evals[b]);
+      } else if (prefix) {
+        const auto order = r.run(*st, evals[n_budgets - 1], seed);
         for (std::size_t b = 0; b < n_budgets; ++b) out[b] = r.regret(order, evals[b]);
       } else {
         for (std::size_t b = 0; b < n_budgets; ++b) out[b] = r.regret(r.run(*st, evals[b], seed), evals[b]);
