@@ -4,7 +4,7 @@
 //
 //     bench_search_suite [--data DIR] [--out DIR] [--seeds N] [--large-seeds N] [--large SIZE]
 //                        [--strategies a,b,...] [--spaces a,b,...] [--batch N] [--depth N]
-//                        [--with OTHER_RESULTS.json ...]
+//                        [--with OTHER_RESULTS.json ...] [--from RESULTS.json ...]
 //
 // For each space, strategy (every registered name but exhaustive, by default) and budget (5%, 10%, 25%
 // and 50% of the space's configs, invalid ones included: a failed config costs an evaluation, as it
@@ -25,7 +25,8 @@
 // per strategy; lines of --with files, e.g. Kernel Tuner's from benchmarks/search_suite/kt_replay.py,
 // dashed), and prints a table per space and the worst case over spaces per strategy against the issue's
 // targets (at 10%: mean regret <= 1% and within 2% in >= 90% of seeds; at 25%: mean regret <= 0.2%).
-// scripts/search-suite runs it with an optimised build.
+// --from takes cotune's figures from an earlier results.json instead of replaying (to redraw the plots
+// and tables with other tools' lines added). scripts/search-suite runs it with an optimised build.
 
 #include <algorithm>
 #include <array>
@@ -219,6 +220,12 @@ std::map<std::string, std::vector<line>> read_other(const std::string& file) {
         throw std::runtime_error(fmt::format("{}: space {}: a strategy lacks name, tool or points", file, name));
       l.strategy = std::string(sname);
       l.tool = std::string(tool);
+      std::int64_t seeds = 0;
+      if (le["seeds"].get(seeds) == SUCCESS) l.seeds = static_cast<int>(seeds);
+      bool prefix = false;
+      if (le["prefix"].get(prefix) == SUCCESS) l.prefix = prefix;
+      double seconds = 0;
+      if (le["seconds"].get(seconds) == SUCCESS) l.seconds = seconds;
       for (dom::element pe : pts) {
         point p;
         std::uint64_t e = 0;
@@ -333,7 +340,7 @@ std::vector<std::string> split(const std::string& s) {
 
 int usage() {
   std::fprintf(stderr, "usage: bench_search_suite [--data DIR] [--out DIR] [--seeds N] [--large-seeds N] [--large SIZE] [--strategies a,b] "
-                       "[--spaces a,b] [--batch N] [--depth N] [--with RESULTS.json]...\n");
+                       "[--spaces a,b] [--batch N] [--depth N] [--with RESULTS.json]... [--from RESULTS.json]...\n");
   return 2;
 }
 
@@ -343,7 +350,7 @@ int main(int argc, char** argv) try {
   std::string data = COTUNE_SEARCH_SUITE_DATA, out = "search_suite_out";
   int seeds = 100, large_seeds = -1;
   std::size_t batch = 8, depth = 2, large = 10000;
-  std::vector<std::string> names = default_strategies(), only, with;
+  std::vector<std::string> names = default_strategies(), only, with, from;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return usage();
@@ -358,9 +365,13 @@ int main(int argc, char** argv) try {
     else if (a == "--batch") batch = static_cast<std::size_t>(std::max(1, std::atoi(v.c_str())));
     else if (a == "--depth") depth = static_cast<std::size_t>(std::max(1, std::atoi(v.c_str())));
     else if (a == "--with") with.push_back(v);
+    else if (a == "--from") from.push_back(v);
     else return usage();
   }
-  std::map<std::string, std::vector<line>> other;
+  std::map<std::string, std::vector<line>> other, stored;
+  for (const auto& f : from)
+    for (auto& [space, ls] : read_other(f))
+      for (auto& l : ls) stored[space].push_back(std::move(l));
   for (const auto& f : with)
     for (auto& [space, ls] : read_other(f))
       for (auto& l : ls) other[space].push_back(std::move(l));
@@ -378,21 +389,28 @@ int main(int argc, char** argv) try {
 
   std::vector<std::vector<line>> all;
   for (const auto& s : spaces) {
-    const auto geometry = geometry_of(s);
+    const bool replayed = !stored.count(s.name);
+    const auto geometry = replayed ? geometry_of(s) : cotune::search_space(std::vector<cotune::config>{});
     const replay r{s, geometry, batch, depth};
     const int n_seeds = large_seeds > 0 && s.configs.size() >= large ? large_seeds : seeds;
     fmt::print("\n{}: {} configs ({} valid), {} parameters ({} categorical), optimum {:.6g} ms; {} near-optimal "
-               "region(s), {:.2f} apart; {}; {} seeds\n",
+               "region(s), {:.2f} apart; {}; {}\n",
                s.name, s.configs.size(), s.valid(), s.params.size(), s.categorical_params(), s.optimum(),
-               s.near_optimal_regions, s.near_optimal_distance, s.gpu, n_seeds);
-    fmt::print("  | {:<24} | {:>15} | {:>15} | {:>15} | {:>15} |\n", "strategy (regret, in 2%)", "5%", "10%", "25%", "50%");
+               s.near_optimal_regions, s.near_optimal_distance, s.gpu,
+               replayed ? fmt::format("{} seeds", n_seeds) : std::string("cotune's figures from --from"));
+    fmt::print("  | {:<34} | {:>15} | {:>15} | {:>15} | {:>15} |\n", "strategy (mean regret, in 2%)", "5%", "10%", "25%",
+               "50%");
     std::vector<line> lines;
-    for (const auto& name : names) lines.push_back(measure(r, name, n_seeds));
+    if (replayed)
+      for (const auto& name : names) lines.push_back(measure(r, name, n_seeds));
+    else
+      lines = stored[s.name]; // figures of an earlier run (--from)
     for (const auto& l : other[s.name]) lines.push_back(l);
     for (const auto& l : lines) {
-      std::string row = fmt::format("  | {:<24} |", label(l));
+      std::string row = fmt::format("  | {:<34} |", label(l));
       for (const auto& p : l.points) row += fmt::format(" {:>7.2f}% {:>5.0f}% |", 100 * p.mean_regret, 100 * p.within_2pct);
-      if (l.tool == "cotune") row += fmt::format(" {:.1f} s{}", l.seconds, l.prefix ? "" : ", budgets searched separately");
+      if (l.tool == "cotune" && replayed)
+        row += fmt::format(" {:.1f} s{}", l.seconds, l.prefix ? "" : ", budgets searched separately");
       fmt::print("{}\n", row);
     }
     std::fflush(stdout);
@@ -420,7 +438,7 @@ int main(int argc, char** argv) try {
       }
     }
   for (const auto& [name, w] : worst)
-    fmt::print("  {:<28} {:>7.2f}% {:>5.0f}%   {:>7.2f}%   {}{}\n", name, 100 * w[0], 100 * w[1], 100 * w[2],
+    fmt::print("  {:<34} {:>7.2f}% {:>5.0f}%   {:>7.2f}%   {}{}\n", name, 100 * w[0], 100 * w[1], 100 * w[2],
                w[0] <= 0.01 && w[1] >= 0.9 && w[2] <= 0.002 ? "yes" : "no",
                seen[name] < spaces.size() ? fmt::format(" (on {} spaces)", seen[name]) : "");
   fmt::print("\nfigures: {}/results.json, plots: {}/<space>.svg\n", out, out);
