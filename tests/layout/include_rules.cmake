@@ -1,5 +1,5 @@
 # Include rules a compiler does not check (issue 9): the command-line tool uses only public headers
-# (no cotune/detail/), tune/ names no concrete backend, benchmarker or remote cache, and no folder of
+# (no cotune/detail/), tune/ names no concrete backend, benchmarker or cache (defaults.hpp does), and no folder of
 # the library includes batch/ (the tool's job files and databases, <cotune/batch/batch.hpp>).
 # cmake -DROOT=<source dir> -P include_rules.cmake; fails naming each file and line that breaks one.
 set(broken "")
@@ -17,8 +17,10 @@ function(check_rule glob pattern why)
   set(broken "${found}" PARENT_SCOPE)
 endfunction()
 check_rule("tools/*pp" "cotune/detail/" "the tool uses public headers only")
-foreach(concrete IN ITEMS backend/host_backend cuda/ hip/ redis/ batch/)
-  check_rule("include/cotune/tune/*.hpp" "cotune/${concrete}" "tune/ names no concrete backend and nothing above it")
+# tune/ (and tune/detail/) names no concrete backend, benchmarker or cache, and nothing above it: the
+# defaults that pull the host's concrete types in live in defaults.hpp.
+foreach(concrete IN ITEMS backend/host_backend bench/host_benchmarker cache/file_cache cuda/ hip/ redis/ batch/)
+  check_rule("include/cotune/tune/*pp" "cotune/${concrete}" "tune/ names no concrete backend, benchmarker or cache, and nothing above it")
 endforeach()
 # batch/ (the tool's job files, tuning databases, reports) sits above the tuners: no other file of the
 # library includes it (every folder but batch/ and impl/, which compiles its bodies, and defaults.hpp);

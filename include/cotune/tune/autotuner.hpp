@@ -25,7 +25,6 @@
 #include <cotune/backend/backend.hpp>
 #include <cotune/bench/benchmarker.hpp>
 #include <cotune/cache/cache_manager.hpp>
-#include <cotune/cache/file_cache.hpp>
 #include <cotune/core/buffer.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
@@ -45,6 +44,10 @@
 #include <cotune/tune/tuning_result.hpp>
 
 namespace cotune {
+
+/// The default cache, named here only as a default argument (tune/ names no concrete cache:
+/// <cotune/defaults.hpp>, which <cotune/cotune.hpp> includes, defines it).
+class file_cache;
 
 namespace detail {
 

@@ -7,9 +7,12 @@
 #include <type_traits>
 
 #include <cotune/backend/backend.hpp>
-#include <cotune/bench/host_benchmarker.hpp>
 
 namespace cotune {
+
+/// The host clock's benchmarker, named here only as the fallback of `default_benchmarker` (tune/ names
+/// no concrete benchmarker: <cotune/defaults.hpp>, which <cotune/cotune.hpp> includes, defines it).
+class host_benchmarker;
 
 /// The benchmarker a backend is measured with unless the tuner names another: the backend's
 /// `default_benchmarker_type` if it declares one (so that the choice cannot depend on include order),

@@ -24,7 +24,6 @@
 
 #include <cotune/backend/backend.hpp>
 #include <cotune/cache/cache_manager.hpp>
-#include <cotune/cache/file_cache.hpp>
 #include <cotune/cache/remote_companion.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
@@ -36,6 +35,10 @@
 #include <cotune/knobs/knob.hpp>
 
 namespace cotune {
+
+/// The default cache, named here only as a default argument (tune/ names no concrete cache:
+/// <cotune/defaults.hpp>, which <cotune/cotune.hpp> includes, defines it).
+class file_cache;
 
 namespace detail {
 /// A binary's meta entry: the backend's meta text and the image's digest, written together so that an
