@@ -120,6 +120,12 @@ struct autotuning_knob_group {
                                          .fallback = 120000,
                                          .doc = "a compile running longer is cancelled and recorded as a timeout; 0 = no limit",
                                          .validate = detail::at_least<std::int64_t>(0, "COTUNE_COMPILE_TIMEOUT_MS")}};
+  // Unset: a trace costs a span per phase per candidate in memory and a file write per tuning.
+  knob<std::optional<std::string>> trace{{.name = "autotuning.trace", .env = "COTUNE_TRACE",
+                                          .doc = "write every measured tuning's timeline (each candidate's compile, "
+                                                 "load, verify and measurements, per thread and device) to this "
+                                                 "file as a Chrome trace (Perfetto, chrome://tracing); `%p` = the "
+                                                 "process id; see docs/tracing.md"}};
 };
 
 /// Benchmarking budgets (do_bench's warmup and rep, in milliseconds).

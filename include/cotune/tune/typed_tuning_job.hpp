@@ -25,6 +25,7 @@
 #include <cotune/tune/isolated_measure.hpp>
 #include <cotune/tune/tuning_context.hpp>
 #include <cotune/tune/tuning_job.hpp>
+#include <cotune/tune/tuning_timeline.hpp>
 
 namespace cotune {
 
@@ -86,6 +87,7 @@ private:
           // One candidate: nothing to choose, so nothing to measure (as in Triton): it runs once.
           auto timed = [&]() -> std::vector<double> {
             if (ctx_.opts.verify) { // one run, then its outputs are checked before any timing
+              tuning_timeline::nested span(trace_phase::verify);
               ctx_.arguments.poison_outputs(xs...);
               once();
               if (auto wrong = ctx_.opts.verify(c, xs...))
