@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <cotune/tune/interleaved_finals.hpp>
@@ -45,6 +46,9 @@ TEST_CASE("screening: a short first pass, then the close ones, at most keep, in 
   const auto pass = m.first_pass(full, 5);
   CHECK(pass.rep_ms == 10);
   CHECK(pass.warmup_ms == 2.5);
+  CHECK(pass.required_samples == std::optional<std::size_t>(3)); // a slow kernel is not judged by one run
+  CHECK(screening_measure(10, 0.15, 2, 5).first_pass(full, 5).required_samples == std::optional<std::size_t>(5));
+  CHECK_FALSE(exhaustive_measure().first_pass(full, 5).required_samples);
   // 1.0 is best; 1.1 and 1.14 are within 15%; 1.2 is not; keep = 2 keeps the best two by screening.
   const std::vector<candidate_result> rs{measured(0, 1.14), failed(1), measured(2, 1.0), measured(3, 1.2),
                                          measured(4, 1.1)};
