@@ -122,6 +122,41 @@ TEST_CASE("finals run interleaved, A B C A B C, each round a share of the budget
   CHECK(out[0].rsd == Approx(std::sqrt(90.5 / 7) / 5.75));
 }
 
+TEST_CASE("finals settle first: untimed rounds until every median holds within 1%, then the timed rounds",
+          "[tune][measure_strategy][finals]") {
+  // Medians per untimed round, as a GPU's clocks come up: 2.0, 1.2, 1.005, 1.0 (within 1% of 1.005: settled).
+  struct settling_bench {
+    std::vector<double> medians{2.0, 1.2, 1.005, 1.0};
+    std::vector<std::size_t> untimed; ///< per finalist
+    std::size_t timed = 0;
+    std::vector<double> bench(const std::function<void()>& fn, const bench_options& o) {
+      fn();
+      if (o.quantiles == std::vector<double>{0.5}) {
+        const std::size_t round = untimed.size() / 2;
+        untimed.push_back(round);
+        return {medians.at(std::min(round, medians.size() - 1))};
+      }
+      ++timed;
+      return {1.0, 1.0, 1.0};
+    }
+  } b;
+  std::vector<std::function<void()>> runs{[] {}, [] {}};
+  const auto out = measure_interleaved(b, runs, full, 3, 1e9);
+  CHECK(b.untimed.size() == 2 * 4);
+  CHECK(b.timed == 2 * 3);
+  REQUIRE(out[0].time);
+  CHECK((*out[0].time)[0] == 1.0);
+  CHECK(out[0].samples == 9); // the timed rounds' samples only
+  // Off (0), and the default of measure_interleaved: no untimed round.
+  settling_bench off;
+  (void)measure_interleaved(off, runs, full, 3, 0);
+  CHECK(off.untimed.empty());
+  // A budget spent after the first round stops settling there.
+  settling_bench short_budget;
+  (void)measure_interleaved(short_budget, runs, full, 3, 1e-9);
+  CHECK(short_budget.untimed.size() == 2);
+}
+
 TEST_CASE("a finalist that throws leaves the later rounds and is reported", "[tune][measure_strategy][finals]") {
   recording_bench b;
   int calls = 0;

@@ -186,6 +186,14 @@ struct bench_knob_group {
                                       "instead of bench.warmup_ms; set it to bench.warmup_ms for a full warm-up "
                                       "every time (Triton's)",
                                .validate = detail::at_least(0.0, "COTUNE_BENCH_WARM_WARMUP_MS")}};
+  // 500 ms: at least two untimed rounds of 4 finalists at a fifth of the 100 ms budget each (~0.2 s), and
+  // at most half a second more per tuning. Chosen for issue 35's cold S2 runs; the H200 A/B figure
+  // (COTUNE_BENCH_SETTLE_MS=0 against this) is in benchmarks/RESULTS.md once measured.
+  knob<double> settle_ms{{.name = "bench.settle_ms", .env = "COTUNE_BENCH_SETTLE_MS", .fallback = 500.0,
+                          .doc = "before the finals' timed rounds, untimed rounds of the finalists until every "
+                                 "median moved by at most 1% between two rounds (the device's clocks have "
+                                 "settled), or this many ms are spent; 0 = no settling",
+                          .validate = detail::at_least(0.0, "COTUNE_BENCH_SETTLE_MS")}};
 };
 
 /// How host (CPU) kernels are built.

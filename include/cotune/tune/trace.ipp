@@ -117,10 +117,14 @@ COTUNE_DECL void trace_observer::on_event(const tuning_event& e) {
   out += trace_meta("thread_name", 1, tuning, fmt::format("tuning {}: {}", tuning, name));
   const double start = detail::trace_us(t.start());
   out += fmt::format(",\n{{\"name\":{},\"cat\":\"tuning\",\"ph\":\"X\",\"ts\":{:.3f},\"dur\":{:.3f},\"pid\":1,\"tid\":{},"
-                     "\"args\":{{\"kernel\":{},\"key\":{},\"candidates\":{},\"winner\":{},\"best\":{},\"phases\":{}}}}}",
+                     "\"args\":{{\"kernel\":{},\"key\":{},\"candidates\":{},\"winner\":{},\"best\":{},\"phases\":{},"
+                     "\"wall_ms\":{:.3f},\"lower_bound_ms\":{:.3f},\"compile_busy_ms\":{:.3f},\"measure_busy_ms\":{:.3f},"
+                     "\"compile_threads\":{},\"devices\":{}}}}}",
                      detail::json_quoted("tune " + name), start, std::max(0.0, detail::trace_us(t.end()) - start),
                      tuning, detail::json_quoted(r.kernel), detail::json_quoted(r.key_text), r.candidates.size(),
-                     r.winner, detail::json_quoted(r.shown(r.best())), detail::json_quoted(r.phases.text()));
+                     r.winner, detail::json_quoted(r.shown(r.best())), detail::json_quoted(r.phases.text()), r.wall_ms,
+                     r.phases.lower_bound_ms(), r.phases.busy.compile, r.phases.busy.measure, r.phases.compile_threads,
+                     r.phases.devices);
   for (const auto& s : t.spans()) {
     const auto [pid, tid] = place(s, out);
     const bool one = s.candidate < r.candidates.size();
