@@ -186,13 +186,13 @@ struct bench_knob_group {
                                       "instead of bench.warmup_ms; set it to bench.warmup_ms for a full warm-up "
                                       "every time (Triton's)",
                                .validate = detail::at_least(0.0, "COTUNE_BENCH_WARM_WARMUP_MS")}};
-  // 500 ms: at least two untimed rounds of 4 finalists at a fifth of the 100 ms budget each (~0.2 s), and
-  // at most half a second more per tuning. Chosen for issue 35's cold S2 runs; the H200 A/B figure
-  // (COTUNE_BENCH_SETTLE_MS=0 against this) is in benchmarks/RESULTS.md once measured.
-  knob<double> settle_ms{{.name = "bench.settle_ms", .env = "COTUNE_BENCH_SETTLE_MS", .fallback = 500.0,
+  // 0 (off) until measured where it is meant to help: on the CPU demo (example 02) 500 ms of settling
+  // cost 0.5 s of a 9-10 s tuning (1.25x -> 1.37x its lower bound, benchmarks/RESULTS.md) and no CPU
+  // needs it; its benefit on a cold GPU (issue 35's S2 runs, scripts/s2-cold-runs) awaits the H200 A/B.
+  knob<double> settle_ms{{.name = "bench.settle_ms", .env = "COTUNE_BENCH_SETTLE_MS", .fallback = 0.0,
                           .doc = "before the finals' timed rounds, untimed rounds of the finalists until every "
                                  "median moved by at most 1% between two rounds (the device's clocks have "
-                                 "settled), or this many ms are spent; 0 = no settling",
+                                 "settled), or this many ms are spent (500 for a GPU that starts cold); 0 = no settling",
                           .validate = detail::at_least(0.0, "COTUNE_BENCH_SETTLE_MS")}};
 };
 
