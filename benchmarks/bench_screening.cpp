@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,31 @@ std::vector<cotune::config> space() {
   return out;
 }
 
+/// The noise model alone (what the kernels draw, without the machine's own noise): the share of k-run
+/// medians more than 5% off the model's true median, from `trials` draws.
+double model_share(const noise_class& c, std::size_t k, std::mt19937_64& rng, int trials = 200000) {
+  std::normal_distribution<double> jitter(0.0, c.jitter / 1000.0);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  auto draw = [&] {
+    double f = 1.0 + jitter(rng);
+    if (u(rng) < c.spike / 1000.0) f += 0.1 + 0.5 * u(rng);
+    return f;
+  };
+  std::vector<double> big(400001);
+  for (auto& x : big) x = draw();
+  std::nth_element(big.begin(), big.begin() + 200000, big.end());
+  const double truth = big[200000];
+  int off = 0;
+  std::vector<double> xs(k);
+  for (int t = 0; t < trials; ++t) {
+    for (auto& x : xs) x = draw();
+    std::sort(xs.begin(), xs.end());
+    const double median = k % 2 ? xs[k / 2] : (xs[k / 2 - 1] + xs[k / 2]) / 2;
+    off += std::abs(median / truth - 1.0) > 0.05;
+  }
+  return static_cast<double>(off) / trials;
+}
+
 using spin_tuner = cotune::autotuner<void(double*)>;
 
 cotune::tuning_result tune(const std::string& name, std::shared_ptr<const cotune::measure_strategy> how,
@@ -79,6 +105,12 @@ int main(int argc, char** argv) {
               "per variant; screening %.0f ms, margin %.2f, keep %d, full budget %.0f ms\n",
               configs.size(), std::size(durations_us), runs, cotune::knobs().bench.screen_rep_ms.get(),
               cotune::knobs().bench.screen_margin.get(), cotune::knobs().bench.screen_keep.get(), full.rep_ms);
+  std::mt19937_64 rng(35);
+  for (const auto& c : classes) {
+    std::printf("model %-10s:", c.name);
+    for (const std::size_t k : variants) std::printf("  median of %zu runs %.2f%% more than 5%% off", k, 100.0 * model_share(c, k, rng));
+    std::printf("\n");
+  }
   // The truth: every candidate measured fully with a long budget.
   const auto t0 = std::chrono::steady_clock::now();
   const auto truth = tune("screening", std::make_shared<cotune::exhaustive_measure>(),
@@ -104,8 +136,10 @@ int main(int argc, char** argv) {
         const double want = truth.candidates[i].time[0];
         if (c.status != cotune::candidate_status::ok || !std::isfinite(screen) || !std::isfinite(want)) continue;
         const double rel = std::abs(screen / want - 1.0);
-        auto& k = by_class[classes[i / std::size(durations_us)].name];
-        auto& d = by_class[durations_us[i % std::size(durations_us)] >= 5000 ? "slow" : "fast"];
+        const std::string cls = classes[i / std::size(durations_us)].name;
+        const std::string bucket = durations_us[i % std::size(durations_us)] >= 5000 ? "slow" : "fast";
+        auto& k = by_class[cls];
+        auto& d = by_class[bucket];
         d[0] += 1;
         d[1] += rel > 0.05;
         d[2] = std::max(d[2], rel);
@@ -119,9 +153,9 @@ int main(int argc, char** argv) {
     }
     std::sort(walls.begin(), walls.end());
     wall_s = walls[walls.size() / 2];
-    for (const char* c : {classes[0].name, classes[1].name, classes[2].name, "fast", "slow"}) {
+    for (const std::string c : {classes[0].name, classes[1].name, classes[2].name, "fast", "slow"}) {
       const auto& k = by_class[c];
-      std::printf("%-8zu  %-10s  %9.0f  %9.0f  %8.2f%%  %11.1f%%  %11s\n", samples, c, k[0], k[1],
+      std::printf("%-8zu  %-10s  %9.0f  %9.0f  %8.2f%%  %11.1f%%  %11s\n", samples, c.c_str(), k[0], k[1],
                   k[0] > 0 ? 100.0 * k[1] / k[0] : 0.0, 100.0 * k[2], "");
     }
     std::printf("%-8zu  %-10s  %9zu  %9zu  %8.2f%%  %11.1f%%  %11.2f\n", samples, "all", screened, off,

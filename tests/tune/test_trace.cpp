@@ -120,7 +120,8 @@ void check_schema(const trace_file& t, std::size_t tunings, std::size_t candidat
   for (const auto& [tuning, bounds] : tuning_bounds)
     for (std::size_t i = 0; i < candidates; ++i) {
       INFO("tuning " << tuning << " candidate " << i);
-      const auto& cats = phases[{tuning, static_cast<std::int64_t>(i)}];
+      const std::pair<std::int64_t, std::int64_t> which{tuning, static_cast<std::int64_t>(i)};
+      const auto& cats = phases[which];
       CHECK(cats.count("compile") == 1);
       CHECK((cats.count("screen") + cats.count("measure") + cats.count("final")) >= 1);
     }
