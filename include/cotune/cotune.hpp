@@ -27,6 +27,7 @@
 #include <cotune/tune/coordination.hpp>
 #include <cotune/tune/engine.hpp>
 #include <cotune/tune/events.hpp>
+#include <cotune/tune/trace.hpp>
 #include <cotune/tune/job_instantiation.hpp>
 #include <cotune/tune/measure_strategy.hpp>
 #include <cotune/tune/tune_options.hpp>

@@ -124,3 +124,30 @@ TEST_CASE("a host config is shown without GPU launch options, a GPU config with 
   CHECK_THAT(gpu, Catch::Contains("<td class=\"label\">" + r.candidates[0].cfg.text() + "</td>"));
   CHECK(count(gpu, "num_warps") > 0);
 }
+
+TEST_CASE("the report shows where each tuning's time went, and the totals over its keys", "[job][html_report][trace]") {
+  auto a = host_result("n=1024", {1.0, 2.0});
+  a.phases.wall = {.compile = 1500, .load = 20, .verify = 30, .measure = 390};
+  a.phases.idle_ms = 60;
+  a.phases.busy = {.compile = 5800, .load = 20, .verify = 30, .measure = 390};
+  a.phases.compile_threads = 4;
+  a.phases.devices = 1;
+  auto b = a;
+  b.key_text = "instance: n=4096";
+  const auto page = cj::html_report({.title = "phases", .results = {a, b, host_result("n=8192", {1.0})}});
+  // Two keys with phases, one without (a result stored before they were recorded): no table there.
+  CHECK(count(page, "<table class=\"phases\">") == 3); // each key's, and the totals
+  CHECK(count(page, "data-phase=\"compile\"") == 3);
+  CHECK_THAT(page, Catch::Contains("<td>compile</td><td class=\"value\">1500.0 ms</td><td class=\"value\">75%</td>"
+                                   "<td class=\"value\">5800.0 ms</td>"));
+  CHECK_THAT(page, Catch::Contains("<td>idle</td><td class=\"value\">60.000 ms</td><td class=\"value\">3%</td>"
+                                   "<td class=\"value\">-</td>"));
+  // The bound: 5.8 s of compiles over 4 threads (1.45 s) against 2 s of wall time.
+  CHECK_THAT(page, Catch::Contains("wall 2000.0 ms against the lower bound 1450.0 ms (compiles over 4 threads, or "
+                                   "measurements over 1 device): 1.38x"));
+  // The totals add the keys up.
+  CHECK_THAT(page, Catch::Contains("<td>compile</td><td class=\"value\">3000.0 ms</td><td class=\"value\">75%</td>"));
+  CHECK(page.find("where the tunings&#39; time went") < page.find("<section class=\"key\""));
+  // One key alone: its own table, no totals.
+  CHECK(count(cj::html_report({.title = "one", .results = {a}}), "<table class=\"phases\">") == 1);
+}

@@ -135,6 +135,26 @@ TEST_CASE("the minimum count holds back a noise stop", "[bench][stopping_rule]")
   CHECK(r.check(noise_tracker{}, 1e9) == stop_reason::none); // no sample yet: never stop before one
 }
 
+TEST_CASE("required samples come before the budget and the cap", "[bench][stopping_rule]") {
+  cotune::bench_options o;
+  o.rep_ms = 5;
+  o.noise_target = 0.0;
+  o.required_samples = 3;
+  const auto r = stopping_rule::from(o, 1); // a cap of 1 (one run fits the budget) is raised to 3
+  CHECK(r.required_samples == 3);
+  CHECK(r.max_samples == 3);
+  noise_tracker t = r.tracker();
+  t.add(10.0);
+  CHECK(r.check(t, 1e9) == stop_reason::none); // far past the budget
+  t.add(11.0);
+  CHECK(r.check(t, 1e9) == stop_reason::none);
+  t.add(10.5);
+  CHECK(r.check(t, 1e9) == stop_reason::cap);
+  // Unset: one sample, as before.
+  o.required_samples.reset();
+  CHECK(stopping_rule::from(o, 1).required_samples == 1);
+}
+
 TEST_CASE("the same seed gives the same stop", "[bench][stopping_rule]") {
   const auto r = rule(0.005, 10, 10000, 1e9);
   const auto a = run(r, 0.02, 42), b = run(r, 0.02, 42);

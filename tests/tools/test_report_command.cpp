@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -59,6 +60,13 @@ constexpr const char* measure_script = R"(<script>
 })();
 </script>
 )";
+
+/// How often `needle` occurs in `text`.
+std::size_t count_of(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
 
 } // namespace
 
@@ -143,6 +151,11 @@ extern "C" void axpy(float* y, const float* x, float a, int n) {
   CHECK_THAT(dom.output, Catch::Contains("error: #error \"UNROLL=3 is not supported\"</summary>"));
   CHECK_THAT(dom.output, Catch::Contains("<section class=\"key\" id=\"axpy-y-float32-x-float32-n-1024\">"));
   CHECK_THAT(dom.output, Catch::Contains("2 keys of 1 kernel<"));
+  // Where each key's tuning time went (its stored phases), and the two keys' totals above them.
+  CHECK(count_of(dom.output, "<table class=\"phases\">") == 3);
+  for (const char* phase : {"compile", "load", "verify", "measure", "idle"})
+    CHECK(count_of(dom.output, std::string("data-phase=\"") + phase + "\"") == 3);
+  CHECK_THAT(dom.output, Catch::Contains("against the lower bound"));
 
   // A database of the winners alone: its host configs are shown without launch options too.
   const fs::path db = root / "axpy.db.json", db_page = root / "db.html";

@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <cotune/tune/interleaved_finals.hpp>
@@ -45,6 +46,9 @@ TEST_CASE("screening: a short first pass, then the close ones, at most keep, in 
   const auto pass = m.first_pass(full, 5);
   CHECK(pass.rep_ms == 10);
   CHECK(pass.warmup_ms == 2.5);
+  CHECK(pass.required_samples == std::optional<std::size_t>(3)); // a slow kernel is not judged by one run
+  CHECK(screening_measure(10, 0.15, 2, 5).first_pass(full, 5).required_samples == std::optional<std::size_t>(5));
+  CHECK_FALSE(exhaustive_measure().first_pass(full, 5).required_samples);
   // 1.0 is best; 1.1 and 1.14 are within 15%; 1.2 is not; keep = 2 keeps the best two by screening.
   const std::vector<candidate_result> rs{measured(0, 1.14), failed(1), measured(2, 1.0), measured(3, 1.2),
                                          measured(4, 1.1)};
@@ -116,6 +120,41 @@ TEST_CASE("finals run interleaved, A B C A B C, each round a share of the budget
   // Its noise is that of all 8 samples, the drift between rounds included: mean 5.75, squared deviations 90.5.
   CHECK(out[0].samples == 8);
   CHECK(out[0].rsd == Approx(std::sqrt(90.5 / 7) / 5.75));
+}
+
+TEST_CASE("finals settle first: untimed rounds until every median holds within 1%, then the timed rounds",
+          "[tune][measure_strategy][finals]") {
+  // Medians per untimed round, as a GPU's clocks come up: 2.0, 1.2, 1.005, 1.0 (within 1% of 1.005: settled).
+  struct settling_bench {
+    std::vector<double> medians{2.0, 1.2, 1.005, 1.0};
+    std::vector<std::size_t> untimed; ///< per finalist
+    std::size_t timed = 0;
+    std::vector<double> bench(const std::function<void()>& fn, const bench_options& o) {
+      fn();
+      if (o.quantiles == std::vector<double>{0.5}) {
+        const std::size_t round = untimed.size() / 2;
+        untimed.push_back(round);
+        return {medians.at(std::min(round, medians.size() - 1))};
+      }
+      ++timed;
+      return {1.0, 1.0, 1.0};
+    }
+  } b;
+  std::vector<std::function<void()>> runs{[] {}, [] {}};
+  const auto out = measure_interleaved(b, runs, full, 3, 1e9);
+  CHECK(b.untimed.size() == 2 * 4);
+  CHECK(b.timed == 2 * 3);
+  REQUIRE(out[0].time);
+  CHECK((*out[0].time)[0] == 1.0);
+  CHECK(out[0].samples == 9); // the timed rounds' samples only
+  // Off (0), and the default of measure_interleaved: no untimed round.
+  settling_bench off;
+  (void)measure_interleaved(off, runs, full, 3, 0);
+  CHECK(off.untimed.empty());
+  // A budget spent after the first round stops settling there.
+  settling_bench short_budget;
+  (void)measure_interleaved(short_budget, runs, full, 3, 1e-9);
+  CHECK(short_budget.untimed.size() == 2);
 }
 
 TEST_CASE("a finalist that throws leaves the later rounds and is reported", "[tune][measure_strategy][finals]") {

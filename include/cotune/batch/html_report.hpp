@@ -25,6 +25,7 @@
 #include <cotune/core/config.hpp>
 #include <cotune/detail/dir_fd.hpp>
 #include <cotune/batch/argument_pack.hpp>
+#include <cotune/tune/tuning_phases.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 namespace cotune::batch {
@@ -229,6 +230,55 @@ struct bar_scale {
   }
 };
 
+/// Where tunings' wall time went (tune/tuning_phases.hpp), as a `<table class="phases">`: a row per
+/// phase (compile, load, verify, measure, idle) with its share of the wall time and its busy time summed
+/// over the threads that ran it, then the lower bound (compiles over every compile thread, or
+/// measurements back to back on every device) against the wall time.
+inline void phase_table(std::string& out, const tuning_phases& p, std::string_view caption) {
+  const double wall = p.wall.total() + p.idle_ms;
+  if (!(wall > 0)) return;
+  out += fmt::format("<table class=\"phases\"><caption>{}</caption>\n"
+                     "<tr><th>phase</th><th>wall</th><th>share</th><th>busy (all threads)</th></tr>\n",
+                     html_escape(caption));
+  const auto row = [&](std::string_view name, double ms, std::optional<double> busy) {
+    out += fmt::format("<tr class=\"phase\" data-phase=\"{}\"><td>{}</td><td class=\"value\">{}</td>"
+                       "<td class=\"value\">{:.0f}%</td><td class=\"value\">{}</td></tr>\n",
+                       name, name, html_escape(ms_text(ms)), 100.0 * ms / wall,
+                       busy ? html_escape(ms_text(*busy)) : std::string("-"));
+  };
+  row("compile", p.wall.compile, p.busy.compile);
+  row("load", p.wall.load, p.busy.load);
+  row("verify", p.wall.verify, p.busy.verify);
+  row("measure", p.wall.measure, p.busy.measure);
+  row("idle", p.idle_ms, std::nullopt);
+  const double bound = p.lower_bound_ms();
+  out += fmt::format("<tr class=\"bound\"><td colspan=\"4\">wall {} against the lower bound {} (compiles over {} "
+                     "thread{}, or measurements over {} device{}): {}</td></tr>\n</table>\n",
+                     html_escape(ms_text(wall)), html_escape(ms_text(bound)), p.compile_threads,
+                     p.compile_threads == 1 ? "" : "s", p.devices, p.devices == 1 ? "" : "s",
+                     bound > 0 ? fmt::format("{:.2f}x", wall / bound) : std::string("-"));
+}
+
+/// The phases of several tunings added up (their wall times add too: tunings one after another).
+[[nodiscard]] inline tuning_phases summed_phases(const std::vector<tuning_result>& rs) {
+  tuning_phases sum;
+  const auto add = [](phase_times& to, const phase_times& from) {
+    to.compile += from.compile;
+    to.load += from.load;
+    to.verify += from.verify;
+    to.measure += from.measure;
+  };
+  for (const auto& r : rs) {
+    if (!r.phases.known()) continue;
+    add(sum.wall, r.phases.wall);
+    add(sum.busy, r.phases.busy);
+    sum.idle_ms += r.phases.idle_ms;
+    sum.compile_threads = std::max(sum.compile_threads, r.phases.compile_threads);
+    sum.devices = std::max(sum.devices, r.phases.devices);
+  }
+  return sum;
+}
+
 /// One key: a row per candidate (its full config, a bar of its median with a p20-p80 whisker, its
 /// time), then the failures, each summarised by its compiler's first error line.
 inline void key_section(std::string& out, const tuning_result& r, std::set<std::string>& ids) {
@@ -239,6 +289,7 @@ inline void key_section(std::string& out, const tuning_result& r, std::set<std::
                      html_escape(r.shown(r.best())), html_escape(ms_text(r.candidates.at(r.winner).time[0])),
                      html_escape(r.made.device.empty() ? "?" : r.made.device), html_escape(r.made.host),
                      html_escape(r.made.date));
+  if (r.phases.known()) phase_table(out, r.phases, "where this tuning's time went");
   const auto scale = bar_scale::of(r);
   const int bar_w = 400, bar_h = 16;
   out += "<table class=\"bars\">\n";
@@ -314,7 +365,9 @@ inline void key_section(std::string& out, const tuning_result& r, std::set<std::
          "table.bars td.value{white-space:nowrap}table.failures{border-collapse:collapse;margin-top:8px}"
          "table.failures td,table.failures th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}"
          "pre{white-space:pre-wrap;max-width:900px}ul.legend{list-style:none;padding:0}"
-         ".swatch{display:inline-block;width:12px;height:12px;margin-right:6px}\n</style>\n</head>\n<body>\n";
+         ".swatch{display:inline-block;width:12px;height:12px;margin-right:6px}"
+         "table.phases{border-collapse:collapse;margin:6px 0}table.phases caption{text-align:left;color:#555;"
+         "font-size:12px}table.phases td,table.phases th{padding:1px 8px;text-align:left}\n</style>\n</head>\n<body>\n";
   out += fmt::format("<h1>{}</h1>\n", detail::html_escape(in.title));
   if (!in.subtitle.empty()) out += fmt::format("<p class=\"meta\">{}</p>\n", detail::html_escape(in.subtitle));
   std::vector<std::string> kernels;
@@ -325,6 +378,8 @@ inline void key_section(std::string& out, const tuning_result& r, std::set<std::
   }
   out += fmt::format("<p class=\"meta\">{} of {}</p>\n", detail::counted(in.results.size(), "key"),
                      detail::counted(kernels.size(), "kernel"));
+  if (const auto phases = detail::summed_phases(in.results); phases.known() && in.results.size() > 1)
+    detail::phase_table(out, phases, "where the tunings' time went (all keys measured with phases, added up)");
   std::set<std::string> ids;
   for (const auto& k : kernels) {
     const auto& rs = by_kernel[k];

@@ -29,6 +29,9 @@ struct bench_options {
   std::optional<double> noise_target{};
   /// The noise test applies from this many samples on. Unset: the `bench.min_samples` knob.
   std::optional<std::size_t> min_samples{};
+  /// At least this many samples, even past `rep_ms`: a kernel slower than its budget is then not judged by
+  /// one run (screening asks for 3, tune/measure_strategy.hpp). Unset: 1 (Triton's do_bench).
+  std::optional<std::size_t> required_samples{};
   /// Whether a GPU benchmarker may capture the callable into a graph and replay it: true when each
   /// call only queues device work on the benchmarker's stream. False (e.g. host-side hooks, or
   /// restore_value's per-call snapshot buffers) keeps batches as plain back-to-back calls. Unset: true.

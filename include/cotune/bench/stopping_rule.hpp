@@ -95,6 +95,8 @@ struct stopping_rule {
   std::size_t min_samples = 10;
   /// At most this many samples (at least 1 is always taken).
   std::size_t max_samples = 10000;
+  /// At least this many samples, whatever the budget and the cap say (bench_options::required_samples).
+  std::size_t required_samples = 1;
   /// Wall-clock budget of the sampling, in ms.
   double budget_ms = 100.0;
   /// The stability test's window, in samples; it applies from twice this many samples on.
@@ -104,7 +106,7 @@ struct stopping_rule {
   double stable_drift = 0.05;
 
   /// The rule for `opts` (its noise_target and min_samples, else the bench.* knobs), with at most
-  /// `max_samples` samples and `opts.rep_ms` of wall time.
+  /// `max_samples` samples (or opts.required_samples, if more) and `opts.rep_ms` of wall time.
   [[nodiscard]] static stopping_rule from(const bench_options& opts, std::size_t max_samples) {
     stopping_rule r;
     r.noise_target = opts.noise_target.value_or(knobs().bench.noise_target.get());
@@ -112,7 +114,8 @@ struct stopping_rule {
     if (!(r.noise_target >= 0.0))
       throw error(fmt::format("bench_options::noise_target={} is out of range; it must be at least 0 (0 = off)",
                               r.noise_target));
-    r.max_samples = std::max<std::size_t>(1, max_samples);
+    r.required_samples = std::max<std::size_t>(1, opts.required_samples.value_or(1));
+    r.max_samples = std::max({std::size_t{1}, max_samples, r.required_samples});
     r.budget_ms = opts.rep_ms;
     return r;
   }
@@ -123,7 +126,7 @@ struct stopping_rule {
   /// Whether to stop after the samples in `noise`, `spent_ms` into the sampling.
   [[nodiscard]] stop_reason check(const noise_tracker& noise, double spent_ms) const noexcept {
     const std::size_t n = noise.count();
-    if (n == 0) return stop_reason::none;
+    if (n == 0 || n < required_samples) return stop_reason::none;
     if (n >= max_samples) return stop_reason::cap;
     if (noise_target > 0.0 && n >= std::max<std::size_t>(min_samples, 2)) {
       if (noise.rsd() <= noise_target) return stop_reason::noise;

@@ -137,6 +137,7 @@ std::optional<T> get_optional(wire_reader& r) {
   put_optional(w, j.bench.noise_target);
   put_optional(w, j.bench.min_samples);
   put_optional(w, j.bench.capturable);
+  put_optional(w, j.bench.required_samples);
   w.put(static_cast<std::uint64_t>(j.params.size()));
   for (const auto& p : j.params) {
     w.put(static_cast<std::uint8_t>(p.device));
@@ -175,6 +176,7 @@ std::optional<T> get_optional(wire_reader& r) {
   j.bench.noise_target = get_optional<double>(r);
   j.bench.min_samples = get_optional<std::size_t>(r);
   j.bench.capturable = get_optional<bool>(r);
+  j.bench.required_samples = get_optional<std::size_t>(r);
   const auto np = r.get<std::uint64_t>();
   if (np > 4096) throw std::runtime_error("isolation worker protocol: too many kernel arguments");
   for (std::uint64_t i = 0; i < np; ++i) {

@@ -50,6 +50,8 @@
 #include <cotune/search/bayes_local_search.ipp>
 #include <cotune/batch/job_knobs.ipp>
 #include <cotune/tune/events.ipp>
+#include <cotune/tune/tuning_timeline.ipp>
+#include <cotune/tune/trace.ipp>
 #include <cotune/tune/engine.ipp>
 #include <cotune/tune/tuning_core.ipp>
 #include <cotune/tune/measure_strategy.ipp>

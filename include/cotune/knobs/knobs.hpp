@@ -120,6 +120,12 @@ struct autotuning_knob_group {
                                          .fallback = 120000,
                                          .doc = "a compile running longer is cancelled and recorded as a timeout; 0 = no limit",
                                          .validate = detail::at_least<std::int64_t>(0, "COTUNE_COMPILE_TIMEOUT_MS")}};
+  // Unset: a trace costs a span per phase per candidate in memory and a file write per tuning.
+  knob<std::optional<std::string>> trace{{.name = "autotuning.trace", .env = "COTUNE_TRACE",
+                                          .doc = "write every measured tuning's timeline (each candidate's compile, "
+                                                 "load, verify and measurements, per thread and device) to this "
+                                                 "file as a Chrome trace (Perfetto, chrome://tracing); `%p` = the "
+                                                 "process id; see docs/tracing.md"}};
 };
 
 /// Benchmarking budgets (do_bench's warmup and rep, in milliseconds).
@@ -180,6 +186,14 @@ struct bench_knob_group {
                                       "instead of bench.warmup_ms; set it to bench.warmup_ms for a full warm-up "
                                       "every time (Triton's)",
                                .validate = detail::at_least(0.0, "COTUNE_BENCH_WARM_WARMUP_MS")}};
+  // 0 (off) until measured where it is meant to help: on the CPU demo (example 02) 500 ms of settling
+  // cost 0.5 s of a 9-10 s tuning (1.25x -> 1.37x its lower bound, benchmarks/RESULTS.md) and no CPU
+  // needs it; its benefit on a cold GPU (issue 35's S2 runs, scripts/s2-cold-runs) awaits the H200 A/B.
+  knob<double> settle_ms{{.name = "bench.settle_ms", .env = "COTUNE_BENCH_SETTLE_MS", .fallback = 0.0,
+                          .doc = "before the finals' timed rounds, untimed rounds of the finalists until every "
+                                 "median moved by at most 1% between two rounds (the device's clocks have "
+                                 "settled), or this many ms are spent (500 for a GPU that starts cold); 0 = no settling",
+                          .validate = detail::at_least(0.0, "COTUNE_BENCH_SETTLE_MS")}};
 };
 
 /// How host (CPU) kernels are built.

@@ -23,6 +23,7 @@
 #include <cotune/search/search.hpp>
 #include <cotune/tune/tuning_core.hpp>
 #include <cotune/tune/tuning_result.hpp>
+#include <cotune/tune/tuning_timeline.hpp>
 
 namespace cotune {
 
@@ -116,7 +117,10 @@ private:
       } catch (...) {
         detail::record_failure(r, std::current_exception());
       }
-      r.compile_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+      const auto t1 = clock::now();
+      r.compile_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+      state->timeline.add({i, trace_phase::compile, t0, t1, "compile pool", tuning_timeline::this_thread(), {},
+                           r.binary_from_cache ? "binary cache hit" : ""});
       state->events.push(typename State::event{true, i, 0});
     });
   }

@@ -16,6 +16,8 @@
 
 namespace cotune {
 
+class tuning_timeline;
+
 /// A tuning of one key begins.
 struct tuning_started {
   std::string kernel, key_text;
@@ -44,6 +46,9 @@ struct candidate_measured {
 /// The winner of a key is known (measured now, or read from the result cache).
 struct tuning_selected {
   const tuning_result* result = nullptr;
+  /// What each candidate's compile, load, verification and measurements took, and where
+  /// (tune/tuning_timeline.hpp); set when the tuning measured now, valid during the event only.
+  const tuning_timeline* timeline = nullptr;
 };
 /// A key's result came from a cache layer ("file", "remote", or a user's cache).
 struct cache_hit {

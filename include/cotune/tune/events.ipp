@@ -49,8 +49,10 @@ COTUNE_DECL void printing_observer::handle(const tuning_selected& e) {
   const auto& r = *e.result;
   // Triton prints only what it measured: a result read from a cache was announced by its cache_hit line.
   if (!summary_ || r.from_cache) return;
-  fmt::print(out_, "cotune autotuning for kernel {},\nwith key as ({}),\nfinished after {:.2f}s{},\nbest config selected: {};\n",
-             r.kernel, r.key_text, r.wall_ms / 1000.0, r.from_cache ? " (from cache)" : "", r.shown(r.best()));
+  // Where the time went, when the tuning recorded it (tune/tuning_phases.hpp).
+  const std::string phases = r.phases.known() ? ": " + r.phases.text() : std::string();
+  fmt::print(out_, "cotune autotuning for kernel {},\nwith key as ({}),\nfinished after {:.2f}s{}{},\nbest config selected: {};\n",
+             r.kernel, r.key_text, r.wall_ms / 1000.0, phases, r.from_cache ? " (from cache)" : "", r.shown(r.best()));
   print_table(out_, r);
   std::fflush(out_);
 }

@@ -5,6 +5,8 @@
 /// budget; its samples from every round are merged and summarised. A tie within the measured noise
 /// is then broken by steadiness, then by config order (`select_best`).
 
+#include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <exception>
 #include <any>
@@ -18,6 +20,7 @@
 #include <cotune/bench/stopping_rule.hpp>
 #include <cotune/bench/summary.hpp>
 #include <cotune/core/errors.hpp>
+#include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/tuning_core.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
@@ -37,17 +40,50 @@ struct final_outcome {
   std::exception_ptr failure;
 };
 
+/// Settling stops once every finalist's median moved by at most this much between two untimed rounds.
+/// 1%: under the 2% within which issue 35 asks cold runs to agree.
+inline constexpr double settled_within = 0.01;
+
 /// Times each of `runs` (each runs one finalist once) in `rounds` interleaved rounds on `bench`,
 /// each run getting `full.rep_ms / rounds` per round; the first round warms up with `full.warmup_ms`,
 /// later ones with a `rounds`-th of it (the other finalists ran in between). A run that throws is
 /// out of the later rounds. `full`'s other settings are kept.
+///
+/// `settle_ms` > 0: first, untimed rounds of the same shape until the device has settled (every
+/// finalist's median within `settled_within` of its previous round's) or `settle_ms` is spent. A GPU
+/// whose clocks are still ramping up from idle, or coming down to what its power limit holds under a
+/// sustained load, then does so before the timed rounds and not during them (issue 35: the winners of
+/// cold S2 runs were reported 15% apart).
 template <class Bench>
 [[nodiscard]] std::vector<final_outcome> measure_interleaved(Bench& bench, const std::vector<std::function<void()>>& runs,
                                                              const bench_options& full,
-                                                             std::size_t rounds = final_rounds) {
+                                                             std::size_t rounds = final_rounds, double settle_ms = 0) {
   rounds = rounds ? rounds : 1;
   std::vector<final_outcome> out(runs.size());
   std::vector<std::vector<double>> samples(runs.size());
+  if (settle_ms > 0 && !runs.empty()) {
+    bench_options o = full;
+    o.rep_ms = full.rep_ms / static_cast<double>(rounds);
+    o.warmup_ms = full.warmup_ms / static_cast<double>(rounds);
+    o.quantiles = {0.5};
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<double> last(runs.size(), 0.0);
+    for (bool settled = false, first = true; !settled; first = false) {
+      settled = !first;
+      for (std::size_t k = 0; k < runs.size(); ++k) {
+        if (out[k].failure) continue;
+        try {
+          const double median = bench.bench(runs[k], o).at(0);
+          settled = settled && std::abs(median - last[k]) <= settled_within * last[k];
+          last[k] = median;
+        } catch (...) {
+          out[k].failure = std::current_exception();
+        }
+      }
+      if (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() >= settle_ms)
+        break;
+    }
+  }
   for (std::size_t round = 0; round < rounds; ++round) {
     bench_options o = full;
     o.rep_ms = full.rep_ms / static_cast<double>(rounds);
@@ -114,7 +150,7 @@ void measure_finals(Core& ctx, const Options& opts, const Arguments& arguments, 
   bench_options o = full;
   for (auto i : kept)
     if (arguments.runs_host_work(state.results[i].cfg)) o.capturable = false;
-  const auto outcomes = measure_interleaved(ctx.benchmarker(launch_dev), runs, o);
+  const auto outcomes = measure_interleaved(ctx.benchmarker(launch_dev), runs, o, final_rounds, knobs().bench.settle_ms.get());
   for (std::size_t k = 0; k < kept.size(); ++k) {
     auto& r = state.results[kept[k]];
     r.device = static_cast<int>(launch_dev);

@@ -34,6 +34,7 @@
 #include <cotune/tune/tune_options.hpp>
 #include <cotune/tune/tuning_core.hpp>
 #include <cotune/tune/tuning_result.hpp>
+#include <cotune/tune/tuning_timeline.hpp>
 
 namespace cotune {
 
@@ -51,6 +52,7 @@ struct tuning_state {
   std::vector<std::optional<cached_binary<typename B::binary>>> binaries;
   std::vector<std::optional<typename B::function>> loaded; ///< on the launch device
   std::stop_source stop;
+  tuning_timeline timeline; ///< each candidate's phases, for the result's phases and the trace
 };
 
 /// A tuning's kernel arguments, as the job (which does not know their types) uses them.
@@ -113,6 +115,7 @@ public:
           // One candidate: nothing to choose, so nothing to measure (as in Triton): it runs once.
           auto timed = [&]() -> std::vector<double> {
             if (opts_.verify) { // one run, then its outputs are checked before any timing
+              tuning_timeline::nested span(trace_phase::verify);
               arguments_.poison_outputs(xs...);
               once();
               if (auto wrong = opts_.verify(c, xs...))

@@ -30,6 +30,7 @@ COTUNE_DECL bench_options screening_measure::do_first_pass(const bench_options& 
   bench_options short_pass = full;
   short_pass.rep_ms = rep_ms_;
   short_pass.warmup_ms = std::min(full.warmup_ms, rep_ms_ / 4);
+  short_pass.required_samples = std::max(samples_, full.required_samples.value_or(1));
   return short_pass;
 }
 

@@ -15,6 +15,7 @@
 #include <cotune/detail/hashing.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/events.hpp>
+#include <cotune/tune/trace.hpp>
 #include <cotune/tune/tuning_core.hpp>
 
 namespace cotune::detail {
@@ -64,6 +65,10 @@ COTUNE_DECL void emit_event(const std::vector<std::shared_ptr<observer>>& observ
   if (knobs().autotuning.print.get()) printer.notify(e);
   else if (knobs().autotuning.progress.get()) progress.notify(e);
   else warnings_only.notify(e);
+  if (auto* trace = trace_from_knobs()) { // COTUNE_TRACE
+    trace->notify(e);
+    if (auto failed = trace->take_error()) emit_event(observers, tuning_warning{"COTUNE_TRACE", *std::move(failed)});
+  }
 }
 
 COTUNE_DECL std::string result_key(const std::string& fingerprint, const std::string& kernel_digest,

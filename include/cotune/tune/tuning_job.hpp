@@ -51,6 +51,7 @@
 #include <cotune/tune/tuning_recovery.hpp>
 #include <cotune/tune/result_store.hpp>
 #include <cotune/tune/tuning_result.hpp>
+#include <cotune/tune/tuning_timeline.hpp>
 #include <cotune/tune/winner_source.hpp>
 
 namespace cotune {
@@ -196,6 +197,7 @@ private:
   bool isolate_ = false, warned_isolation_ = false;
   fork_context fork_context_{};
   std::unique_ptr<detail::fork_measurer> fork_measurer_; ///< while a fork-isolated tuning measures
+  const tuning_timeline* timeline_ = nullptr; ///< the measured tuning's, from its end to its report
 };
 
 template <Backend B, class Bench, CacheManager Cache>
@@ -296,7 +298,10 @@ auto tuning_job<B, Bench, Cache>::run() -> boost::asio::awaitable<outcome> {
                                       key_text_, list));
   }
   result.winner = *best;
-  result.wall_ms = std::chrono::duration<double, std::milli>(clock::now() - start_).count();
+  const auto end = clock::now();
+  result.wall_ms = std::chrono::duration<double, std::milli>(end - start_).count();
+  result.phases = state->timeline.close(start_, end, ctx_.eng.compile_threads());
+  timeline_ = &state->timeline; // lives until finish() has reported it
   if (cache) {
     auto storing = store_result(*cache, result);
     co_await std::move(storing);
@@ -361,6 +366,7 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
   const screening_measure knob_screening = screening_measure::from_knobs();
   const measure_strategy& strategy = ctx_.settings.measure ? *ctx_.settings.measure : knob_screening;
   const bench_options first_pass_options = strategy.first_pass(full, n);
+  state->timeline.first_pass(first_pass_options.rep_ms != full.rep_ms);
   for (auto i : skipped) {
     const auto& r = state->results[i];
     if (r.status == candidate_status::ok) ctx_.emit(candidate_measured{ctx_.kernel.name, key_text_, i, n, &r});
@@ -400,6 +406,7 @@ auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state
     -> boost::asio::awaitable<void> {
   auto finalists = strategy.finalists(state->results, full);
   if (finalists.empty()) co_return;
+  state->timeline.finals();
   for (std::size_t i = 0; i < state->results.size(); ++i)
     if (state->results[i].status == candidate_status::ok) state->results[i].screened_only = true;
   for (auto i : finalists) {
@@ -442,6 +449,8 @@ auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state
   // or hang has already cost it the final; the rounds keep the timings comparable across finalists.
   if (finalists.size() >= 2) {
     auto finals = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[ctx_.settings.device]), [&] {
+      tuning_timeline::scope span(state->timeline, trace_span::several, trace_phase::final,
+                                  ctx_.device_ids[ctx_.settings.device], {}, fmt::format("{} finalists", finalists.size()));
       const auto loaded = load_finalists(*state, finalists, ctx_.settings.device); // on_load runs first
       call_->measure_finals(*state, loaded, ctx_.settings.device, full);
     });
@@ -496,8 +505,17 @@ void tuning_job<B, Bench, Cache>::measure_one(shared_state& state, std::size_t i
   try {
     std::optional<function_type> fn; // loaded here unless the tuning's isolated copy loads it
     const measurement m = [&] {
-      if (isolate && detail::fork_isolation<B>()) return measure_in_fork(state, i, d, bopts, n);
-      fn.emplace(call_->load(*state.binaries[i], r.cfg, d)); // runs on_load
+      const auto phase = state.timeline.measure_phase();
+      if (isolate && detail::fork_isolation<B>()) {
+        tuning_timeline::scope span(state.timeline, i, phase, ctx_.device_ids[d], "forked copy");
+        return measure_in_fork(state, i, d, bopts, n);
+      }
+      {
+        tuning_timeline::scope span(state.timeline, i, trace_phase::load, ctx_.device_ids[d]);
+        fn.emplace(call_->load(*state.binaries[i], r.cfg, d)); // runs on_load
+      }
+      tuning_timeline::scope span(state.timeline, i, phase, ctx_.device_ids[d],
+                                  isolate && detail::worker_isolation<B>() ? "device worker" : "");
       return call_->time(*state.binaries[i], *fn, r.cfg, d, bopts, n, isolate);
     }();
     if (m.times.size() < 3) throw error("the benchmarker returned fewer than 3 quantiles");
@@ -589,7 +607,7 @@ auto tuning_job<B, Bench, Cache>::finish(tuning_result result, std::optional<fun
                                   [&] { return call_->load(bin, best, ctx_.settings.device); });
     fn.emplace(co_await std::move(loading));
   }
-  ctx_.emit(tuning_selected{shared.get()});
+  ctx_.emit(tuning_selected{shared.get(), std::exchange(timeline_, nullptr)});
   co_return outcome{std::move(shared), *std::move(fn)};
 }
 

@@ -22,6 +22,7 @@
 #include <cotune/core/version.hpp>
 #include <cotune/detail/config.hpp>
 #include <cotune/detail/json.hpp>
+#include <cotune/tune/tuning_phases.hpp>
 
 namespace cotune {
 
@@ -188,6 +189,7 @@ struct tuning_result {
   bool from_cache = false; ///< read from the tuning-result cache rather than measured now
   provenance made;
   bool launch_options = true; ///< the backend uses configs' launch options (false: the host backend)
+  tuning_phases phases{}; ///< where a measured tuning's wall time went (none for one read from a cache)
 
   [[nodiscard]] const config& best() const { return candidates.at(winner).cfg; }
   /// A config as this result's backend sees it: without launch options where it has none.
@@ -210,7 +212,19 @@ struct tuning_result {
       if (!c.method.empty()) w.field("method", c.method).field("rsd", c.rsd).field("samples", c.samples);
       w.end_object();
     }
-    w.end_array().key("provenance").begin_object().field("host", made.host).field("device", made.device);
+    w.end_array();
+    if (phases.known()) {
+      const auto times = [&](const phase_times& p) {
+        w.begin_object().field("compile", p.compile).field("load", p.load).field("verify", p.verify);
+        w.field("measure", p.measure).end_object();
+      };
+      w.key("phases_ms").begin_object().key("wall");
+      times(phases.wall);
+      w.field("idle", phases.idle_ms).key("busy");
+      times(phases.busy);
+      w.field("compile_threads", phases.compile_threads).field("devices", phases.devices).end_object();
+    }
+    w.key("provenance").begin_object().field("host", made.host).field("device", made.device);
     w.field("date", made.date).field("cotune", made.cotune_version).end_object();
     return std::move(w.end_object()).take() + "\n"; // a text file: newline-terminated
   }

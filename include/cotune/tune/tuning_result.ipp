@@ -83,6 +83,24 @@ COTUNE_DECL std::optional<tuning_result> tuning_result::from_json(std::string_vi
   auto best = select_best(r.candidates);
   if (!best && !partial) return std::nullopt;
   r.winner = best.value_or(0);
+  dom::object phases;
+  if (root["phases_ms"].get_object().get(phases) == SUCCESS) {
+    const auto times = [](dom::object o, phase_times& p) {
+      double v = 0;
+      if (o["compile"].get_double().get(v) == SUCCESS) p.compile = v;
+      if (o["load"].get_double().get(v) == SUCCESS) p.load = v;
+      if (o["verify"].get_double().get(v) == SUCCESS) p.verify = v;
+      if (o["measure"].get_double().get(v) == SUCCESS) p.measure = v;
+    };
+    dom::object part;
+    if (phases["wall"].get_object().get(part) == SUCCESS) times(part, r.phases.wall);
+    if (phases["busy"].get_object().get(part) == SUCCESS) times(part, r.phases.busy);
+    double idle = 0;
+    if (phases["idle"].get_double().get(idle) == SUCCESS) r.phases.idle_ms = idle;
+    std::uint64_t n = 0;
+    if (phases["compile_threads"].get_uint64().get(n) == SUCCESS) r.phases.compile_threads = static_cast<std::size_t>(n);
+    if (phases["devices"].get_uint64().get(n) == SUCCESS) r.phases.devices = static_cast<std::size_t>(n);
+  }
   dom::object prov;
   if (root["provenance"].get_object().get(prov) == SUCCESS) {
     if (prov["host"].get_string().get(sv) == SUCCESS) r.made.host = sv;
