@@ -156,6 +156,12 @@ public:
     if (api_->ctx_get_current(&current) == CUDA_SUCCESS && current == context_) return;
     check(api_->ctx_set_current(context_), "cuCtxSetCurrent");
   }
+  /// `make_current` for clean-up paths (freeing, unloading): false instead of an error.
+  bool try_make_current() const noexcept {
+    CUcontext current = nullptr;
+    if (api_->ctx_get_current(&current) == CUDA_SUCCESS && current == context_) return true;
+    return api_->ctx_set_current(context_) == CUDA_SUCCESS;
+  }
 
   /// Throws launch_error for a failed call. Sticky errors say that the context is lost.
   void check(CUresult r, std::string_view what) const;

@@ -1,11 +1,12 @@
 #pragma once
 /// \file CUDA's isolation worker (COTUNE_ISOLATE; gpu/isolation.hpp is how isolation works): its name
-/// and variable, and how the parent's device memory reaches it, as CUDA IPC memory handles of
+/// and variable, and how the parent's device memory reaches it (and is mapped there), as CUDA IPC memory handles of
 /// cuMemAlloc and cudaMalloc allocations. Pool memory (cudaMallocAsync, cuMemAllocFromPoolAsync) and
 /// cuMemCreate memory are not IPC-capable: a tuning with such an argument is measured in-process,
 /// with a warning naming the argument.
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -63,6 +64,18 @@ struct ipc_sharing {
     p.extent = std::min<std::uint64_t>(extent, size - p.offset);
     return p;
   }
+
+  /// In the worker: maps the parent's allocation that `handle` names.
+  [[nodiscard]] static CUdeviceptr open(const device_context& ctx, const std::array<char, 64>& handle) {
+    CUipcMemHandle h{};
+    static_assert(sizeof h == sizeof handle);
+    std::memcpy(&h, handle.data(), sizeof h);
+    CUdeviceptr base = 0;
+    ctx.check(ctx.api().ipc_open_mem_handle(&base, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+              "mapping an argument's memory (cuIpcOpenMemHandle)");
+    return base;
+  }
+  static void close(const device_context& ctx, CUdeviceptr p) noexcept { (void)ctx.api().ipc_close_mem_handle(p); }
 };
 
 static_assert(gpu::detail::Shares<ipc_sharing, device_context>);

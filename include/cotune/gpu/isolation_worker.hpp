@@ -55,8 +55,8 @@
 namespace cotune::gpu::detail {
 
 /// An argument's memory that this worker cannot map (its IPC handle does not open here).
-struct unmappable : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct unmappable : error {
+  using error::error;
 };
 
 /// A worker's state between jobs.
@@ -201,6 +201,58 @@ private:
   std::string image_, symbol_;
   std::uint32_t shared_allowed_ = 0;
   std::map<std::string, pointer> mapped_;
+};
+
+/// The worker's `W` for a GPU backend's API table `Api` (gpu/rtc_backend.hpp) and its benchmarker:
+/// the module calls are the loaded kernel's (`Api::kernel_calls`), the IPC mapping the sharing's.
+template <class Api, class Benchmarker>
+struct rtc_worker {
+  using calls = typename Api::kernel_calls;
+  using memory = typename calls::memory;
+  using context = typename memory::context;
+  using benchmarker = Benchmarker;
+  using module = typename calls::module;
+  using function = typename calls::function;
+  static constexpr const worker_kind& kind = Api::worker_kind;
+
+  [[nodiscard]] static typename Api::device open(int ordinal) {
+    const auto* lib = Api::try_library();
+    if (!lib) throw error(Api::library_error());
+    (void)lib->context(ordinal);
+    return Api::describe_device(*lib, ordinal);
+  }
+  [[nodiscard]] static module load(const context& ctx, const std::string& image) {
+    module m{};
+    ctx.check(calls::load(ctx, image, &m), "loading the candidate in its isolation worker");
+    return m;
+  }
+  static void unload(const context& ctx, module m) noexcept { calls::unload(ctx, m); }
+  [[nodiscard]] static function entry(const context& ctx, module m, const std::string& symbol) {
+    function f{};
+    ctx.check(calls::entry(ctx, &f, m, symbol.c_str()), calls::entry_call);
+    return f;
+  }
+  /// Opts into `bytes` of dynamic shared memory (where the runtime needs that; harmless below its
+  /// no-opt-in limit).
+  static void allow_shared(const context& ctx, function f, std::uint32_t bytes) {
+    if (bytes == 0) return;
+    ctx.check(calls::allow_shared(ctx, f, static_cast<int>(bytes)), "opting into dynamic shared memory");
+  }
+  [[nodiscard]] static auto open_ipc(const context& ctx, const std::array<char, 64>& handle) {
+    return Api::sharing::open(ctx, handle);
+  }
+  static void close_ipc(const context& ctx, typename memory::pointer p) noexcept { Api::sharing::close(ctx, p); }
+  static void launch(const context& ctx, function f, const worker_job& job, void** params) {
+    const launch_grid grid{.x = job.grid[0], .y = job.grid[1], .z = job.grid[2], .shared_bytes = job.shared_bytes};
+    const block_dims block{static_cast<int>(job.block[0]), static_cast<int>(job.block[1]), static_cast<int>(job.block[2])};
+    ctx.check(calls::launch(ctx, f, grid, block, ctx.stream(), params), "launching the candidate in its isolation worker");
+  }
+  /// After a failure: the sticky error that lost the context, if that is what happened.
+  [[nodiscard]] static std::optional<std::string> lost(const context& ctx) {
+    const auto r = calls::synchronize_device(ctx);
+    if (!calls::sticky(r)) return std::nullopt;
+    return ctx.library().error_text(r);
+  }
 };
 
 /// The worker's whole life; never returns.

@@ -200,6 +200,8 @@ public:
     check(api_->set_device(ordinal_), "hipSetDevice");
     current = this;
   }
+  /// Selects the device for clean-up paths (freeing, unloading): false instead of an error.
+  bool try_make_current() const noexcept { return api_->set_device(ordinal_) == hip_success; }
 
   /// Throws launch_error for a failed call, naming the call and the device.
   void check(hip_error r, std::string_view what) const;

@@ -5,6 +5,8 @@
 /// tuning measured in-process, with a warning naming the argument.
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -60,6 +62,27 @@ struct ipc_sharing {
     p.extent = std::min<std::uint64_t>(extent, size - p.offset);
     return p;
   }
+
+  /// In the worker: maps the parent's allocation that `handle` names.
+  [[nodiscard]] static device_ptr open(const device_context& ctx, const std::array<char, 64>& handle) {
+    ipc_mem_handle h{};
+    static_assert(sizeof h == sizeof handle);
+    std::memcpy(&h, handle.data(), sizeof h);
+    // hipIpcMemLazyEnablePeerAccess is 0 in HIP 5.2's headers and 1 in later ones, and the runtime
+    // refuses any other value: the one that worked is kept, the other tried on hipErrorInvalidValue.
+    static std::atomic<unsigned> lazy_peer_access{ctx.library().version() >= 60000000 ? 1u : 0u};
+    void* base = nullptr;
+    unsigned flags = lazy_peer_access.load(std::memory_order_relaxed);
+    hip_error r = ctx.api().ipc_open_mem_handle(&base, h, flags);
+    if (r == hip_error_invalid_value) {
+      flags ^= 1u;
+      if ((r = ctx.api().ipc_open_mem_handle(&base, h, flags)) == hip_success)
+        lazy_peer_access.store(flags, std::memory_order_relaxed);
+    }
+    ctx.check(r, "mapping an argument's memory (hipIpcOpenMemHandle)");
+    return base;
+  }
+  static void close(const device_context& ctx, device_ptr p) noexcept { (void)ctx.api().ipc_close_mem_handle(p); }
 };
 
 static_assert(gpu::detail::Shares<ipc_sharing, device_context>);

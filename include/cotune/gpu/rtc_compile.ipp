@@ -8,7 +8,7 @@
 
 #include <simdjson.h>
 
-#include <cotune/gpu/rtc_backend.hpp>
+#include <cotune/gpu/rtc_compile.hpp>
 
 namespace cotune::gpu {
 
