@@ -51,7 +51,7 @@ inline vector_add_tuner::options vector_add_options() {
           .key = {"n"},
           .grid = [](const cotune::config& c, const cuda::device_span<const float>&,
                      const cuda::device_span<const float>&, const cuda::device_span<float>&,
-                     const int& n) { return cuda::grid_1d(c, n); },
+                     const int& n) { return cotune::grid(c, cdiv(n, cotune::p("BLOCK"))); },
           .cache_results = true};
 }
 

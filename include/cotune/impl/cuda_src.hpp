@@ -10,5 +10,5 @@
 #include <cotune/cuda/cuda_knobs.ipp>
 
 // The CUDA tuners' jobs and tables of keys over the file cache (declared `extern template` by
-// <cotune/cuda/autotune.hpp> and <cotune/job/cuda_kernel_runner.hpp>).
+// <cotune/cuda/cuda.hpp> and <cotune/job/cuda_kernel_runner.hpp>).
 #include <cotune/impl/cuda_jobs_src.hpp>
