@@ -5,27 +5,43 @@
 /// machine's own layout: both ends are the same executable on the same machine. Nothing here touches
 /// a GPU runtime, so the encoding is tested on machines without a GPU.
 ///
-/// Frames on the stream socket: a tag byte, a u64 payload size, the payload (detail::write_record).
+/// Frames on the stream socket: a tag byte, a u64 payload size, the payload (detail::fork_process's
+/// write_record; `send_frame`, `receive_frame`).
 /// Parent to worker: 'J' job. Worker to parent: 'H' ready (or 'h' + why it cannot serve), then per
 /// job 'F' (the first run finished; only for a timed job) and 'R' (the values) or 'E' (a kind byte and
 /// the message). A worker that answers 'E' with kind `context_lost` exits after the reply.
 
 #include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 
+#include <algorithm>
 #include <array>
+#include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include <poll.h>
+
 #include <cotune/bench/benchmarker.hpp>
+#include <cotune/core/errors.hpp>
+#include <cotune/detail/fork_process.hpp>
 
 namespace cotune::gpu::detail {
+
+/// Which runtime's worker: its name in messages, the variable that makes a process one, and the header
+/// whose constructor is the worker's entry.
+struct worker_kind {
+  const char* runtime;   ///< "CUDA"
+  const char* variable;  ///< "COTUNE_CUDA_ISOLATION_WORKER"
+  const char* program;   ///< the worker's argv[0]: "cotune-cuda-isolation-worker"
+  const char* entry;     ///< "cotune/cuda/cuda_benchmarker.hpp"
+};
 
 inline constexpr char tag_job = 'J', tag_ready = 'H', tag_not_ready = 'h', tag_first_run = 'F', tag_values = 'R',
                       tag_failed = 'E';
@@ -87,7 +103,7 @@ private:
   std::string out_;
 };
 
-/// Reads what a wire_writer wrote; a short or malformed message throws std::runtime_error.
+/// Reads what a wire_writer wrote; a short or malformed message throws cotune::error.
 class wire_reader {
 public:
   explicit wire_reader(std::string_view in) : in_(in) {}
@@ -111,7 +127,7 @@ public:
 
 private:
   void need(std::uint64_t n) const {
-    if (n > in_.size()) throw std::runtime_error("isolation worker protocol: a truncated message");
+    if (n > in_.size()) throw error("isolation worker protocol: a truncated message");
   }
   std::string_view in_;
 };
@@ -151,7 +167,7 @@ std::optional<T> get_optional(wire_reader& r) {
   return w.take();
 }
 
-/// The job `encode` wrote; throws std::runtime_error for a malformed one.
+/// The job `encode` wrote; throws cotune::error for a malformed one.
 [[nodiscard]] inline worker_job decode_job(std::string_view bytes) {
   wire_reader r(bytes);
   worker_job j;
@@ -168,7 +184,7 @@ std::optional<T> get_optional(wire_reader& r) {
   j.bench.warmup_ms = r.get<double>();
   j.bench.rep_ms = r.get<double>();
   const auto nq = r.get<std::uint64_t>();
-  if (nq > 64) throw std::runtime_error("isolation worker protocol: too many quantiles");
+  if (nq > 64) throw error("isolation worker protocol: too many quantiles");
   for (std::uint64_t i = 0; i < nq; ++i) j.bench.quantiles.push_back(r.get<double>());
   const auto mode = r.get<std::int32_t>();
   j.bench.mode = static_cast<return_mode>(mode);
@@ -176,7 +192,7 @@ std::optional<T> get_optional(wire_reader& r) {
   j.bench.min_samples = get_optional<std::size_t>(r);
   j.bench.capturable = get_optional<bool>(r);
   const auto np = r.get<std::uint64_t>();
-  if (np > 4096) throw std::runtime_error("isolation worker protocol: too many kernel arguments");
+  if (np > 4096) throw error("isolation worker protocol: too many kernel arguments");
   for (std::uint64_t i = 0; i < np; ++i) {
     worker_param p;
     p.device = r.get<std::uint8_t>() != 0;
@@ -192,7 +208,7 @@ std::optional<T> get_optional(wire_reader& r) {
     }
     j.params.push_back(std::move(p));
   }
-  if (!r.done()) throw std::runtime_error("isolation worker protocol: trailing bytes after a job");
+  if (!r.done()) throw error("isolation worker protocol: trailing bytes after a job");
   return j;
 }
 
@@ -205,10 +221,10 @@ std::optional<T> get_optional(wire_reader& r) {
 [[nodiscard]] inline std::vector<double> decode_values(std::string_view bytes) {
   wire_reader r(bytes);
   const auto n = r.get<std::uint64_t>();
-  if (n > 1024) throw std::runtime_error("isolation worker protocol: too many values");
+  if (n > 1024) throw error("isolation worker protocol: too many values");
   std::vector<double> v;
   for (std::uint64_t i = 0; i < n; ++i) v.push_back(r.get<double>());
-  if (!r.done()) throw std::runtime_error("isolation worker protocol: trailing bytes after values");
+  if (!r.done()) throw error("isolation worker protocol: trailing bytes after values");
   return v;
 }
 
@@ -231,6 +247,46 @@ std::optional<T> get_optional(wire_reader& r) {
   auto fd = number(v.substr(0, colon)), ordinal = number(v.substr(colon + 1));
   if (!fd || !ordinal) return std::nullopt;
   return std::pair<int, int>{*fd, *ordinal};
+}
+
+/// One received frame, or why none came.
+struct frame {
+  enum class ending { ok, closed, timed_out } end = ending::closed;
+  char tag = 0;
+  std::string payload{};
+};
+
+inline bool send_frame(int fd, char tag, std::string_view payload) {
+  return cotune::detail::fork_process::write_record(fd, tag, payload.size(), payload);
+}
+
+/// Reads one frame, waiting at most until `deadline`.
+[[nodiscard]] inline frame receive_frame(int fd, std::chrono::steady_clock::time_point deadline) {
+  frame f;
+  auto wait = [&]() -> bool {
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() < 0) return false;
+      pollfd p{fd, POLLIN, 0};
+      const int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count() + 1, 1000)));
+      if (r < 0 && errno == EINTR) continue;
+      if (r > 0) return true;
+    }
+  };
+  if (!wait()) {
+    f.end = frame::ending::timed_out;
+    return f;
+  }
+  char head[9];
+  if (!cotune::detail::fork_process::read_all(fd, head, sizeof head)) return f; // closed
+  std::uint64_t size = 0;
+  std::memcpy(&size, head + 1, sizeof size);
+  if (size > (std::uint64_t{1} << 32)) return f;
+  f.payload.resize(size);
+  if (size && !cotune::detail::fork_process::read_all(fd, f.payload.data(), size)) return f;
+  f.tag = head[0];
+  f.end = frame::ending::ok;
+  return f;
 }
 
 } // namespace cotune::gpu::detail

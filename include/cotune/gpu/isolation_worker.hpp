@@ -1,18 +1,18 @@
 #pragma once
 /// \file A GPU isolation worker's side (gpu/isolation.hpp says why workers exist and how they start),
-/// for CUDA and HIP alike. Each runtime's isolation_worker.hpp has a constructor of priority 101, run
-/// before the program's ordinary static initialisers and before main(), which calls
-/// `become_worker_if_asked<W>()`: in a worker (the runtime's variable is set) it opens the runtime,
-/// makes a context on its device, reports ready and serves jobs until the parent closes the socket,
-/// then leaves with _exit: the program's main() never runs there. In every other process it returns
-/// at once.
+/// for CUDA and HIP alike. Each runtime's benchmarker header (cuda/cuda_benchmarker.hpp,
+/// hip/hip_benchmarker.hpp) has a constructor of priority 101, run before the program's ordinary static
+/// initialisers and before main(), which calls `become_worker_if_asked<rtc_worker<Api, Benchmarker>>()`:
+/// in a worker (the runtime's variable is set) it opens the runtime, makes a context on its device,
+/// reports ready and serves jobs until the parent closes the socket, then leaves with _exit: the
+/// program's main() never runs there. In every other process it returns at once.
 ///
 /// A job: load the image (kept while the next job has the same one), map the arguments' IPC handles
 /// (kept while the next job uses them), run once and wait for it with the bench timeout as the
 /// deadline, then (timed jobs) measure with the runtime's benchmarker exactly as in-process. A sticky
 /// error (illegal address, trap, assert) is reported and the worker exits: its context is lost.
 ///
-/// What a runtime `W` provides (cuda/isolation_worker.hpp and hip/isolation_worker.hpp are the two):
+/// What a runtime `W` provides (`rtc_worker` below makes one from a GPU backend's API table):
 ///
 ///     using memory = ...;        // its DeviceMemoryRuntime (context, device, pointer)
 ///     using benchmarker = ...;   // constructible from (const device&, gpu::event_bench_options)
@@ -35,7 +35,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,12 +43,12 @@
 
 #include <fmt/core.h>
 
+#include <cotune/backend/launch_geometry.hpp>
 #include <cotune/bench/measurement.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/detail/fork_process.hpp>
 #include <cotune/gpu/device_memory.hpp>
 #include <cotune/gpu/event_timing.hpp>
-#include <cotune/gpu/isolation.hpp>
 #include <cotune/gpu/isolation_protocol.hpp>
 
 namespace cotune::gpu::detail {
