@@ -11,6 +11,7 @@
 
 #include <cotune/backend/launch_geometry.hpp>
 #include <cotune/cuda/driver_api.hpp>
+#include <cotune/gpu/runtime_library.hpp>
 
 namespace cotune::cuda {
 
@@ -106,17 +107,7 @@ struct device {
 /// Every CUDA device, in the driver's order. Empty, never an error, when there is no driver or no
 /// device (`availability()` says why).
 [[nodiscard]] inline std::vector<device> devices() {
-  std::vector<device> out;
-  const driver_library* lib = try_driver();
-  if (!lib) return out;
-  for (int i = 0; i < lib->device_count(); ++i) {
-    try {
-      out.push_back(describe_device(*lib, i));
-    } catch (const error&) {
-      // A device the driver lists but cannot describe (lost, or being reset) is left out.
-    }
-  }
-  return out;
+  return gpu::list_devices(try_driver(), [](const driver_library& lib, int i) { return describe_device(lib, i); });
 }
 
 } // namespace cotune::cuda

@@ -26,6 +26,7 @@
 
 #include <cotune/core/errors.hpp>
 #include <cotune/cuda/cuda_knobs.hpp>
+#include <cotune/gpu/runtime_library.hpp>
 
 // Two-level stringification, so that the argument is macro-expanded first: COTUNE_CUDA_SYMBOL(cuMemAlloc)
 // is "cuMemAlloc_v2" under cuda.h's definitions.
@@ -290,61 +291,24 @@ private:
 };
 
 inline void device_context::check(CUresult r, std::string_view what) const {
-  if (r == CUDA_SUCCESS) return;
-  if (is_sticky_error(r))
-    throw launch_error(fmt::format(
-        "{} on CUDA device {} failed: {}. This error is sticky: the CUDA context of device {} is lost, and "
-        "every later candidate and launch on that device in this process will fail; restart the process "
-        "(and fix or drop the faulty kernel or config)",
-        what, ordinal_, library_->error_text(r), ordinal_));
-  throw launch_error(fmt::format("{} on CUDA device {} failed: {}", what, ordinal_, library_->error_text(r)));
+  if (r != CUDA_SUCCESS) gpu::throw_call_failed("CUDA", ordinal_, what, library_->error_text(r), is_sticky_error(r));
 }
 
 inline void device_context::synchronize(std::string_view what,
                                         std::optional<std::chrono::steady_clock::time_point> deadline) const {
-  if (!deadline) {
-    check(api_->stream_synchronize(stream_), what);
-    return;
-  }
-  // Polling instead of blocking, so that a kernel that never ends costs a timeout rather than a hang.
-  // The first millisecond spins (most first runs end within it); then 50 us naps keep a core free.
-  const auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    CUresult r = api_->stream_query(stream_);
-    if (r == CUDA_SUCCESS) return;
-    if (r != CUDA_ERROR_NOT_READY) check(r, what);
-    const auto now = std::chrono::steady_clock::now();
-    if (now > *deadline)
-      throw timeout_error(fmt::format("{} on CUDA device {}: the work did not finish before its deadline "
-                                      "(COTUNE_BENCH_TIMEOUT_MS); it may still be running and delay later work "
-                                      "on this device",
-                                      what, ordinal_));
-    if (now - start < std::chrono::milliseconds(1)) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+  if (!deadline) return check(api_->stream_synchronize(stream_), what);
+  gpu::poll_until_done(
+      [&] {
+        const CUresult r = api_->stream_query(stream_);
+        if (r != CUDA_ERROR_NOT_READY) check(r, what);
+        return r != CUDA_ERROR_NOT_READY;
+      },
+      *deadline, "CUDA", ordinal_, what);
 }
 
 namespace detail {
 
-struct driver_entry {
-  std::unique_ptr<driver_library> library;
-  std::string message;
-};
-
-/// The driver loaded from `path`; each path is tried once per process and the outcome kept.
-[[nodiscard]] inline const driver_entry& driver_entry_for(const std::string& path) {
-  static std::mutex mutex;
-  // Never destroyed: device contexts and modules may be used by other static objects' destructors,
-  // and the driver tears everything down at process exit anyway.
-  static auto* entries = new std::map<std::string, std::unique_ptr<driver_entry>>;
-  std::lock_guard lock(mutex);
-  auto& slot = (*entries)[path];
-  if (!slot) {
-    slot = std::make_unique<driver_entry>();
-    slot->library = driver_library::open(path, slot->message);
-  }
-  return *slot;
-}
+using driver_entry = gpu::library_entry<driver_library>;
 
 /// The library path the knob names, else libcuda.so.1.
 [[nodiscard]] inline std::string driver_path() {
@@ -356,7 +320,7 @@ struct driver_entry {
 /// lives in a function-local static table.
 [[nodiscard]] inline const driver_entry& current_driver_entry() {
   const auto key = driver_path();
-  return driver_entry_for(key);
+  return gpu::library_for<driver_library>(key);
 }
 
 } // namespace detail

@@ -29,8 +29,11 @@
 /// hooks (pre_hook, post_hook, a config's pre-hook, on_load) are host code that only the parent can
 /// run: a tuning with any is measured in-process (tune/isolated_measure.hpp says so once).
 
-#include <cstdint>
+#include <algorithm>
+#include <array>
 #include <concepts>
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -43,6 +46,7 @@
 #include <cotune/bench/benchmarker.hpp>
 #include <cotune/core/buffer.hpp>
 #include <cotune/detail/isolated_run.hpp>
+#include <cotune/gpu/device_memory.hpp>
 #include <cotune/gpu/isolation_pool.hpp>
 #include <cotune/gpu/isolation_protocol.hpp>
 #include <cotune/gpu/loaded_kernel.hpp>
@@ -55,7 +59,48 @@ namespace cotune::gpu::detail {
 template <class S, class Context>
 concept Shares = requires(const Context& ctx, typename S::pointer p, std::uint64_t extent, std::string& why) {
   { S::shareable(ctx, p, extent, why) } -> std::same_as<std::optional<worker_param>>;
-  { S::from_raw(static_cast<const volatile void*>(nullptr)) } -> std::same_as<typename S::pointer>;
+};
+
+/// `Shares` over a runtime's IPC calls `I` (cuda/isolation.hpp, hip/isolation.hpp):
+///
+///     using context = ...; using pointer = ...; using result = ...;
+///     static constexpr std::string_view runtime, range_call, handle_call, advice;  // for messages
+///     static bool ok(result);
+///     static result address_range(const context&, pointer* base, std::size_t* size, pointer);
+///     static result get_handle(const context&, std::array<char, 64>* handle, pointer base);
+///     static pointer open(const context&, const std::array<char, 64>& handle);  // in the worker; throws
+///     static void close(const context&, pointer) noexcept;
+template <class I>
+struct ipc_sharing {
+  using pointer = typename I::pointer;
+
+  /// Describes device address `ptr` of `ctx` as an IPC-mapped parameter (the allocation's handle and
+  /// the offset in it); nothing, with `why` set, when its memory cannot be shared with another process.
+  [[nodiscard]] static std::optional<worker_param> shareable(const typename I::context& ctx, pointer ptr,
+                                                             std::uint64_t extent, std::string& why) {
+    ctx.make_current();
+    pointer base{};
+    std::size_t size = 0;
+    if (const auto r = I::address_range(ctx, &base, &size, ptr); !I::ok(r)) {
+      why = fmt::format("its address {:#x} is not device memory of {} device {} ({}: {})", address_value(ptr),
+                        I::runtime, ctx.ordinal(), I::range_call, ctx.library().error_text(r));
+      return std::nullopt;
+    }
+    worker_param p;
+    p.device = true;
+    if (const auto r = I::get_handle(ctx, &p.handle, base); !I::ok(r)) {
+      why = fmt::format("its memory cannot be shared with the isolation worker through {} IPC ({}: {}); {}", I::runtime,
+                        I::handle_call, ctx.library().error_text(r), I::advice);
+      return std::nullopt;
+    }
+    p.offset = address_value(ptr) - address_value(base);
+    p.extent = std::min<std::uint64_t>(extent, size - p.offset);
+    return p;
+  }
+  [[nodiscard]] static pointer open(const typename I::context& ctx, const std::array<char, 64>& handle) {
+    return I::open(ctx, handle);
+  }
+  static void close(const typename I::context& ctx, pointer p) noexcept { I::close(ctx, p); }
 };
 
 /// The kernel arguments as a worker job's parameters (`params`): device memory (buffers, raw device
@@ -105,7 +150,7 @@ template <class S, class Context, class... Args>
         why = fmt::format("argument {} is a buffer whose kernel argument is not a device address", at);
       }
     } else if constexpr (std::is_pointer_v<A>) {
-      device_memory(S::from_raw(a), 0); // a raw device pointer: mapped, never zeroed
+      device_memory(address_from<pointer>(a), 0); // a raw device pointer: mapped, never zeroed
     } else {
       const auto v = cotune::kernel_arg(a);
       static_assert(std::is_trivially_copyable_v<std::remove_cvref_t<decltype(v)>>,

@@ -23,6 +23,7 @@
 #include <fmt/core.h>
 
 #include <cotune/core/errors.hpp>
+#include <cotune/detail/config.hpp>
 #include <cotune/detail/isolated_run.hpp>
 #include <cotune/detail/process.hpp>
 #include <cotune/detail/unique_fd.hpp>
@@ -43,44 +44,13 @@ class isolation_worker {
 public:
   /// Starts a worker for device `ordinal` (does not wait for it: `ready` does). Throws cotune::error
   /// when the process cannot be spawned.
-  isolation_worker(const worker_kind& kind, int ordinal) : kind_(&kind), ordinal_(ordinal) {
-    int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-      throw error(fmt::format("COTUNE_ISOLATE: cannot make the {} isolation worker's socket: {}", kind.runtime,
-                              std::strerror(errno)));
-    socket_.reset(sv[0]);
-    const cotune::detail::unique_fd child_end(sv[1]);
-    started_ = std::chrono::steady_clock::now();
-    try {
-      process_.emplace("/proc/self/exe", std::vector<std::string>{kind.program},
-                       std::vector<std::string>{fmt::format("{}=3:{}", kind.variable, ordinal)}, child_end.get());
-    } catch (const std::system_error& e) {
-      throw error(fmt::format("COTUNE_ISOLATE: cannot start the {} isolation worker: {}", kind.runtime, e.what()));
-    }
-  }
+  COTUNE_DECL isolation_worker(const worker_kind& kind, int ordinal);
   isolation_worker(const isolation_worker&) = delete;
   isolation_worker& operator=(const isolation_worker&) = delete;
   ~isolation_worker() { kill(); }
 
   /// Waits for the worker's ready report (once); nothing when ready, else why it cannot serve.
-  [[nodiscard]] std::optional<std::string> ready() {
-    if (ready_) return std::nullopt;
-    if (why_not_) return why_not_;
-    frame f = receive_frame(socket_.get(), started_ + worker_start_limit);
-    if (f.end == frame::ending::ok && f.tag == tag_ready) {
-      ready_ = true;
-      start_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
-      return std::nullopt;
-    }
-    if (f.end == frame::ending::ok && f.tag == tag_not_ready) why_not_ = f.payload;
-    else if (f.end == frame::ending::timed_out)
-      why_not_ = fmt::format("it did not report ready within {} s", worker_start_limit.count());
-    else why_not_ = fmt::format("it ended before reporting ready ({}); is the program's executable built with "
-                                "{} (the worker's entry)?",
-                                reap(), kind_->entry);
-    kill();
-    return why_not_;
-  }
+  [[nodiscard]] COTUNE_DECL std::optional<std::string> ready();
 
   /// Milliseconds from spawning to ready.
   [[nodiscard]] double start_ms() const noexcept { return start_ms_; }
@@ -88,92 +58,17 @@ public:
 
   /// Runs one job: sends it and waits for the reply, killing the worker at the deadline. An ending
   /// other than returned or threw means the worker is gone (`alive()` is false).
-  [[nodiscard]] cotune::detail::isolated_result run(const worker_job& job) {
-    using cotune::detail::isolated_result;
-    isolated_result out;
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto first_limit = std::chrono::milliseconds(job.timeout_ms > 0 ? job.timeout_ms : 3'600'000) + hang_slack;
-    auto deadline = t0 + first_limit;
-    if (!send_frame(socket_.get(), tag_job, encode(job))) {
-      out.end = isolated_result::ending::crashed;
-      out.detail = fmt::format("its isolation worker (pid {}) could not be sent the job: {}", pid(), reap());
-      return out;
-    }
-    for (;;) {
-      frame f = receive_frame(socket_.get(), deadline);
-      if (f.end == frame::ending::timed_out) {
-        kill();
-        out.end = isolated_result::ending::hung;
-        out.detail = fmt::format("still running after {} ms (COTUNE_BENCH_TIMEOUT_MS = {} ms); its isolation worker "
-                                 "was killed and is replaced",
-                                 std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count(),
-                                 job.timeout_ms);
-        return out;
-      }
-      if (f.end == frame::ending::closed) {
-        out.end = isolated_result::ending::crashed;
-        out.detail = fmt::format("its isolation worker (pid {}) was {} without replying; it is replaced", pid(), reap());
-        return out;
-      }
-      if (f.tag == tag_first_run) {
-        // The kernel ends: the rest of the benchmark is bounded by its budgets (warm-up, repetitions,
-        // the batch estimate), generously, plus the timeout once more.
-        const double budget = 4 * (job.bench.warmup_ms + job.bench.rep_ms) + 1000;
-        deadline = std::chrono::steady_clock::now() + first_limit + std::chrono::milliseconds(static_cast<long long>(budget));
-        continue;
-      }
-      if (f.tag == tag_values) {
-        out.end = isolated_result::ending::returned;
-        out.values = decode_values(f.payload);
-        return out;
-      }
-      if (f.tag == tag_failed && !f.payload.empty()) {
-        const auto kind = static_cast<worker_failure>(f.payload[0]);
-        std::string message = f.payload.substr(1);
-        if (kind == worker_failure::timeout) {
-          kill();
-          out.end = isolated_result::ending::hung;
-          out.detail = fmt::format("{}; its isolation worker was killed and is replaced", message);
-        } else if (kind == worker_failure::unmappable) {
-          out.end = isolated_result::ending::refused;
-          out.detail = fmt::format("COTUNE_ISOLATE: the {} isolation worker cannot map an argument's memory ({}); "
-                                   "candidates are measured in-process",
-                                   kind_->runtime, message);
-        } else if (kind == worker_failure::context_lost) {
-          kill();
-          out.end = isolated_result::ending::crashed;
-          out.detail = fmt::format("{} (in its isolation worker, whose {} context it lost; the tuning's own "
-                                   "context is untouched and the worker is replaced)",
-                                   message, kind_->runtime);
-        } else {
-          out.end = isolated_result::ending::threw;
-          out.kind = kind == worker_failure::launch ? 'l' : 'e';
-          out.detail = std::move(message);
-        }
-        return out;
-      }
-      kill();
-      out.end = isolated_result::ending::crashed;
-      out.detail = fmt::format("its isolation worker sent a malformed reply (tag {}); it is replaced", static_cast<int>(f.tag));
-      return out;
-    }
-  }
+  [[nodiscard]] COTUNE_DECL cotune::detail::isolated_result run(const worker_job& job);
 
   [[nodiscard]] bool alive() const noexcept { return process_ && process_->running(); }
 
   /// Kills the worker (if it still runs) and collects it.
-  void kill() noexcept {
-    if (process_) process_->kill();
-    socket_.reset();
-  }
+  COTUNE_DECL void kill() noexcept;
 
 private:
   [[nodiscard]] int pid() const noexcept { return process_ ? process_->pid() : -1; }
   /// Collects the worker's exit: "killed by signal 6 (Aborted)" or "exited with status 3".
-  std::string reap() noexcept {
-    socket_.reset();
-    return process_ ? process_->reap() : std::string("gone");
-  }
+  COTUNE_DECL std::string reap() noexcept;
 
   const worker_kind* kind_;
   int ordinal_;
@@ -198,81 +93,21 @@ public:
 
   /// Runs `job` on device `ordinal`'s worker. `refused` with the reason when no worker can run
   /// there (then the caller measures in-process; the first such reason is also a warning).
-  [[nodiscard]] cotune::detail::isolated_result run(int ordinal, const worker_job& job) {
-    slot& s = slot_for(ordinal);
-    std::lock_guard lock(s.mutex);
-    cotune::detail::isolated_result out;
-    if (!s.unavailable.empty()) {
-      out.end = cotune::detail::isolated_result::ending::refused;
-      out.detail = s.unavailable;
-      return out;
-    }
-    if (!s.worker || !s.worker->alive()) {
-      try {
-        s.worker = std::make_unique<isolation_worker>(*kind_, ordinal);
-      } catch (const error& e) {
-        return refuse(s, ordinal, e.what());
-      }
-    }
-    if (auto why = s.worker->ready()) return refuse(s, ordinal, *why);
-    if (s.worker->start_ms() > 0 && !s.counted) {
-      s.counted = true;
-      std::lock_guard l(mutex_);
-      start_ms_.push_back(s.worker->start_ms());
-    }
-    out = s.worker->run(job);
-    if (out.end == cotune::detail::isolated_result::ending::refused) warn_once(out.detail);
-    if (!s.worker->alive()) {
-      // Started at once, so that its cuInit overlaps with whatever the tuning does next.
-      try {
-        s.worker = std::make_unique<isolation_worker>(*kind_, ordinal);
-        s.counted = false;
-      } catch (...) {
-        s.worker.reset();
-      }
-      std::lock_guard l(mutex_);
-      ++replaced_;
-    }
-    return out;
-  }
+  [[nodiscard]] COTUNE_DECL cotune::detail::isolated_result run(int ordinal, const worker_job& job);
 
   /// Spawns device `ordinal`'s worker now if none is running, without waiting for it: its start-up
   /// (~135 ms on the H200: a new process and its context) then overlaps with the tuning's compiles
   /// instead of delaying its first measurement. A failure is left for `run` to report. Never throws.
-  void prestart(int ordinal) noexcept {
-    try {
-      slot& s = slot_for(ordinal);
-      std::lock_guard lock(s.mutex);
-      if (!s.unavailable.empty() || (s.worker && s.worker->alive())) return;
-      s.worker = std::make_unique<isolation_worker>(*kind_, ordinal);
-      s.counted = false;
-    } catch (...) {
-      // run() spawns again and reports why it cannot
-    }
-  }
+  COTUNE_DECL void prestart(int ordinal) noexcept;
 
   /// Milliseconds each worker took from spawn to ready (the first and every replacement).
-  [[nodiscard]] std::vector<double> start_times() const {
-    std::lock_guard l(mutex_);
-    return start_ms_;
-  }
+  [[nodiscard]] COTUNE_DECL std::vector<double> start_times() const;
   /// Workers replaced after a crash or a hang.
-  [[nodiscard]] std::size_t replaced() const {
-    std::lock_guard l(mutex_);
-    return replaced_;
-  }
+  [[nodiscard]] COTUNE_DECL std::size_t replaced() const;
   /// The warnings since the last call.
-  [[nodiscard]] std::vector<std::string> take_warnings() {
-    std::lock_guard l(mutex_);
-    return std::exchange(warnings_, {});
-  }
+  [[nodiscard]] COTUNE_DECL std::vector<std::string> take_warnings();
   /// Queues a warning (once per distinct text).
-  void warn_once(std::string text) {
-    std::lock_guard l(mutex_);
-    if (std::find(warned_.begin(), warned_.end(), text) != warned_.end()) return;
-    warned_.push_back(text);
-    warnings_.push_back(std::move(text));
-  }
+  COTUNE_DECL void warn_once(std::string text);
 
 private:
   explicit isolation_pool(const worker_kind& kind) : kind_(&kind) {}
@@ -284,25 +119,9 @@ private:
     bool counted = false;
   };
 
-  slot& slot_for(int ordinal) {
-    std::lock_guard l(mutex_);
-    auto& s = slots_[ordinal];
-    if (!s) s = std::make_unique<slot>();
-    return *s;
-  }
+  COTUNE_DECL slot& slot_for(int ordinal);
 
-  cotune::detail::isolated_result refuse(slot& s, int ordinal, const std::string& why) {
-    s.worker.reset();
-    s.unavailable = fmt::format("COTUNE_ISOLATE: cannot start a {0} isolation worker for device {1} ({2}); its "
-                                "candidates are measured in-process, where a crash or a hang of one takes the "
-                                "program's {0} context (or the program) with it",
-                                kind_->runtime, ordinal, why);
-    warn_once(s.unavailable);
-    cotune::detail::isolated_result out;
-    out.end = cotune::detail::isolated_result::ending::refused;
-    out.detail = s.unavailable;
-    return out;
-  }
+  COTUNE_DECL cotune::detail::isolated_result refuse(slot& s, int ordinal, const std::string& why);
 
   const worker_kind* kind_;
   mutable std::mutex mutex_;
@@ -313,3 +132,7 @@ private:
 };
 
 } // namespace cotune::gpu::detail
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/gpu/isolation_pool.ipp>
+#endif

@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 
 #include <cotune/backend/launch_geometry.hpp>
+#include <cotune/gpu/runtime_library.hpp>
 #include <cotune/hip/hip_api.hpp>
 
 namespace cotune::hip {
@@ -83,16 +84,7 @@ struct device {
 /// Every HIP device, in the runtime's order. Empty, never an error, without a runtime or a device
 /// (`availability()` says why).
 [[nodiscard]] inline std::vector<device> devices() {
-  std::vector<device> out;
-  const runtime_library* lib = try_runtime();
-  if (!lib) return out;
-  for (int i = 0; i < lib->device_count(); ++i) {
-    try {
-      out.push_back(describe_device(*lib, i));
-    } catch (const error&) {
-    }
-  }
-  return out;
+  return gpu::list_devices(try_runtime(), [](const runtime_library& lib, int i) { return describe_device(lib, i); });
 }
 
 } // namespace cotune::hip

@@ -27,6 +27,7 @@
 
 #include <cotune/core/errors.hpp>
 #include <cotune/gpu/library_loader.hpp>
+#include <cotune/gpu/runtime_library.hpp>
 #include <cotune/hip/hip_knobs.hpp>
 
 namespace cotune::hip {
@@ -314,38 +315,25 @@ private:
 };
 
 inline void device_context::check(hip_error r, std::string_view what) const {
-  if (r == hip_success) return;
-  throw launch_error(fmt::format("{} on HIP device {} failed: {}", what, ordinal_, library_->error_text(r)));
+  // Not called sticky here: on an AMD GPU a memory fault usually ends the process inside the runtime.
+  if (r != hip_success) gpu::throw_call_failed("HIP", ordinal_, what, library_->error_text(r), /*sticky=*/false);
 }
 
 inline void device_context::synchronize(std::string_view what,
                                         std::optional<std::chrono::steady_clock::time_point> deadline) const {
-  if (!deadline) {
-    check(api_->stream_synchronize(stream_), what);
-    return;
-  }
-  // Polling, as for CUDA (driver_api.hpp): a kernel that never ends costs a timeout, not a hang.
-  const auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    hip_error r = api_->stream_query(stream_);
-    if (r == hip_success) return;
-    if (r != hip_error_not_ready) check(r, what);
-    const auto now = std::chrono::steady_clock::now();
-    if (now > *deadline)
-      throw timeout_error(fmt::format("{} on HIP device {}: the work did not finish before its deadline "
-                                      "(COTUNE_BENCH_TIMEOUT_MS); it may still be running and delay later work",
-                                      what, ordinal_));
-    if (now - start < std::chrono::milliseconds(1)) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+  if (!deadline) return check(api_->stream_synchronize(stream_), what);
+  gpu::poll_until_done(
+      [&] {
+        const hip_error r = api_->stream_query(stream_);
+        if (r != hip_error_not_ready) check(r, what);
+        return r != hip_error_not_ready;
+      },
+      *deadline, "HIP", ordinal_, what);
 }
 
 namespace detail {
 
-struct runtime_entry {
-  std::unique_ptr<runtime_library> library;
-  std::string message;
-};
+using runtime_entry = gpu::library_entry<runtime_library>;
 
 /// The knob's path alone when set; else libamdhip64.so.6, .so.5 (the sonames of ROCm 6 and of HIP 5,
 /// Debian 12's), then ROCm's default prefix.
@@ -354,25 +342,12 @@ struct runtime_entry {
   return {"libamdhip64.so.6", "libamdhip64.so.5", "/opt/rocm/lib/libamdhip64.so.6", "/opt/rocm/lib/libamdhip64.so.5"};
 }
 
-[[nodiscard]] inline const runtime_entry& runtime_entry_for(const std::vector<std::string>& paths) {
-  static auto* mutex = new std::mutex;
-  // Never destroyed: streams and modules may be used by other static objects' destructors.
-  static auto* entries = new std::map<std::vector<std::string>, std::unique_ptr<runtime_entry>>;
-  std::lock_guard lock(*mutex);
-  auto& slot = (*entries)[paths];
-  if (!slot) {
-    slot = std::make_unique<runtime_entry>();
-    slot->library = runtime_library::open(paths, slot->message);
-  }
-  return *slot;
-}
-
 /// The entry for the paths the knobs name now. The key is a named local: a call with a temporary
 /// argument that returns a reference makes g++ 13 warn (-Wdangling-reference), although the entry
 /// lives in a function-local static table.
 [[nodiscard]] inline const runtime_entry& current_runtime_entry() {
   const auto key = runtime_search_paths();
-  return runtime_entry_for(key);
+  return gpu::library_for<runtime_library>(key);
 }
 
 } // namespace detail

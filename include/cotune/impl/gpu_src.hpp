@@ -8,3 +8,6 @@
 #endif
 
 #include <cotune/gpu/rtc_compile.ipp>
+#include <cotune/gpu/runtime_library.ipp>
+#include <cotune/gpu/isolation_pool.ipp>
+#include <cotune/gpu/isolation_protocol.ipp>
