@@ -35,6 +35,7 @@
 #include <cotune/gpu/library_loader.hpp>
 #include <cotune/gpu/rtc_output.hpp>
 #include <cotune/gpu/rtc_workers.hpp>
+#include <cotune/gpu/runtime_library.hpp>
 
 // Every NVRTC function cotune calls: member name, symbol. (nvrtc.h versions no names.)
 #define COTUNE_NVRTC_FUNCTIONS(X)                                                                           \
@@ -287,10 +288,7 @@ private:
 
 namespace detail {
 
-struct nvrtc_entry {
-  std::unique_ptr<nvrtc_library> library;
-  std::string message;
-};
+using nvrtc_entry = gpu::library_entry<nvrtc_library>;
 
 /// Where to look for NVRTC: the knob's path alone when set; else the soname of the toolkit cotune
 /// was built against, the unversioned name, then $CUDA_HOME/lib64, $CUDA_PATH/lib64 and
@@ -305,25 +303,12 @@ struct nvrtc_entry {
   return paths;
 }
 
-[[nodiscard]] inline const nvrtc_entry& nvrtc_entry_for(const std::vector<std::string>& paths) {
-  // Never destroyed, so that a preload thread joined at exit (below) still finds them alive.
-  static auto* mutex = new std::mutex;
-  static auto* entries = new std::map<std::vector<std::string>, std::unique_ptr<nvrtc_entry>>;
-  std::lock_guard lock(*mutex);
-  auto& slot = (*entries)[paths];
-  if (!slot) {
-    slot = std::make_unique<nvrtc_entry>();
-    slot->library = nvrtc_library::open(paths, slot->message);
-  }
-  return *slot;
-}
-
 /// The entry for the paths the knobs name now. The key is a named local: a call with a temporary
 /// argument that returns a reference makes g++ 13 warn (-Wdangling-reference), although the entry
 /// lives in a function-local static table.
 [[nodiscard]] inline const nvrtc_entry& current_nvrtc_entry() {
   const auto key = nvrtc_search_paths();
-  return nvrtc_entry_for(key);
+  return gpu::library_for<nvrtc_library>(key);
 }
 
 } // namespace detail
@@ -343,7 +328,7 @@ inline void preload_nvrtc() {
       }
     };
     static joiner background; // joined at exit, before the process tears down
-    background.thread = std::thread([paths = detail::nvrtc_search_paths()] { (void)detail::nvrtc_entry_for(paths); });
+    background.thread = std::thread([paths = detail::nvrtc_search_paths()] { (void)gpu::library_for<nvrtc_library>(paths); });
   });
 }
 

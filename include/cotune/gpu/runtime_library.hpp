@@ -1,7 +1,7 @@
 #pragma once
 /// \file What a GPU runtime's library and device contexts (cuda/driver_api.hpp, hip/hip_api.hpp) do the
 /// same way, written once: a failed call's error, waiting for a stream with a deadline, listing the
-/// devices, and keeping the library each path loads (tried once per process).
+/// devices and their launch limits, and keeping the library each path loads (tried once per process).
 
 #include <chrono>
 #include <map>
@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include <cotune/backend/launch_geometry.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/detail/config.hpp>
 
@@ -59,6 +60,15 @@ template <class Library, class Describe>
   return out;
 }
 
+/// The limits a launch on device `d` (a runtime's device description) must respect, checked per
+/// dimension by check_block and check_grid.
+template <class Device>
+[[nodiscard]] launch_limits limits_of(const Device& d) noexcept {
+  return {{d.max_block_dims[0], d.max_block_dims[1], d.max_block_dims[2]},
+          d.max_threads_per_block,
+          {d.max_grid_dims[0], d.max_grid_dims[1], d.max_grid_dims[2]}};
+}
+
 /// A library loaded from a key (a path, or a list of paths tried in order), or why it was not.
 template <class Library>
 struct library_entry {
@@ -68,7 +78,8 @@ struct library_entry {
 
 /// The library `Library::open(key, message)` loads for `key`; each key is tried once per process and
 /// the outcome kept. Never destroyed: device contexts, streams and modules may be used by other static
-/// objects' destructors, and the runtime tears everything down at process exit anyway.
+/// objects' destructors (and a preload thread joined at exit), and the runtime tears everything down
+/// at process exit anyway.
 template <class Library, class Key>
 [[nodiscard]] const library_entry<Library>& library_for(const Key& key) {
   static auto* mutex = new std::mutex;

@@ -42,11 +42,7 @@ struct device {
   [[nodiscard]] std::string processor() const { return arch_name.substr(0, arch_name.find(':')); }
 
   /// The limits a launch on this device must respect (checked per dimension by check_block/check_grid).
-  [[nodiscard]] launch_limits limits() const noexcept {
-    return {{max_block_dims[0], max_block_dims[1], max_block_dims[2]},
-            max_threads_per_block,
-            {max_grid_dims[0], max_grid_dims[1], max_grid_dims[2]}};
-  }
+  [[nodiscard]] launch_limits limits() const noexcept { return gpu::limits_of(*this); }
 
   friend bool operator==(const device&, const device&) = default;
 };

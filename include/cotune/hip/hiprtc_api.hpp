@@ -24,6 +24,7 @@
 #include <cotune/gpu/library_loader.hpp>
 #include <cotune/gpu/rtc_output.hpp>
 #include <cotune/gpu/rtc_workers.hpp>
+#include <cotune/gpu/runtime_library.hpp>
 #include <cotune/hip/hip_knobs.hpp>
 
 namespace cotune::hip {
@@ -194,10 +195,7 @@ private:
 
 namespace detail {
 
-struct hiprtc_entry {
-  std::unique_ptr<hiprtc_library> library;
-  std::string message;
-};
+using hiprtc_entry = gpu::library_entry<hiprtc_library>;
 
 /// The knob's path alone when set; else libhiprtc.so.6, .so.5, then the HIP runtime's libraries
 /// (HIP 5 builds hiprtc into libamdhip64), then ROCm's default prefix.
@@ -207,24 +205,12 @@ struct hiprtc_entry {
           "/opt/rocm/lib/libhiprtc.so.5"};
 }
 
-[[nodiscard]] inline const hiprtc_entry& hiprtc_entry_for(const std::vector<std::string>& paths) {
-  static auto* mutex = new std::mutex;
-  static auto* entries = new std::map<std::vector<std::string>, std::unique_ptr<hiprtc_entry>>;
-  std::lock_guard lock(*mutex);
-  auto& slot = (*entries)[paths];
-  if (!slot) {
-    slot = std::make_unique<hiprtc_entry>();
-    slot->library = hiprtc_library::open(paths, slot->message);
-  }
-  return *slot;
-}
-
 /// The entry for the paths the knobs name now. The key is a named local: a call with a temporary
 /// argument that returns a reference makes g++ 13 warn (-Wdangling-reference), although the entry
 /// lives in a function-local static table.
 [[nodiscard]] inline const hiprtc_entry& current_hiprtc_entry() {
   const auto key = hiprtc_search_paths();
-  return hiprtc_entry_for(key);
+  return gpu::library_for<hiprtc_library>(key);
 }
 
 } // namespace detail
