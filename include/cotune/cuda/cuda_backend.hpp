@@ -10,6 +10,7 @@
 /// config's block (`launch_options::block`, else num_warps x 32 or threads_per_block threads along x)
 /// on the grid the caller gives, on cotune's stream or, through `launch_on`, the caller's.
 
+#include <cotune/detail/config.hpp>
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -94,34 +95,10 @@ struct kernel_calls {
 
 /// The architecture named by `-arch=X`, `-arch X`, `--gpu-architecture=X` or `--gpu-architecture X`
 /// among `options`, if any.
-[[nodiscard]] inline std::optional<std::string> requested_arch(const std::vector<std::string>& options) {
-  for (std::size_t i = 0; i < options.size(); ++i) {
-    for (std::string_view flag : {"-arch", "--gpu-architecture"}) {
-      std::string_view o = options[i];
-      if (!o.starts_with(flag)) continue;
-      o.remove_prefix(flag.size());
-      if (o.starts_with("=")) return std::string(o.substr(1));
-      if (o.empty() && i + 1 < options.size()) return options[i + 1];
-    }
-  }
-  return std::nullopt;
-}
+[[nodiscard]] COTUNE_DECL std::optional<std::string> requested_arch(const std::vector<std::string>& options);
 
 /// Reads ptxas's "uses too much shared data (0x32000 bytes, 0xc000 max)" from an NVRTC log.
-[[nodiscard]] inline std::optional<std::pair<std::int64_t, std::int64_t>> shared_overflow(const std::string& log) {
-  constexpr std::string_view marker = "uses too much shared data (";
-  auto at = log.find(marker);
-  if (at == std::string::npos) return std::nullopt;
-  const char* p = log.c_str() + at + marker.size();
-  char* end = nullptr;
-  const long long required = std::strtoll(p, &end, 0);
-  if (end == p) return std::nullopt;
-  const char* limit_at = std::strstr(end, ", ");
-  if (!limit_at) return std::nullopt;
-  const long long limit = std::strtoll(limit_at + 2, &end, 0);
-  if (end == limit_at + 2) return std::nullopt;
-  return std::pair<std::int64_t, std::int64_t>{required, limit};
-}
+[[nodiscard]] COTUNE_DECL std::optional<std::pair<std::int64_t, std::int64_t>> shared_overflow(const std::string& log);
 
 } // namespace detail
 
@@ -247,3 +224,7 @@ static_assert(HasDeviceKey<cuda_backend> && StoppableCompiler<cuda_backend> && C
 static_assert(Backend<cuda_backend>);
 
 } // namespace cotune::cuda
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/cuda/cuda_backend.ipp>
+#endif

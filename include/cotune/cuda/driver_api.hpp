@@ -7,6 +7,7 @@
 /// (cuda.h #defines many names to versioned symbols, e.g. cuMemAlloc -> cuMemAlloc_v2), so the
 /// function pointer and the prototype cotune was compiled against always agree.
 
+#include <cotune/detail/config.hpp>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -121,16 +122,10 @@ namespace detail {
 
 /// Called once a driver library is opened, before cuInit: a moment when the loader is free and the
 /// next ~100 ms are spent in the driver. The CUDA backend installs the NVRTC preload here.
-[[nodiscard]] inline std::atomic<void (*)()>& driver_opened_hook() noexcept {
-  static std::atomic<void (*)()> hook{nullptr};
-  return hook;
-}
+[[nodiscard]] COTUNE_DECL std::atomic<void (*)()>& driver_opened_hook() noexcept;
 
 /// True once some driver library has been opened in this process.
-[[nodiscard]] inline std::atomic<bool>& driver_opened() noexcept {
-  static std::atomic<bool> opened{false};
-  return opened;
-}
+[[nodiscard]] COTUNE_DECL std::atomic<bool>& driver_opened() noexcept;
 
 } // namespace detail
 
@@ -290,57 +285,36 @@ private:
   std::vector<std::unique_ptr<device_context>> contexts_;
 };
 
-inline void device_context::check(CUresult r, std::string_view what) const {
-  if (r != CUDA_SUCCESS) gpu::throw_call_failed("CUDA", ordinal_, what, library_->error_text(r), is_sticky_error(r));
-}
-
-inline void device_context::synchronize(std::string_view what,
-                                        std::optional<std::chrono::steady_clock::time_point> deadline) const {
-  if (!deadline) return check(api_->stream_synchronize(stream_), what);
-  gpu::poll_until_done(
-      [&] {
-        const CUresult r = api_->stream_query(stream_);
-        if (r != CUDA_ERROR_NOT_READY) check(r, what);
-        return r != CUDA_ERROR_NOT_READY;
-      },
-      *deadline, "CUDA", ordinal_, what);
-}
-
 namespace detail {
 
 using driver_entry = gpu::library_entry<driver_library>;
 
 /// The library path the knob names, else libcuda.so.1.
-[[nodiscard]] inline std::string driver_path() {
-  return cuda_knobs().libcuda_path.get().value_or("libcuda.so.1");
-}
+[[nodiscard]] COTUNE_DECL std::string driver_path();
 
 /// The entry for the paths the knobs name now. The key is a named local: a call with a temporary
 /// argument that returns a reference makes g++ 13 warn (-Wdangling-reference), although the entry
 /// lives in a function-local static table.
-[[nodiscard]] inline const driver_entry& current_driver_entry() {
-  const auto key = driver_path();
-  return gpu::library_for<driver_library>(key);
-}
+[[nodiscard]] COTUNE_DECL const driver_entry& current_driver_entry();
 
 } // namespace detail
 
 /// The CUDA driver as the `cuda.libcuda_path` knob says, or nullptr if it cannot be loaded
 /// (`driver_error()` then says why). Never throws for a missing library.
-[[nodiscard]] inline const driver_library* try_driver() { return detail::current_driver_entry().library.get(); }
+[[nodiscard]] COTUNE_DECL const driver_library* try_driver();
 
 /// Why `try_driver()` is null (empty when the driver loaded).
-[[nodiscard]] inline std::string driver_error() { return detail::current_driver_entry().message; }
+[[nodiscard]] COTUNE_DECL std::string driver_error();
 
 /// The CUDA driver; throws cotune::error with the reason when it cannot be loaded.
-[[nodiscard]] inline const driver_library& driver() {
-  const auto& entry = detail::current_driver_entry();
-  if (!entry.library) throw error(entry.message);
-  return *entry.library;
-}
+[[nodiscard]] COTUNE_DECL const driver_library& driver();
 
 } // namespace cotune::cuda
 
 #undef COTUNE_CUDA_DRIVER_FUNCTIONS
 #undef COTUNE_CUDA_SYMBOL
 #undef COTUNE_CUDA_SYMBOL_TEXT
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/cuda/driver_api.ipp>
+#endif

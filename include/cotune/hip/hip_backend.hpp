@@ -9,6 +9,7 @@
 /// Triton's AMD backend), COTUNE_NUM_STAGES, COTUNE_WARP_SIZE and COTUNE_THREADS_PER_BLOCK. A launch runs
 /// num_warps x the device's wavefront size threads per block (unless threads_per_block is set).
 
+#include <cotune/detail/config.hpp>
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -88,12 +89,7 @@ struct kernel_calls {
 };
 
 /// The architecture named by `--offload-arch=X` among `options`, if any.
-[[nodiscard]] inline std::optional<std::string> requested_arch(const std::vector<std::string>& options) {
-  constexpr std::string_view flag = "--offload-arch=";
-  for (const auto& o : options)
-    if (std::string_view(o).starts_with(flag)) return o.substr(flag.size());
-  return std::nullopt;
-}
+[[nodiscard]] COTUNE_DECL std::optional<std::string> requested_arch(const std::vector<std::string>& options);
 
 } // namespace detail
 
@@ -177,3 +173,7 @@ static_assert(HasDeviceKey<hip_backend> && StoppableCompiler<hip_backend> && Com
 static_assert(Backend<hip_backend>);
 
 } // namespace cotune::hip
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/hip/hip_backend.ipp>
+#endif

@@ -8,6 +8,11 @@
 #endif
 
 #include <cotune/cuda/cuda_knobs.ipp>
+#include <cotune/cuda/availability.ipp>
+#include <cotune/cuda/device.ipp>
+#include <cotune/cuda/driver_api.ipp>
+#include <cotune/cuda/nvrtc_api.ipp>
+#include <cotune/cuda/cuda_backend.ipp>
 
 // The CUDA tuners' jobs and tables of keys over the file cache (declared `extern template` by
 // <cotune/cuda/cuda.hpp> and <cotune/job/cuda_kernel_runner.hpp>).
