@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   const cotune::config best = result.best();
   cuda::cuda_backend backend;
   const auto fn = backend.load(backend.compile(kernel, best, d), kernel, best, d);
-  const cotune::launch_grid grid = cuda::grid_1d(best, n);
+  const cotune::launch_grid grid = cotune::grid(best, cdiv(n, cotune::p("BLOCK")));
   const cuda::device_context& ctx = cuda::driver().context(d.ordinal);
   const CUstream stream = ctx.stream();
   CUdeviceptr px = x.data(), py = y.data(), po = out.data();

@@ -64,7 +64,7 @@ double ms_since(clock_type::time_point t0) {
 std::vector<cotune::config> s4_configs() {
   std::vector<cotune::config> out;
   for (const auto& c : gemm_configs())
-    if (cuda::param_int(c, "BLOCK_M") == cuda::param_int(c, "BLOCK_N")) out.push_back(c);
+    if (cotune::eval(cotune::p("BLOCK_M"), c) == cotune::eval(cotune::p("BLOCK_N"), c)) out.push_back(c);
   return out;
 }
 

@@ -305,9 +305,8 @@ std::vector<space> measure_all(const cuda::cuda_backend& backend, const cuda::de
     tuner::options opts{.arg_names = {"in", "out", "W", "H"},
                         .key = {"W", "H"},
                         .grid = [](const cotune::config& c, const f_span&, const o_span&, const int& W, const int& H) {
-                          return cotune::launch_grid{
-                              .x = cuda::cdiv(W, cuda::param_int(c, "BX") * cuda::param_int(c, "TX")),
-                              .y = cuda::cdiv(H, cuda::param_int(c, "BY") * cuda::param_int(c, "TY"))};
+                          using cotune::p;
+                          return cotune::grid(c, cdiv(W, p("BX") * p("TX")), cdiv(H, p("BY") * p("TY")));
                         }};
     out.push_back(measure<tuner>("stencil (block x/y, outputs x/y, shared tile)",
                                  fmt::format("5-point stencil on {}x{} fp32", w, h),
@@ -321,11 +320,9 @@ std::vector<space> measure_all(const cuda::cuda_backend& backend, const cuda::de
     tuner::options opts{.arg_names = {"x", "out", "n"},
                         .key = {"n"},
                         .grid = [](const cotune::config& c, const f_span&, const o_span&, const int& n) {
-                          const auto step = cuda::param_int(c, "THREADS") * cuda::param_int(c, "ITEMS") *
-                                            cuda::param_int(c, "VEC");
-                          return cotune::launch_grid{
-                              .x = std::min<unsigned>(cuda::cdiv(n, step),
-                                                      static_cast<unsigned>(cuda::param_int(c, "MAX_BLOCKS")))};
+                          using cotune::p;
+                          return cotune::grid(c, cotune::min_of(cdiv(n, p("THREADS") * p("ITEMS") * p("VEC")),
+                                                                p("MAX_BLOCKS")));
                         }};
     out.push_back(measure<tuner>("reduction (threads, items, vector, grid cap, shuffles)",
                                  std::string("sum of 2^26 fp32"),

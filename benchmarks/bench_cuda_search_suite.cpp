@@ -118,9 +118,9 @@ std::vector<cotune::config> histogram_space() {
 }
 
 cotune::launch_grid grid_of(const cotune::config& c, int n) {
-  const auto step = cuda::param_int(c, "THREADS") * cuda::param_int(c, "ITEMS") * cuda::param_int(c, "VEC");
-  return cotune::launch_grid{
-      .x = std::min<unsigned>(cuda::cdiv(n, step), static_cast<unsigned>(cuda::param_int(c, "MAX_BLOCKS")))};
+  const auto step = c.at("THREADS").as_int() * c.at("ITEMS").as_int() * c.at("VEC").as_int();
+  return cotune::launch_grid{.x = std::min<unsigned>(static_cast<unsigned>(cotune::cdiv(std::int64_t(n), step)),
+                                                     static_cast<unsigned>(c.at("MAX_BLOCKS").as_int()))};
 }
 
 std::vector<unsigned char> skewed_bytes(std::size_t n) {

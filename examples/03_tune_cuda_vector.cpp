@@ -51,7 +51,7 @@ inline vector_add_tuner::options vector_add_options() {
   return {.arg_names = {"x", "y", "out", "n"},
           .key = {"n"},
           .grid = [](const cotune::config& c, const auto&, const auto&, const auto&, const int& n) {
-            return cuda::grid_1d(c, n);
+            return cotune::grid(c, cdiv(n, cotune::p("BLOCK")));
           },
           .cache_results = true};
 }

@@ -143,7 +143,8 @@ inline std::vector<cotune::config> gemm_configs() {
 
 /// Dynamic shared memory of a config: its stages of padded A and B tiles (as the kernel lays them out).
 [[nodiscard]] inline unsigned gemm_shared_bytes(const cotune::config& c) {
-  const auto bm = cuda::param_int(c, "BLOCK_M"), bn = cuda::param_int(c, "BLOCK_N"), bk = cuda::param_int(c, "BLOCK_K");
+  const auto bm = cotune::eval(cotune::p("BLOCK_M"), c), bn = cotune::eval(cotune::p("BLOCK_N"), c),
+             bk = cotune::eval(cotune::p("BLOCK_K"), c);
   return static_cast<unsigned>(c.launch().num_stages * (bm * (bk + 8) + bk * (bn + 8)) * 2);
 }
 
@@ -162,13 +163,16 @@ inline gemm_tuner::options gemm_options() {
                  const int& N, const int& K) {
                 std::vector<cotune::config> kept;
                 for (const auto& c : configs)
-                  if (M % cuda::param_int(c, "BLOCK_M") == 0 && N % cuda::param_int(c, "BLOCK_N") == 0 &&
-                      K % cuda::param_int(c, "BLOCK_K") == 0)
+                  if (M % cotune::eval(cotune::p("BLOCK_M"), c) == 0 && N % cotune::eval(cotune::p("BLOCK_N"), c) == 0 &&
+                      K % cotune::eval(cotune::p("BLOCK_K"), c) == 0)
                     kept.push_back(c);
                 return kept;
               },
           .grid = [](const cotune::config& c, const auto&, const auto&, const auto&, const int& M, const int& N,
-                     const auto&) { return cuda::grid_2d(c, M, N, "BLOCK_M", "BLOCK_N", gemm_shared_bytes(c)); },
+                     const auto&) {
+            return cotune::grid(c, cdiv(N, cotune::p("BLOCK_N")), cdiv(M, cotune::p("BLOCK_M")))
+                .with_shared(gemm_shared_bytes(c));
+          },
           .cache_results = true};
 }
 

@@ -33,6 +33,15 @@ TEST_CASE("an expression combines parameters and integers", "[core][grid_expr]")
   CHECK(e(config{{"BLOCK_X", 1}, {"TILE_X", 1}}) == 1000);
 }
 
+TEST_CASE("cdiv of two integers counts blocks, at compile time too", "[core][grid_expr]") {
+  static_assert(cotune::cdiv(10, 4) == 3 && cotune::cdiv(8, 4) == 2 && cotune::cdiv(0, 4) == 0 &&
+                cotune::cdiv(1, 1024) == 1);
+  CHECK(cotune::cdiv(10, 4) == 3);
+  CHECK(cotune::cdiv(-5, 4) == 0);
+  CHECK(cotune::cdiv(std::int64_t{1} << 40, 1) == std::int64_t{1} << 40); // a grid's limit is checked at launch
+  CHECK_THROWS_WITH(cotune::cdiv(10, 0), Catch::Contains("cdiv(10, 0)") && Catch::Contains("divisor must be positive"));
+}
+
 TEST_CASE("a boolean parameter counts as 0 or 1", "[core][grid_expr]") {
   const config c{{"SHARED", true}, {"BLOCK", 4}};
   CHECK(cotune::eval(p("SHARED") * p("BLOCK") * 1024, c) == 4096);

@@ -1,5 +1,5 @@
-// Tests of cotune/cuda/autotune.hpp: `cotune::autotuner` over the CUDA backend. The defaults, the
-// grid helpers and the compilation of the examples' kernels run everywhere (NVRTC needs no GPU);
+// Tests of `cotune::autotuner` over the CUDA backend (cotune/cuda/cuda.hpp). The defaults, the
+// grids and the compilation of the examples' kernels run everywhere (NVRTC needs no GPU);
 // tuning, failures, the warm start and several GPUs are [gpu] tests that skip without a device.
 // The hidden case "warm start child" is the second process of the warm-start test.
 
@@ -112,7 +112,7 @@ busy_tuner::options busy_options() {
   return {.arg_names = {"out", "n", "iters"},
           .key = {"n"},
           .grid = [](const config& c, const cuda::device_span<float>&, const int& n,
-                     const int&) { return cotune::launch_grid{.x = cuda::cdiv(n, c.launch().threads())}; },
+                     const int&) { return cotune::grid(c, cotune::cdiv(n, c.launch().threads())); },
           .cache_results = false,
           .bench = quick_bench()};
 }
@@ -140,19 +140,14 @@ TEST_CASE("CUDA tuners measure with the CUDA benchmarker by default", "[cuda][au
   SUCCEED();
 }
 
-TEST_CASE("grid helpers divide sizes into blocks of a config's parameters", "[cuda][autotune]") {
-  static_assert(cuda::cdiv(10, 4) == 3 && cuda::cdiv(8, 4) == 2 && cuda::cdiv(0, 4) == 0 && cuda::cdiv(1, 1024) == 1);
-  CHECK(cuda::cdiv(10, 4) == 3);
-  CHECK(cuda::cdiv(-5, 4) == 0);
-  CHECK_THROWS_AS(cuda::cdiv(10, 0), cotune::error);
-  CHECK_THROWS_AS(cuda::cdiv(std::int64_t{1} << 40, 1), cotune::error);
-
+TEST_CASE("the examples' grids divide sizes into blocks of a config's parameters", "[cuda][autotune]") {
   const config c({{"BLOCK", 256}, {"BLOCK_M", 128}, {"BLOCK_N", 64}, {"MODE", "fast"}});
-  CHECK(cuda::grid_1d(c, 1000) == cotune::launch_grid{.x = 4});
-  CHECK(cuda::grid_2d(c, 1000, 1000, "BLOCK_M", "BLOCK_N", 4096) ==
+  using cotune::p;
+  CHECK(cotune::grid(c, cdiv(1000, p("BLOCK"))) == cotune::launch_grid{.x = 4});
+  CHECK(cotune::grid(c, cdiv(1000, p("BLOCK_N")), cdiv(1000, p("BLOCK_M"))).with_shared(4096) ==
         cotune::launch_grid{.x = 16, .y = 8, .shared_bytes = 4096});
-  CHECK_THROWS_WITH(cuda::grid_1d(c, 10, "MODE"), Catch::Contains("'MODE'") && Catch::Contains("integer"));
-  CHECK_THROWS_AS(cuda::grid_1d(c, 10, "NO_SUCH"), cotune::error);
+  CHECK_THROWS_WITH(cotune::grid(c, cdiv(10, p("MODE"))), Catch::Contains("'MODE'") && Catch::Contains("integer"));
+  CHECK_THROWS_AS(cotune::grid(c, cdiv(10, p("NO_SUCH"))), cotune::error);
 }
 
 TEST_CASE("the GEMM example prunes to tiles that divide the problem and sizes its shared memory",
@@ -273,7 +268,7 @@ TEST_CASE("an over-limit candidate is rejected before launch as out_of_resources
                 {.arg_names = {"x", "y", "out", "n"},
                  .key = {"n"},
                  .grid = [](const config& c, const cuda::device_span<const float>&, const cuda::device_span<const float>&,
-                            const cuda::device_span<float>&, const int& n) { return cuda::grid_1d(c, n); },
+                            const cuda::device_span<float>&, const int& n) { return cotune::grid(c, cdiv(n, cotune::p("BLOCK"))); },
                  .cache_results = false,
                  .bench = quick_bench()}};
   const auto& result = tuner.tune_now(x, y, out, n);
@@ -322,7 +317,7 @@ TEST_CASE("a candidate that fails to compile is skipped and the others are measu
                 {.arg_names = {"x", "y", "out", "n"},
                  .key = {"n"},
                  .grid = [](const config& c, const cuda::device_span<const float>&, const cuda::device_span<const float>&,
-                            const cuda::device_span<float>&, const int& n) { return cuda::grid_1d(c, n); },
+                            const cuda::device_span<float>&, const int& n) { return cotune::grid(c, cdiv(n, cotune::p("BLOCK"))); },
                  .cache_results = false,
                  .bench = quick_bench(),
                  .observers = {std::make_shared<recorder>(&failed)}}};
@@ -671,11 +666,11 @@ TEST_CASE("the convolution example's candidates are 2-D blocks over an expressio
   REQUIRE(opts.on_load);
   for (const auto& c : configs) {
     const auto block = c.launch().block_shape(32);
-    CHECK(block.x == cuda::param_int(c, "BLOCK_X"));
-    CHECK(block.y == cuda::param_int(c, "BLOCK_Y"));
+    CHECK(block.x == cotune::eval(cotune::p("BLOCK_X"), c));
+    CHECK(block.y == cotune::eval(cotune::p("BLOCK_Y"), c));
     const auto g = opts.grid(c, {}, {}, 4096, 100);
-    CHECK(g.x == unsigned(cuda::cdiv(4096, cuda::param_int(c, "BLOCK_X") * cuda::param_int(c, "TILE_X"))));
-    CHECK(g.y == unsigned(cuda::cdiv(100, cuda::param_int(c, "BLOCK_Y") * cuda::param_int(c, "TILE_Y"))));
+    CHECK(g.x == unsigned(cotune::eval(cdiv(4096, cotune::p("BLOCK_X") * cotune::p("TILE_X")), c)));
+    CHECK(g.y == unsigned(cotune::eval(cdiv(100, cotune::p("BLOCK_Y") * cotune::p("TILE_Y")), c)));
   }
   // The reference convolves with zeros outside: a centred impulse gives the filter back.
   const int w = 9, h = 9;
@@ -724,7 +719,7 @@ TEST_CASE("on_load writes a __constant__ filter into every candidate, and into t
   // 12 candidates (both shared-memory variants among them) keep the test short.
   std::vector<config> configs;
   for (const auto& c : example05::conv_configs())
-    if (cuda::param_int(c, "BLOCK_Y") == 8) configs.push_back(c);
+    if (cotune::eval(cotune::p("BLOCK_Y"), c) == 8) configs.push_back(c);
   REQUIRE(configs.size() == 16);
   configs.resize(12);
 

@@ -119,7 +119,7 @@ TEST_CASE("with COTUNE_ISOLATE=on a HIP illegal address, a trap and an endless k
   auto timeout = cotune::knobs().bench.timeout_ms.scoped(1500);
   cotune_test::private_cache cache;
   const auto& d = devices.front();
-  const int n = 1 << 16;
+  constexpr int n = 1 << 16;
   std::vector<float> xs(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) xs[std::size_t(i)] = static_cast<float>(i % 97);
   chip::device_buffer<float> x(d, xs), out(d, std::size_t(n));
@@ -136,7 +136,7 @@ TEST_CASE("with COTUNE_ISOLATE=on a HIP illegal address, a trap and an endless k
       },
       .cache_results = false,
       .bench = cotune::bench_options{.warmup_ms = 2.0, .rep_ms = 10.0},
-      .verify = [n](const config&, const chip::device_span<const float>& in, const chip::device_span<float>& o,
+      .verify = [](const config&, const chip::device_span<const float>& in, const chip::device_span<float>& o,
                     const int&) -> std::optional<std::string> {
         const auto a = in.to_vector(), got = o.to_vector();
         for (int i = 0; i < n; ++i)

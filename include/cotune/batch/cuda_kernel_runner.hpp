@@ -174,6 +174,6 @@ private:
 #include <cotune/batch/cuda_kernel_runner.ipp>
 #else
 // COTUNE_SEPARATE_COMPILATION: a job's CUDA tuner's job and table of keys over the file cache are
-// compiled once, in <cotune/impl/cuda_src.hpp> (as the CUDA tuner's in <cotune/cuda/autotune.hpp>).
+// compiled once, in <cotune/impl/cuda_src.hpp> (as the CUDA tuner's in <cotune/cuda/cuda.hpp>).
 COTUNE_EXTERN_TUNING_JOB(cotune::batch::job_cuda_backend, cotune::cuda::cuda_benchmarker, cotune::file_cache);
 #endif

@@ -159,6 +159,14 @@ template <class L, class R> requires detail::expr_operands<L, R>
 /// ceil(a / b) (0 for a <= 0), as an expression: `cdiv(n, p("BLOCK_X") * p("TILE_X"))`.
 template <class L, class R> requires detail::expr_operands<L, R>
 [[nodiscard]] auto cdiv(const L& a, const R& b) { return detail::make_binary<detail::cdiv_op>(a, b); }
+/// ceil(a / b) (0 for a <= 0) of two integers, at compile time too: `cdiv(n, 256)`. The one `cdiv`:
+/// with an expression on either side it is the expression above. Throws cotune::error for b <= 0.
+template <std::integral L, std::integral R>
+[[nodiscard]] constexpr std::int64_t cdiv(L a, R b) {
+  const auto n = static_cast<std::int64_t>(a), d = static_cast<std::int64_t>(b);
+  if (d <= 0) throw error(fmt::format("cdiv({}, {}): the divisor must be positive", n, d));
+  return n <= 0 ? 0 : (n + d - 1) / d;
+}
 /// The smaller of two expressions.
 template <class L, class R> requires detail::expr_operands<L, R>
 [[nodiscard]] auto min_of(const L& a, const R& b) { return detail::make_binary<detail::min_op>(a, b); }

@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::cuda::availability()`: whether CUDA can be used here, and if not, why.
 
+#include <cotune/detail/config.hpp>
 #include <string>
 
 #include <fmt/core.h>
@@ -40,29 +41,10 @@ struct availability_report {
 };
 
 /// Loads (once per library path) the driver and NVRTC as the knobs say, and reports.
-[[nodiscard]] inline availability_report availability() {
-  availability_report r;
-  r.driver_path = detail::driver_path();
-  std::string why;
-  if (const driver_library* lib = try_driver()) {
-    r.driver_loaded = true;
-    r.driver_version = lib->version_text();
-    r.device_count = lib->device_count();
-    if (r.device_count == 0)
-      why = lib->init_error().empty() ? "the CUDA driver reports no devices"
-                                      : "the CUDA driver reports no devices: " + lib->init_error();
-  } else {
-    why = driver_error();
-  }
-  if (const nvrtc_library* nv = try_nvrtc()) {
-    r.nvrtc_loaded = true;
-    r.nvrtc_path = nv->path();
-    r.nvrtc_version = nv->version_text();
-  } else {
-    why += (why.empty() ? "" : "\n") + nvrtc_error();
-  }
-  r.message = why;
-  return r;
-}
+[[nodiscard]] COTUNE_DECL availability_report availability();
 
 } // namespace cotune::cuda
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/cuda/availability.ipp>
+#endif

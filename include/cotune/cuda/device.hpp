@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::cuda::device`: what cotune knows about one CUDA device, and the list of devices.
 
+#include <cotune/detail/config.hpp>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include <cotune/backend/launch_geometry.hpp>
 #include <cotune/cuda/driver_api.hpp>
+#include <cotune/gpu/runtime_library.hpp>
 
 namespace cotune::cuda {
 
@@ -45,78 +47,24 @@ struct device {
   [[nodiscard]] std::string arch() const { return fmt::format("sm_{}{}", cc.major, cc.minor); }
 
   /// The limits a launch on this device must respect (checked per dimension by check_block/check_grid).
-  [[nodiscard]] launch_limits limits() const noexcept {
-    return {{max_block_dims[0], max_block_dims[1], max_block_dims[2]},
-            max_threads_per_block,
-            {max_grid_dims[0], max_grid_dims[1], max_grid_dims[2]}};
-  }
+  [[nodiscard]] launch_limits limits() const noexcept { return gpu::limits_of(*this); }
 
   friend bool operator==(const device&, const device&) = default;
 };
 
 /// True when two devices are the same model with the same limits, so that a candidate timed on one
 /// stands for the other (one candidate list can be split across them). Ordinals and PCI ids differ.
-[[nodiscard]] inline bool interchangeable(const device& a, const device& b) {
-  return a.cc == b.cc && a.name == b.name && a.sm_count == b.sm_count && a.l2_bytes == b.l2_bytes &&
-         a.memory_bytes == b.memory_bytes && a.warp_size == b.warp_size &&
-         a.max_threads_per_block == b.max_threads_per_block && a.max_registers_per_block == b.max_registers_per_block &&
-         a.max_shared_per_block == b.max_shared_per_block && a.max_shared_per_block_optin == b.max_shared_per_block_optin;
-}
+[[nodiscard]] COTUNE_DECL bool interchangeable(const device& a, const device& b);
 
 /// Describes device `ordinal` of `lib` (attribute queries only: no context is created).
-[[nodiscard]] inline device describe_device(const driver_library& lib, int ordinal) {
-  const auto& api = lib.api();
-  CUdevice handle = 0;
-  auto check = [&](CUresult r, const char* what) {
-    if (r != CUDA_SUCCESS)
-      throw error(fmt::format("CUDA device {}: {} failed: {}", ordinal, what, lib.error_text(r)));
-  };
-  check(api.device_get(&handle, ordinal), "cuDeviceGet");
-  auto attribute = [&](CUdevice_attribute a) {
-    int v = 0;
-    check(api.device_get_attribute(&v, a, handle), "cuDeviceGetAttribute");
-    return v;
-  };
-  device d;
-  d.ordinal = ordinal;
-  char name[256] = {};
-  check(api.device_get_name(name, sizeof name - 1, handle), "cuDeviceGetName");
-  d.name = name;
-  d.cc = {attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)};
-  d.sm_count = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-  d.l2_bytes = attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
-  std::size_t total = 0;
-  check(api.device_total_mem(&total, handle), "cuDeviceTotalMem");
-  d.memory_bytes = static_cast<std::int64_t>(total);
-  d.warp_size = attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE);
-  d.max_threads_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
-  d.max_registers_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
-  d.max_block_dims = {attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X), attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y),
-                      attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)};
-  d.max_grid_dims = {attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X), attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y),
-                     attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)};
-  d.max_shared_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
-  d.max_shared_per_block_optin = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
-  if (d.max_shared_per_block_optin < d.max_shared_per_block) d.max_shared_per_block_optin = d.max_shared_per_block;
-  d.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", attribute(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
-                             attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID), attribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID));
-  return d;
-}
+[[nodiscard]] COTUNE_DECL device describe_device(const driver_library& lib, int ordinal);
 
 /// Every CUDA device, in the driver's order. Empty, never an error, when there is no driver or no
 /// device (`availability()` says why).
-[[nodiscard]] inline std::vector<device> devices() {
-  std::vector<device> out;
-  const driver_library* lib = try_driver();
-  if (!lib) return out;
-  for (int i = 0; i < lib->device_count(); ++i) {
-    try {
-      out.push_back(describe_device(*lib, i));
-    } catch (const error&) {
-      // A device the driver lists but cannot describe (lost, or being reset) is left out.
-    }
-  }
-  return out;
-}
+[[nodiscard]] COTUNE_DECL std::vector<device> devices();
 
 } // namespace cotune::cuda
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/cuda/device.ipp>
+#endif

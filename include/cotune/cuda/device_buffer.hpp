@@ -37,10 +37,8 @@ struct memory_runtime {
     return true;
   }
   static void release(const context& ctx, pointer p) noexcept {
-    CUcontext current = nullptr;
-    const auto& api = ctx.api();
-    if (api.ctx_get_current(&current) != CUDA_SUCCESS || current != ctx.context()) (void)api.ctx_set_current(ctx.context());
-    (void)api.mem_free(p);
+    (void)ctx.try_make_current();
+    (void)ctx.api().mem_free(p);
   }
   static void zero(const context& ctx, pointer p, std::size_t bytes) {
     ctx.make_current();
@@ -85,7 +83,7 @@ using device_buffer = gpu::device_buffer<memory_runtime, T>;
 ///     tuner(cuda::device_view(y, n, d), n);
 template <class T>
 [[nodiscard]] device_span<T> device_view(T* ptr, std::size_t count, const device& d) {
-  return device_span<T>(driver().context(d.ordinal), reinterpret_cast<CUdeviceptr>(ptr), count);
+  return gpu::device_view<memory_runtime>(ptr, count, d.ordinal);
 }
 /// The same for a CUdeviceptr: the element type is named (`device_view<float>(ptr, n, d)`).
 template <class T>

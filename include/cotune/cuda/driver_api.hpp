@@ -7,6 +7,7 @@
 /// (cuda.h #defines many names to versioned symbols, e.g. cuMemAlloc -> cuMemAlloc_v2), so the
 /// function pointer and the prototype cotune was compiled against always agree.
 
+#include <cotune/detail/config.hpp>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -26,6 +27,7 @@
 
 #include <cotune/core/errors.hpp>
 #include <cotune/cuda/cuda_knobs.hpp>
+#include <cotune/gpu/runtime_library.hpp>
 
 // Two-level stringification, so that the argument is macro-expanded first: COTUNE_CUDA_SYMBOL(cuMemAlloc)
 // is "cuMemAlloc_v2" under cuda.h's definitions.
@@ -120,16 +122,10 @@ namespace detail {
 
 /// Called once a driver library is opened, before cuInit: a moment when the loader is free and the
 /// next ~100 ms are spent in the driver. The CUDA backend installs the NVRTC preload here.
-[[nodiscard]] inline std::atomic<void (*)()>& driver_opened_hook() noexcept {
-  static std::atomic<void (*)()> hook{nullptr};
-  return hook;
-}
+[[nodiscard]] COTUNE_DECL std::atomic<void (*)()>& driver_opened_hook() noexcept;
 
 /// True once some driver library has been opened in this process.
-[[nodiscard]] inline std::atomic<bool>& driver_opened() noexcept {
-  static std::atomic<bool> opened{false};
-  return opened;
-}
+[[nodiscard]] COTUNE_DECL std::atomic<bool>& driver_opened() noexcept;
 
 } // namespace detail
 
@@ -155,6 +151,12 @@ public:
     CUcontext current = nullptr;
     if (api_->ctx_get_current(&current) == CUDA_SUCCESS && current == context_) return;
     check(api_->ctx_set_current(context_), "cuCtxSetCurrent");
+  }
+  /// `make_current` for clean-up paths (freeing, unloading): false instead of an error.
+  bool try_make_current() const noexcept {
+    CUcontext current = nullptr;
+    if (api_->ctx_get_current(&current) == CUDA_SUCCESS && current == context_) return true;
+    return api_->ctx_set_current(context_) == CUDA_SUCCESS;
   }
 
   /// Throws launch_error for a failed call. Sticky errors say that the context is lost.
@@ -283,94 +285,36 @@ private:
   std::vector<std::unique_ptr<device_context>> contexts_;
 };
 
-inline void device_context::check(CUresult r, std::string_view what) const {
-  if (r == CUDA_SUCCESS) return;
-  if (is_sticky_error(r))
-    throw launch_error(fmt::format(
-        "{} on CUDA device {} failed: {}. This error is sticky: the CUDA context of device {} is lost, and "
-        "every later candidate and launch on that device in this process will fail; restart the process "
-        "(and fix or drop the faulty kernel or config)",
-        what, ordinal_, library_->error_text(r), ordinal_));
-  throw launch_error(fmt::format("{} on CUDA device {} failed: {}", what, ordinal_, library_->error_text(r)));
-}
-
-inline void device_context::synchronize(std::string_view what,
-                                        std::optional<std::chrono::steady_clock::time_point> deadline) const {
-  if (!deadline) {
-    check(api_->stream_synchronize(stream_), what);
-    return;
-  }
-  // Polling instead of blocking, so that a kernel that never ends costs a timeout rather than a hang.
-  // The first millisecond spins (most first runs end within it); then 50 us naps keep a core free.
-  const auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    CUresult r = api_->stream_query(stream_);
-    if (r == CUDA_SUCCESS) return;
-    if (r != CUDA_ERROR_NOT_READY) check(r, what);
-    const auto now = std::chrono::steady_clock::now();
-    if (now > *deadline)
-      throw timeout_error(fmt::format("{} on CUDA device {}: the work did not finish before its deadline "
-                                      "(COTUNE_BENCH_TIMEOUT_MS); it may still be running and delay later work "
-                                      "on this device",
-                                      what, ordinal_));
-    if (now - start < std::chrono::milliseconds(1)) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-}
-
 namespace detail {
 
-struct driver_entry {
-  std::unique_ptr<driver_library> library;
-  std::string message;
-};
-
-/// The driver loaded from `path`; each path is tried once per process and the outcome kept.
-[[nodiscard]] inline const driver_entry& driver_entry_for(const std::string& path) {
-  static std::mutex mutex;
-  // Never destroyed: device contexts and modules may be used by other static objects' destructors,
-  // and the driver tears everything down at process exit anyway.
-  static auto* entries = new std::map<std::string, std::unique_ptr<driver_entry>>;
-  std::lock_guard lock(mutex);
-  auto& slot = (*entries)[path];
-  if (!slot) {
-    slot = std::make_unique<driver_entry>();
-    slot->library = driver_library::open(path, slot->message);
-  }
-  return *slot;
-}
+using driver_entry = gpu::library_entry<driver_library>;
 
 /// The library path the knob names, else libcuda.so.1.
-[[nodiscard]] inline std::string driver_path() {
-  return cuda_knobs().libcuda_path.get().value_or("libcuda.so.1");
-}
+[[nodiscard]] COTUNE_DECL std::string driver_path();
 
 /// The entry for the paths the knobs name now. The key is a named local: a call with a temporary
 /// argument that returns a reference makes g++ 13 warn (-Wdangling-reference), although the entry
 /// lives in a function-local static table.
-[[nodiscard]] inline const driver_entry& current_driver_entry() {
-  const auto key = driver_path();
-  return driver_entry_for(key);
-}
+[[nodiscard]] COTUNE_DECL const driver_entry& current_driver_entry();
 
 } // namespace detail
 
 /// The CUDA driver as the `cuda.libcuda_path` knob says, or nullptr if it cannot be loaded
 /// (`driver_error()` then says why). Never throws for a missing library.
-[[nodiscard]] inline const driver_library* try_driver() { return detail::current_driver_entry().library.get(); }
+[[nodiscard]] COTUNE_DECL const driver_library* try_driver();
 
 /// Why `try_driver()` is null (empty when the driver loaded).
-[[nodiscard]] inline std::string driver_error() { return detail::current_driver_entry().message; }
+[[nodiscard]] COTUNE_DECL std::string driver_error();
 
 /// The CUDA driver; throws cotune::error with the reason when it cannot be loaded.
-[[nodiscard]] inline const driver_library& driver() {
-  const auto& entry = detail::current_driver_entry();
-  if (!entry.library) throw error(entry.message);
-  return *entry.library;
-}
+[[nodiscard]] COTUNE_DECL const driver_library& driver();
 
 } // namespace cotune::cuda
 
 #undef COTUNE_CUDA_DRIVER_FUNCTIONS
 #undef COTUNE_CUDA_SYMBOL
 #undef COTUNE_CUDA_SYMBOL_TEXT
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/cuda/driver_api.ipp>
+#endif

@@ -4,6 +4,7 @@
 /// NVRTC compiles CUDA C++ to cubins (or PTX) in-process, with no GPU needed. Like the driver, it is
 /// opened on first use, so a program built with cotune runs where the CUDA toolkit is absent.
 
+#include <cotune/detail/config.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -35,6 +36,7 @@
 #include <cotune/gpu/library_loader.hpp>
 #include <cotune/gpu/rtc_output.hpp>
 #include <cotune/gpu/rtc_workers.hpp>
+#include <cotune/gpu/runtime_library.hpp>
 
 // Every NVRTC function cotune calls: member name, symbol. (nvrtc.h versions no names.)
 #define COTUNE_NVRTC_FUNCTIONS(X)                                                                           \
@@ -287,44 +289,17 @@ private:
 
 namespace detail {
 
-struct nvrtc_entry {
-  std::unique_ptr<nvrtc_library> library;
-  std::string message;
-};
+using nvrtc_entry = gpu::library_entry<nvrtc_library>;
 
 /// Where to look for NVRTC: the knob's path alone when set; else the soname of the toolkit cotune
 /// was built against, the unversioned name, then $CUDA_HOME/lib64, $CUDA_PATH/lib64 and
 /// /usr/local/cuda/lib64 (where the toolkit installs it, often not on the loader's path).
-[[nodiscard]] inline std::vector<std::string> nvrtc_search_paths() {
-  if (auto chosen = cuda_knobs().libnvrtc_path.get()) return {*chosen};
-  const std::string soname = fmt::format("libnvrtc.so.{}", CUDA_VERSION / 1000);
-  std::vector<std::string> paths{soname, "libnvrtc.so"};
-  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* v = std::getenv(env); v && *v) paths.push_back(fmt::format("{}/lib64/{}", v, soname));
-  paths.push_back("/usr/local/cuda/lib64/" + soname);
-  return paths;
-}
-
-[[nodiscard]] inline const nvrtc_entry& nvrtc_entry_for(const std::vector<std::string>& paths) {
-  // Never destroyed, so that a preload thread joined at exit (below) still finds them alive.
-  static auto* mutex = new std::mutex;
-  static auto* entries = new std::map<std::vector<std::string>, std::unique_ptr<nvrtc_entry>>;
-  std::lock_guard lock(*mutex);
-  auto& slot = (*entries)[paths];
-  if (!slot) {
-    slot = std::make_unique<nvrtc_entry>();
-    slot->library = nvrtc_library::open(paths, slot->message);
-  }
-  return *slot;
-}
+[[nodiscard]] COTUNE_DECL std::vector<std::string> nvrtc_search_paths();
 
 /// The entry for the paths the knobs name now. The key is a named local: a call with a temporary
 /// argument that returns a reference makes g++ 13 warn (-Wdangling-reference), although the entry
 /// lives in a function-local static table.
-[[nodiscard]] inline const nvrtc_entry& current_nvrtc_entry() {
-  const auto key = nvrtc_search_paths();
-  return nvrtc_entry_for(key);
-}
+[[nodiscard]] COTUNE_DECL const nvrtc_entry& current_nvrtc_entry();
 
 } // namespace detail
 
@@ -333,33 +308,21 @@ struct nvrtc_entry {
 /// with 4.8 MB of relocations), which would otherwise sit between a warm start's driver
 /// initialisation and its first launch, since every cache key holds NVRTC's version. The CUDA backend
 /// has this called when the driver opens, so the load overlaps with cuInit and context creation.
-inline void preload_nvrtc() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct joiner {
-      std::thread thread;
-      ~joiner() {
-        if (thread.joinable()) thread.join();
-      }
-    };
-    static joiner background; // joined at exit, before the process tears down
-    background.thread = std::thread([paths = detail::nvrtc_search_paths()] { (void)detail::nvrtc_entry_for(paths); });
-  });
-}
+COTUNE_DECL void preload_nvrtc();
 
 /// NVRTC as the `cuda.libnvrtc_path` knob says, or nullptr (`nvrtc_error()` says why).
-[[nodiscard]] inline const nvrtc_library* try_nvrtc() { return detail::current_nvrtc_entry().library.get(); }
+[[nodiscard]] COTUNE_DECL const nvrtc_library* try_nvrtc();
 
 /// Why `try_nvrtc()` is null (empty when NVRTC loaded).
-[[nodiscard]] inline std::string nvrtc_error() { return detail::current_nvrtc_entry().message; }
+[[nodiscard]] COTUNE_DECL std::string nvrtc_error();
 
 /// NVRTC; throws cotune::error with the reason when it cannot be loaded.
-[[nodiscard]] inline const nvrtc_library& nvrtc() {
-  const auto& entry = detail::current_nvrtc_entry();
-  if (!entry.library) throw error(entry.message);
-  return *entry.library;
-}
+[[nodiscard]] COTUNE_DECL const nvrtc_library& nvrtc();
 
 } // namespace cotune::cuda
 
 #undef COTUNE_NVRTC_FUNCTIONS
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/cuda/nvrtc_api.ipp>
+#endif

@@ -72,6 +72,7 @@
 #include <fmt/core.h>
 
 #include <cotune/detail/fork_process.hpp>
+#include <cotune/detail/process.hpp> // wait_status_text
 #include <cotune/detail/unique_fd.hpp>
 
 namespace cotune::detail {
@@ -92,16 +93,6 @@ struct job_result {
   std::string detail; ///< why, when not ok
   pid_t worker = -1;  ///< the worker's pid (gone by the time run() returns)
 };
-
-/// "killed by signal 11 (Segmentation fault)" or "exited with status 3".
-[[nodiscard]] inline std::string wait_status_text(int status) {
-  if (WIFSIGNALED(status)) {
-    const char* name = ::strsignal(WTERMSIG(status));
-    return fmt::format("killed by signal {} ({})", WTERMSIG(status), name ? name : "unknown");
-  }
-  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
-  return fmt::format("ended with wait status {:#x}", status);
-}
 
 /// `fd` moved to a descriptor >= 3 (close-on-exec): a caller that closed stdin, stdout or stderr
 /// would otherwise get pipe and socket ends there, where the server keeps whatever it inherits.

@@ -1,5 +1,7 @@
 #pragma once
-/// \file Runs a child process with its output captured, a deadline and a stop token.
+/// \file Child processes that exec a program: `run_process` runs one with its output captured, a
+/// deadline and a stop token; `child_process` keeps one running beside the caller, talking over a
+/// descriptor. (Copies of the caller that exec nothing are detail/fork_server.hpp's.)
 
 #include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 
@@ -28,6 +30,97 @@ extern char** environ;
 
 namespace cotune::detail {
 
+/// The process's environment with `env` entries ("NAME=value") added, replacing same-named variables,
+/// and a null after the last, for posix_spawn. The strings stay owned by `environ` and `env`.
+[[nodiscard]] inline std::vector<char*> merged_environment(const std::vector<std::string>& env) {
+  std::vector<char*> envp;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string_view entry(*e);
+    const auto name = entry.substr(0, entry.find('=') + 1); // "NAME="
+    bool replaced = false;
+    for (const auto& o : env) replaced = replaced || std::string_view(o).starts_with(name);
+    if (!replaced) envp.push_back(*e);
+  }
+  for (const auto& o : env) envp.push_back(const_cast<char*>(o.c_str()));
+  envp.push_back(nullptr);
+  return envp;
+}
+
+/// "killed by signal 11 (Segmentation fault)" or "exited with status 3".
+[[nodiscard]] inline std::string wait_status_text(int status) {
+  if (WIFSIGNALED(status)) {
+    const char* name = ::strsignal(WTERMSIG(status));
+    return fmt::format("killed by signal {} ({})", WTERMSIG(status), name ? name : "unknown");
+  }
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  return fmt::format("ended with wait status {:#x}", status);
+}
+
+/// A long-lived child process that talks to its parent over one descriptor (the GPU isolation
+/// workers): `path` started with `argv`, the environment plus `env` (as `merged_environment`), stdin
+/// from /dev/null and `channel` as its descriptor 3. Killed and collected on destruction.
+class child_process {
+public:
+  /// Starts the child. Throws std::system_error when it cannot be spawned.
+  child_process(const std::string& path, const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                int channel) {
+    // The channel goes to descriptor 3 there; one that already is 3 here would stay close-on-exec.
+    int passed = channel, duplicate = -1;
+    if (passed <= 3) {
+      duplicate = passed = ::fcntl(channel, F_DUPFD_CLOEXEC, 4);
+      if (passed < 0) throw std::system_error(errno, std::generic_category(), "fcntl(F_DUPFD_CLOEXEC)");
+    }
+    auto envp = merged_environment(env);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    ::posix_spawn_file_actions_init(&actions);
+    ::posix_spawn_file_actions_adddup2(&actions, passed, 3);
+    ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    const int rc = ::posix_spawn(&pid_, path.c_str(), &actions, nullptr, args.data(), envp.data());
+    ::posix_spawn_file_actions_destroy(&actions);
+    if (duplicate >= 0) ::close(duplicate);
+    if (rc != 0) {
+      pid_ = -1;
+      throw std::system_error(rc, std::generic_category(), fmt::format("posix_spawn of {}", path));
+    }
+  }
+  child_process(const child_process&) = delete;
+  child_process& operator=(const child_process&) = delete;
+  ~child_process() { kill(); }
+
+  [[nodiscard]] pid_t pid() const noexcept { return pid_; }
+  /// Not yet collected (it may have ended without being waited for).
+  [[nodiscard]] bool running() const noexcept { return pid_ > 0; }
+
+  /// Waits for the child to end and says how it did (`wait_status_text`); "gone" when it was collected.
+  std::string reap() noexcept {
+    if (pid_ <= 0) return "gone";
+    int status = 0;
+    pid_t r;
+    while ((r = ::waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+    if (r < 0) return "gone";
+    try {
+      return wait_status_text(status);
+    } catch (...) {
+      return "ended";
+    }
+  }
+
+  /// Kills the child (SIGKILL) if it is still there, and collects it.
+  void kill() noexcept {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    (void)reap();
+  }
+
+private:
+  pid_t pid_ = -1;
+};
+
 struct process_result {
   int exit_code = -1;     ///< exit status, or 128 + signal
   int signal = 0;         ///< the signal that ended the program, 0 if it exited
@@ -44,16 +137,7 @@ struct process_result {
 inline process_result run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout = {},
                                   std::stop_token stop = {}, const std::vector<std::string>& env = {}) {
   if (argv.empty()) throw std::invalid_argument("run_process: empty command");
-  std::vector<char*> envp;
-  for (char** e = environ; *e; ++e) {
-    const std::string_view entry(*e);
-    const auto name = entry.substr(0, entry.find('=') + 1); // "NAME="
-    bool replaced = false;
-    for (const auto& o : env) replaced = replaced || std::string_view(o).starts_with(name);
-    if (!replaced) envp.push_back(*e);
-  }
-  for (const auto& o : env) envp.push_back(const_cast<char*>(o.c_str()));
-  envp.push_back(nullptr);
+  auto envp = merged_environment(env);
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
   posix_spawn_file_actions_t actions;

@@ -63,6 +63,18 @@ template <class P>
   if constexpr (std::is_pointer_v<P>) return p ? static_cast<P>(static_cast<std::byte*>(p) + bytes) : p;
   else return p + static_cast<P>(bytes);
 }
+/// A pointer the caller's runtime API returned (`T*`), as a device address `P` (an integer or a void*).
+template <class P>
+[[nodiscard]] P address_from(const volatile void* p) noexcept {
+  if constexpr (std::is_pointer_v<P>) return const_cast<P>(p);
+  else return reinterpret_cast<P>(p);
+}
+/// Device address `p` (an integer or a void*) as a number.
+template <class P>
+[[nodiscard]] std::uint64_t address_value(P p) noexcept {
+  if constexpr (std::is_pointer_v<P>) return reinterpret_cast<std::uintptr_t>(p);
+  else return static_cast<std::uint64_t>(p);
+}
 /// Whether address `p` (an integer address or a void*) is a multiple of 4.
 template <class P>
 [[nodiscard]] bool aligned_to_4(P p) noexcept {
@@ -255,5 +267,12 @@ private:
     ptr_ = pointer{};
   }
 };
+
+/// Views `count` elements of device memory the caller already has at `ptr` (from its runtime's
+/// allocator, a framework's tensor) on device `ordinal`; each runtime's `device_view` is this.
+template <class R, class T>
+[[nodiscard]] device_span<R, T> device_view(T* ptr, std::size_t count, int ordinal) {
+  return device_span<R, T>(R::context_of(ordinal), detail::address_from<typename R::pointer>(ptr), count);
+}
 
 } // namespace cotune::gpu

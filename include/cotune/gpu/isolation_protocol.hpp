@@ -5,18 +5,21 @@
 /// machine's own layout: both ends are the same executable on the same machine. Nothing here touches
 /// a GPU runtime, so the encoding is tested on machines without a GPU.
 ///
-/// Frames on the stream socket: a tag byte, a u64 payload size, the payload (detail::write_record).
+/// Frames on the stream socket: a tag byte, a u64 payload size, the payload (detail::fork_process's
+/// write_record; `send_frame`, `receive_frame`).
 /// Parent to worker: 'J' job. Worker to parent: 'H' ready (or 'h' + why it cannot serve), then per
 /// job 'F' (the first run finished; only for a timed job) and 'R' (the values) or 'E' (a kind byte and
 /// the message). A worker that answers 'E' with kind `context_lost` exits after the reply.
 
 #include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 
+#include <algorithm>
 #include <array>
+#include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -24,8 +27,18 @@
 #include <vector>
 
 #include <cotune/bench/benchmarker.hpp>
+#include <cotune/core/errors.hpp>
 
 namespace cotune::gpu::detail {
+
+/// Which runtime's worker: its name in messages, the variable that makes a process one, and the header
+/// whose constructor is the worker's entry.
+struct worker_kind {
+  const char* runtime;   ///< "CUDA"
+  const char* variable;  ///< "COTUNE_CUDA_ISOLATION_WORKER"
+  const char* program;   ///< the worker's argv[0]: "cotune-cuda-isolation-worker"
+  const char* entry;     ///< "cotune/cuda/cuda_benchmarker.hpp"
+};
 
 inline constexpr char tag_job = 'J', tag_ready = 'H', tag_not_ready = 'h', tag_first_run = 'F', tag_values = 'R',
                       tag_failed = 'E';
@@ -87,7 +100,7 @@ private:
   std::string out_;
 };
 
-/// Reads what a wire_writer wrote; a short or malformed message throws std::runtime_error.
+/// Reads what a wire_writer wrote; a short or malformed message throws cotune::error.
 class wire_reader {
 public:
   explicit wire_reader(std::string_view in) : in_(in) {}
@@ -111,7 +124,7 @@ public:
 
 private:
   void need(std::uint64_t n) const {
-    if (n > in_.size()) throw std::runtime_error("isolation worker protocol: a truncated message");
+    if (n > in_.size()) throw error("isolation worker protocol: a truncated message");
   }
   std::string_view in_;
 };
@@ -127,112 +140,34 @@ std::optional<T> get_optional(wire_reader& r) {
   return r.get<T>();
 }
 
-[[nodiscard]] inline std::string encode(const worker_job& j) {
-  wire_writer w;
-  w.put(static_cast<std::uint8_t>(j.timed)).put_text(j.image).put_text(j.symbol).put(j.grid).put(j.block);
-  w.put(j.shared_bytes).put(j.timeout_ms).put(j.flush_factor).put(j.batch_below_us).put(static_cast<std::uint8_t>(j.graph));
-  w.put(j.bench.warmup_ms).put(j.bench.rep_ms).put(static_cast<std::uint64_t>(j.bench.quantiles.size()));
-  for (double q : j.bench.quantiles) w.put(q);
-  w.put(static_cast<std::int32_t>(j.bench.mode));
-  put_optional(w, j.bench.noise_target);
-  put_optional(w, j.bench.min_samples);
-  put_optional(w, j.bench.capturable);
-  put_optional(w, j.bench.required_samples);
-  w.put(static_cast<std::uint64_t>(j.params.size()));
-  for (const auto& p : j.params) {
-    w.put(static_cast<std::uint8_t>(p.device));
-    if (!p.device) {
-      w.put_text(p.bytes);
-      continue;
-    }
-    w.put(p.handle).put(p.offset).put(p.extent);
-    w.put(static_cast<std::uint8_t>(p.zero)).put(static_cast<std::uint8_t>(p.restore));
-    w.put(static_cast<std::uint8_t>(p.poison));
-  }
-  return w.take();
-}
+[[nodiscard]] COTUNE_DECL std::string encode(const worker_job& j);
 
-/// The job `encode` wrote; throws std::runtime_error for a malformed one.
-[[nodiscard]] inline worker_job decode_job(std::string_view bytes) {
-  wire_reader r(bytes);
-  worker_job j;
-  j.timed = r.get<std::uint8_t>() != 0;
-  j.image = r.get_text();
-  j.symbol = r.get_text();
-  j.grid = r.get<std::array<std::uint32_t, 3>>();
-  j.block = r.get<std::array<std::uint32_t, 3>>();
-  j.shared_bytes = r.get<std::uint32_t>();
-  j.timeout_ms = r.get<std::int64_t>();
-  j.flush_factor = r.get<double>();
-  j.batch_below_us = r.get<double>();
-  j.graph = r.get<std::uint8_t>() != 0;
-  j.bench.warmup_ms = r.get<double>();
-  j.bench.rep_ms = r.get<double>();
-  const auto nq = r.get<std::uint64_t>();
-  if (nq > 64) throw std::runtime_error("isolation worker protocol: too many quantiles");
-  for (std::uint64_t i = 0; i < nq; ++i) j.bench.quantiles.push_back(r.get<double>());
-  const auto mode = r.get<std::int32_t>();
-  j.bench.mode = static_cast<return_mode>(mode);
-  j.bench.noise_target = get_optional<double>(r);
-  j.bench.min_samples = get_optional<std::size_t>(r);
-  j.bench.capturable = get_optional<bool>(r);
-  j.bench.required_samples = get_optional<std::size_t>(r);
-  const auto np = r.get<std::uint64_t>();
-  if (np > 4096) throw std::runtime_error("isolation worker protocol: too many kernel arguments");
-  for (std::uint64_t i = 0; i < np; ++i) {
-    worker_param p;
-    p.device = r.get<std::uint8_t>() != 0;
-    if (!p.device) {
-      p.bytes = r.get_text();
-    } else {
-      p.handle = r.get<std::array<char, 64>>();
-      p.offset = r.get<std::uint64_t>();
-      p.extent = r.get<std::uint64_t>();
-      p.zero = r.get<std::uint8_t>() != 0;
-      p.restore = r.get<std::uint8_t>() != 0;
-      p.poison = r.get<std::uint8_t>() != 0;
-    }
-    j.params.push_back(std::move(p));
-  }
-  if (!r.done()) throw std::runtime_error("isolation worker protocol: trailing bytes after a job");
-  return j;
-}
+/// The job `encode` wrote; throws cotune::error for a malformed one.
+[[nodiscard]] COTUNE_DECL worker_job decode_job(std::string_view bytes);
 
-[[nodiscard]] inline std::string encode_values(const std::vector<double>& v) {
-  wire_writer w;
-  w.put(static_cast<std::uint64_t>(v.size()));
-  for (double x : v) w.put(x);
-  return w.take();
-}
-[[nodiscard]] inline std::vector<double> decode_values(std::string_view bytes) {
-  wire_reader r(bytes);
-  const auto n = r.get<std::uint64_t>();
-  if (n > 1024) throw std::runtime_error("isolation worker protocol: too many values");
-  std::vector<double> v;
-  for (std::uint64_t i = 0; i < n; ++i) v.push_back(r.get<double>());
-  if (!r.done()) throw std::runtime_error("isolation worker protocol: trailing bytes after values");
-  return v;
-}
+[[nodiscard]] COTUNE_DECL std::string encode_values(const std::vector<double>& v);
+[[nodiscard]] COTUNE_DECL std::vector<double> decode_values(std::string_view bytes);
 
 /// A worker's environment variable (COTUNE_CUDA_ISOLATION_WORKER, COTUNE_HIP_ISOLATION_WORKER) holds
 /// "<socket fd>:<device ordinal>"; its presence makes the executable a worker before main()
 /// (gpu/isolation_worker.hpp).
 /// Parses the variable's value; nothing if malformed.
-[[nodiscard]] inline std::optional<std::pair<int, int>> parse_worker_env(std::string_view v) {
-  const auto colon = v.find(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 >= v.size()) return std::nullopt;
-  auto number = [](std::string_view s) -> std::optional<int> {
-    if (s.size() > 9) return std::nullopt;
-    int n = 0;
-    for (char c : s) {
-      if (c < '0' || c > '9') return std::nullopt;
-      n = n * 10 + (c - '0');
-    }
-    return n;
-  };
-  auto fd = number(v.substr(0, colon)), ordinal = number(v.substr(colon + 1));
-  if (!fd || !ordinal) return std::nullopt;
-  return std::pair<int, int>{*fd, *ordinal};
-}
+[[nodiscard]] COTUNE_DECL std::optional<std::pair<int, int>> parse_worker_env(std::string_view v);
+
+/// One received frame, or why none came.
+struct frame {
+  enum class ending { ok, closed, timed_out } end = ending::closed;
+  char tag = 0;
+  std::string payload{};
+};
+
+COTUNE_DECL bool send_frame(int fd, char tag, std::string_view payload);
+
+/// Reads one frame, waiting at most until `deadline`.
+[[nodiscard]] COTUNE_DECL frame receive_frame(int fd, std::chrono::steady_clock::time_point deadline);
 
 } // namespace cotune::gpu::detail
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/gpu/isolation_protocol.ipp>
+#endif

@@ -1,18 +1,18 @@
 #pragma once
 /// \file A GPU isolation worker's side (gpu/isolation.hpp says why workers exist and how they start),
-/// for CUDA and HIP alike. Each runtime's isolation_worker.hpp has a constructor of priority 101, run
-/// before the program's ordinary static initialisers and before main(), which calls
-/// `become_worker_if_asked<W>()`: in a worker (the runtime's variable is set) it opens the runtime,
-/// makes a context on its device, reports ready and serves jobs until the parent closes the socket,
-/// then leaves with _exit: the program's main() never runs there. In every other process it returns
-/// at once.
+/// for CUDA and HIP alike. Each runtime's benchmarker header (cuda/cuda_benchmarker.hpp,
+/// hip/hip_benchmarker.hpp) has a constructor of priority 101, run before the program's ordinary static
+/// initialisers and before main(), which calls `become_worker_if_asked<rtc_worker<Api, Benchmarker>>()`:
+/// in a worker (the runtime's variable is set) it opens the runtime, makes a context on its device,
+/// reports ready and serves jobs until the parent closes the socket, then leaves with _exit: the
+/// program's main() never runs there. In every other process it returns at once.
 ///
 /// A job: load the image (kept while the next job has the same one), map the arguments' IPC handles
 /// (kept while the next job uses them), run once and wait for it with the bench timeout as the
 /// deadline, then (timed jobs) measure with the runtime's benchmarker exactly as in-process. A sticky
 /// error (illegal address, trap, assert) is reported and the worker exits: its context is lost.
 ///
-/// What a runtime `W` provides (cuda/isolation_worker.hpp and hip/isolation_worker.hpp are the two):
+/// What a runtime `W` provides (`rtc_worker` below makes one from a GPU backend's API table):
 ///
 ///     using memory = ...;        // its DeviceMemoryRuntime (context, device, pointer)
 ///     using benchmarker = ...;   // constructible from (const device&, gpu::event_bench_options)
@@ -35,7 +35,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,19 +43,19 @@
 
 #include <fmt/core.h>
 
+#include <cotune/backend/launch_geometry.hpp>
 #include <cotune/bench/measurement.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/detail/fork_process.hpp>
 #include <cotune/gpu/device_memory.hpp>
 #include <cotune/gpu/event_timing.hpp>
-#include <cotune/gpu/isolation.hpp>
 #include <cotune/gpu/isolation_protocol.hpp>
 
 namespace cotune::gpu::detail {
 
 /// An argument's memory that this worker cannot map (its IPC handle does not open here).
-struct unmappable : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct unmappable : error {
+  using error::error;
 };
 
 /// A worker's state between jobs.
@@ -201,6 +200,58 @@ private:
   std::string image_, symbol_;
   std::uint32_t shared_allowed_ = 0;
   std::map<std::string, pointer> mapped_;
+};
+
+/// The worker's `W` for a GPU backend's API table `Api` (gpu/rtc_backend.hpp) and its benchmarker:
+/// the module calls are the loaded kernel's (`Api::kernel_calls`), the IPC mapping the sharing's.
+template <class Api, class Benchmarker>
+struct rtc_worker {
+  using calls = typename Api::kernel_calls;
+  using memory = typename calls::memory;
+  using context = typename memory::context;
+  using benchmarker = Benchmarker;
+  using module = typename calls::module;
+  using function = typename calls::function;
+  static constexpr const worker_kind& kind = Api::worker_kind;
+
+  [[nodiscard]] static typename Api::device open(int ordinal) {
+    const auto* lib = Api::try_library();
+    if (!lib) throw error(Api::library_error());
+    (void)lib->context(ordinal);
+    return Api::describe_device(*lib, ordinal);
+  }
+  [[nodiscard]] static module load(const context& ctx, const std::string& image) {
+    module m{};
+    ctx.check(calls::load(ctx, image, &m), "loading the candidate in its isolation worker");
+    return m;
+  }
+  static void unload(const context& ctx, module m) noexcept { calls::unload(ctx, m); }
+  [[nodiscard]] static function entry(const context& ctx, module m, const std::string& symbol) {
+    function f{};
+    ctx.check(calls::entry(ctx, &f, m, symbol.c_str()), calls::entry_call);
+    return f;
+  }
+  /// Opts into `bytes` of dynamic shared memory (where the runtime needs that; harmless below its
+  /// no-opt-in limit).
+  static void allow_shared(const context& ctx, function f, std::uint32_t bytes) {
+    if (bytes == 0) return;
+    ctx.check(calls::allow_shared(ctx, f, static_cast<int>(bytes)), "opting into dynamic shared memory");
+  }
+  [[nodiscard]] static auto open_ipc(const context& ctx, const std::array<char, 64>& handle) {
+    return Api::sharing::open(ctx, handle);
+  }
+  static void close_ipc(const context& ctx, typename memory::pointer p) noexcept { Api::sharing::close(ctx, p); }
+  static void launch(const context& ctx, function f, const worker_job& job, void** params) {
+    const launch_grid grid{.x = job.grid[0], .y = job.grid[1], .z = job.grid[2], .shared_bytes = job.shared_bytes};
+    const block_dims block{static_cast<int>(job.block[0]), static_cast<int>(job.block[1]), static_cast<int>(job.block[2])};
+    ctx.check(calls::launch(ctx, f, grid, block, ctx.stream(), params), "launching the candidate in its isolation worker");
+  }
+  /// After a failure: the sticky error that lost the context, if that is what happened.
+  [[nodiscard]] static std::optional<std::string> lost(const context& ctx) {
+    const auto r = calls::synchronize_device(ctx);
+    if (!calls::sticky(r)) return std::nullopt;
+    return ctx.library().error_text(r);
+  }
 };
 
 /// The worker's whole life; never returns.

@@ -39,7 +39,7 @@
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/kernel_source.hpp>
-#include <cotune/gpu/rtc_backend.hpp>
+#include <cotune/gpu/rtc_compile.hpp>
 
 namespace cotune::gpu {
 

@@ -37,6 +37,7 @@
 
 #include <fmt/core.h>
 
+#include <cotune/core/errors.hpp>
 #include <cotune/detail/fork_server.hpp>
 #include <cotune/gpu/rtc_output.hpp>
 
@@ -214,14 +215,14 @@ private:
     std::string_view data;
     std::uint64_t count() {
       std::uint64_t n = 0;
-      if (data.size() < sizeof n) throw std::runtime_error("truncated field size");
+      if (data.size() < sizeof n) throw error("truncated field size");
       std::memcpy(&n, data.data(), sizeof n);
       data.remove_prefix(sizeof n);
       return n;
     }
     std::string text() {
       const std::uint64_t n = count();
-      if (data.size() < n) throw std::runtime_error("truncated field");
+      if (data.size() < n) throw error("truncated field");
       std::string out(data.substr(0, static_cast<std::size_t>(n)));
       data.remove_prefix(static_cast<std::size_t>(n));
       return out;

@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::hip::availability()`: whether HIP can be used here, and if not, exactly why.
 
+#include <cotune/detail/config.hpp>
 #include <string>
 
 #include <fmt/core.h>
@@ -38,29 +39,10 @@ struct availability_report {
 };
 
 /// Loads (once per library path) the runtime and hiprtc as the knobs say, and reports.
-[[nodiscard]] inline availability_report availability() {
-  availability_report r;
-  std::string why;
-  if (const runtime_library* lib = try_runtime()) {
-    r.runtime_loaded = true;
-    r.runtime_path = lib->path();
-    r.runtime_version = lib->version_text();
-    r.device_count = lib->device_count();
-    if (r.device_count == 0)
-      why = lib->init_error().empty() ? "the HIP runtime reports no devices"
-                                      : "the HIP runtime reports no devices: " + lib->init_error();
-  } else {
-    why = runtime_error();
-  }
-  if (const hiprtc_library* rtc = try_hiprtc()) {
-    r.hiprtc_loaded = true;
-    r.hiprtc_path = rtc->path();
-    r.hiprtc_version = rtc->version_text();
-  } else {
-    why += (why.empty() ? "" : "\n") + hiprtc_error();
-  }
-  r.message = why;
-  return r;
-}
+[[nodiscard]] COTUNE_DECL availability_report availability();
 
 } // namespace cotune::hip
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/hip/availability.ipp>
+#endif

@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::hip::device`: what cotune knows about one HIP device, and the list of devices.
 
+#include <cotune/detail/config.hpp>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <fmt/core.h>
 
 #include <cotune/backend/launch_geometry.hpp>
+#include <cotune/gpu/runtime_library.hpp>
 #include <cotune/hip/hip_api.hpp>
 
 namespace cotune::hip {
@@ -41,58 +43,23 @@ struct device {
   [[nodiscard]] std::string processor() const { return arch_name.substr(0, arch_name.find(':')); }
 
   /// The limits a launch on this device must respect (checked per dimension by check_block/check_grid).
-  [[nodiscard]] launch_limits limits() const noexcept {
-    return {{max_block_dims[0], max_block_dims[1], max_block_dims[2]},
-            max_threads_per_block,
-            {max_grid_dims[0], max_grid_dims[1], max_grid_dims[2]}};
-  }
+  [[nodiscard]] launch_limits limits() const noexcept { return gpu::limits_of(*this); }
 
   friend bool operator==(const device&, const device&) = default;
 };
 
 /// Same model with the same limits: a candidate timed on one stands for the other.
-[[nodiscard]] inline bool interchangeable(const device& a, const device& b) {
-  return a.arch_name == b.arch_name && a.name == b.name && a.cu_count == b.cu_count && a.l2_bytes == b.l2_bytes &&
-         a.memory_bytes == b.memory_bytes && a.warp_size == b.warp_size &&
-         a.max_threads_per_block == b.max_threads_per_block && a.max_registers_per_block == b.max_registers_per_block &&
-         a.max_shared_per_block == b.max_shared_per_block;
-}
+[[nodiscard]] COTUNE_DECL bool interchangeable(const device& a, const device& b);
 
 /// Describes device `ordinal` of `lib` (hipGetDeviceProperties, in HIP 5's layout).
-[[nodiscard]] inline device describe_device(const runtime_library& lib, int ordinal) {
-  device_properties p{};
-  if (hip_error r = lib.api().get_device_properties(&p, ordinal); r != hip_success)
-    throw error(fmt::format("HIP device {}: hipGetDeviceProperties failed: {}", ordinal, lib.error_text(r)));
-  device d;
-  d.ordinal = ordinal;
-  d.name.assign(p.name, ::strnlen(p.name, sizeof p.name));
-  d.arch_name.assign(p.gcn_arch_name, ::strnlen(p.gcn_arch_name, sizeof p.gcn_arch_name));
-  d.cu_count = p.multi_processor_count;
-  d.l2_bytes = p.l2_cache_size;
-  d.memory_bytes = static_cast<std::int64_t>(p.total_global_mem);
-  d.warp_size = p.warp_size;
-  d.max_threads_per_block = p.max_threads_per_block;
-  d.max_registers_per_block = p.regs_per_block;
-  d.max_block_dims = {p.max_threads_dim[0], p.max_threads_dim[1], p.max_threads_dim[2]};
-  d.max_grid_dims = {p.max_grid_size[0], p.max_grid_size[1], p.max_grid_size[2]};
-  d.max_shared_per_block = static_cast<std::int64_t>(p.shared_mem_per_block);
-  d.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", p.pci_domain_id, p.pci_bus_id, p.pci_device_id);
-  return d;
-}
+[[nodiscard]] COTUNE_DECL device describe_device(const runtime_library& lib, int ordinal);
 
 /// Every HIP device, in the runtime's order. Empty, never an error, without a runtime or a device
 /// (`availability()` says why).
-[[nodiscard]] inline std::vector<device> devices() {
-  std::vector<device> out;
-  const runtime_library* lib = try_runtime();
-  if (!lib) return out;
-  for (int i = 0; i < lib->device_count(); ++i) {
-    try {
-      out.push_back(describe_device(*lib, i));
-    } catch (const error&) {
-    }
-  }
-  return out;
-}
+[[nodiscard]] COTUNE_DECL std::vector<device> devices();
 
 } // namespace cotune::hip
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/hip/device.ipp>
+#endif

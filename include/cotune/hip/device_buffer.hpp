@@ -38,7 +38,7 @@ struct memory_runtime {
     return true;
   }
   static void release(const context& ctx, pointer p) noexcept {
-    (void)ctx.api().set_device(ctx.ordinal()); // hipFree needs no current device, but frees on the right one
+    (void)ctx.try_make_current(); // hipFree needs no current device, but frees on the right one
     (void)ctx.api().free(p);
   }
   static void zero(const context& ctx, pointer p, std::size_t bytes) {
@@ -84,7 +84,7 @@ using device_buffer = gpu::device_buffer<memory_runtime, T>;
 ///     tuner(hip::device_view(y, n, d), n);
 template <class T>
 [[nodiscard]] device_span<T> device_view(T* ptr, std::size_t count, const device& d) {
-  return device_span<T>(runtime().context(d.ordinal), const_cast<void*>(static_cast<const void*>(ptr)), count);
+  return gpu::device_view<memory_runtime>(ptr, count, d.ordinal);
 }
 
 static_assert(WritableBuffer<device_span<float>>);

@@ -8,6 +8,7 @@
 /// libamdhip64.so.6, then .so.5), so a program built with cotune starts on a machine without ROCm and
 /// simply sees no HIP devices.
 
+#include <cotune/detail/config.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +28,7 @@
 
 #include <cotune/core/errors.hpp>
 #include <cotune/gpu/library_loader.hpp>
+#include <cotune/gpu/runtime_library.hpp>
 #include <cotune/hip/hip_knobs.hpp>
 
 namespace cotune::hip {
@@ -174,10 +176,7 @@ struct runtime_api {
 
 /// The symbol each member is looked up under, in order: HIP 6 renamed the hipDeviceProp_t that
 /// hipGetDeviceProperties fills (R0600) and kept the HIP 5 layout as hipGetDevicePropertiesR0000.
-[[nodiscard]] inline std::vector<const char*> runtime_symbols(std::string_view hip_name) {
-  if (hip_name == "hipGetDeviceProperties") return {"hipGetDevicePropertiesR0000", "hipGetDeviceProperties"};
-  return {hip_name.data()};
-}
+[[nodiscard]] COTUNE_DECL std::vector<const char*> runtime_symbols(std::string_view hip_name);
 
 class runtime_library;
 
@@ -200,6 +199,8 @@ public:
     check(api_->set_device(ordinal_), "hipSetDevice");
     current = this;
   }
+  /// Selects the device for clean-up paths (freeing, unloading): false instead of an error.
+  bool try_make_current() const noexcept { return api_->set_device(ordinal_) == hip_success; }
 
   /// Throws launch_error for a failed call, naming the call and the device.
   void check(hip_error r, std::string_view what) const;
@@ -311,83 +312,32 @@ private:
   std::vector<std::unique_ptr<device_context>> contexts_;
 };
 
-inline void device_context::check(hip_error r, std::string_view what) const {
-  if (r == hip_success) return;
-  throw launch_error(fmt::format("{} on HIP device {} failed: {}", what, ordinal_, library_->error_text(r)));
-}
-
-inline void device_context::synchronize(std::string_view what,
-                                        std::optional<std::chrono::steady_clock::time_point> deadline) const {
-  if (!deadline) {
-    check(api_->stream_synchronize(stream_), what);
-    return;
-  }
-  // Polling, as for CUDA (driver_api.hpp): a kernel that never ends costs a timeout, not a hang.
-  const auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    hip_error r = api_->stream_query(stream_);
-    if (r == hip_success) return;
-    if (r != hip_error_not_ready) check(r, what);
-    const auto now = std::chrono::steady_clock::now();
-    if (now > *deadline)
-      throw timeout_error(fmt::format("{} on HIP device {}: the work did not finish before its deadline "
-                                      "(COTUNE_BENCH_TIMEOUT_MS); it may still be running and delay later work",
-                                      what, ordinal_));
-    if (now - start < std::chrono::milliseconds(1)) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-}
-
 namespace detail {
 
-struct runtime_entry {
-  std::unique_ptr<runtime_library> library;
-  std::string message;
-};
+using runtime_entry = gpu::library_entry<runtime_library>;
 
 /// The knob's path alone when set; else libamdhip64.so.6, .so.5 (the sonames of ROCm 6 and of HIP 5,
 /// Debian 12's), then ROCm's default prefix.
-[[nodiscard]] inline std::vector<std::string> runtime_search_paths() {
-  if (auto chosen = hip_knobs().libamdhip64_path.get()) return {*chosen};
-  return {"libamdhip64.so.6", "libamdhip64.so.5", "/opt/rocm/lib/libamdhip64.so.6", "/opt/rocm/lib/libamdhip64.so.5"};
-}
-
-[[nodiscard]] inline const runtime_entry& runtime_entry_for(const std::vector<std::string>& paths) {
-  static auto* mutex = new std::mutex;
-  // Never destroyed: streams and modules may be used by other static objects' destructors.
-  static auto* entries = new std::map<std::vector<std::string>, std::unique_ptr<runtime_entry>>;
-  std::lock_guard lock(*mutex);
-  auto& slot = (*entries)[paths];
-  if (!slot) {
-    slot = std::make_unique<runtime_entry>();
-    slot->library = runtime_library::open(paths, slot->message);
-  }
-  return *slot;
-}
+[[nodiscard]] COTUNE_DECL std::vector<std::string> runtime_search_paths();
 
 /// The entry for the paths the knobs name now. The key is a named local: a call with a temporary
 /// argument that returns a reference makes g++ 13 warn (-Wdangling-reference), although the entry
 /// lives in a function-local static table.
-[[nodiscard]] inline const runtime_entry& current_runtime_entry() {
-  const auto key = runtime_search_paths();
-  return runtime_entry_for(key);
-}
+[[nodiscard]] COTUNE_DECL const runtime_entry& current_runtime_entry();
 
 } // namespace detail
 
 /// The HIP runtime as the `hip.libamdhip64_path` knob says, or nullptr (`runtime_error()` says why).
-[[nodiscard]] inline const runtime_library* try_runtime() {
-  return detail::current_runtime_entry().library.get();
-}
+[[nodiscard]] COTUNE_DECL const runtime_library* try_runtime();
 
 /// Why `try_runtime()` is null (empty when it loaded).
-[[nodiscard]] inline std::string runtime_error() { return detail::current_runtime_entry().message; }
+[[nodiscard]] COTUNE_DECL std::string runtime_error();
 
 /// The HIP runtime; throws cotune::error with the reason when it cannot be loaded.
-[[nodiscard]] inline const runtime_library& runtime() {
-  const auto& entry = detail::current_runtime_entry();
-  if (!entry.library) throw error(entry.message);
-  return *entry.library;
-}
+[[nodiscard]] COTUNE_DECL const runtime_library& runtime();
 
 } // namespace cotune::hip
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/hip/hip_api.ipp>
+#endif

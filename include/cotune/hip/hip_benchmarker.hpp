@@ -1,117 +1,87 @@
 #pragma once
-/// \file `cotune::hip::hip_benchmarker`: do_bench's semantics with hipEvents and an L2 flush sized from
-/// the device; kernels under bench.batch_below_us are timed in hipGraphs of N launches (the loop is
-/// the GPU layer's, gpu/event_timing.hpp, as for CUDA).
+/// \file `cotune::hip::hip_benchmarker`: the GPU benchmarker (gpu/rtc_benchmarker.hpp: do_bench's
+/// semantics) over hipEvents and hipGraphs, with an L2 flush sized from the device; kernels under
+/// bench.batch_below_us are timed in hipGraphs of N launches. This file holds HIP's timing calls, and
+/// the entry of HIP's isolation worker (gpu/isolation_worker.hpp), which must be in every program that
+/// can measure on HIP: a worker is this program (gpu/isolation.hpp says why).
+///
+/// On an AMD GPU a memory fault usually ends the process from inside the runtime (ROCm reports it and
+/// aborts): in a worker that is a crash the parent records, as for a segfault.
 
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <optional>
-#include <utility>
-#include <vector>
-
-#include <fmt/core.h>
+#include <string_view>
 
 #include <cotune/bench/benchmarker.hpp>
-#include <cotune/bench/measurement.hpp>
-#include <cotune/bench/summary.hpp>
-#include <cotune/core/errors.hpp>
 #include <cotune/gpu/event_timing.hpp>
+#include <cotune/gpu/isolation_worker.hpp>
+#include <cotune/gpu/rtc_benchmarker.hpp>
 #include <cotune/hip/device.hpp>
 #include <cotune/hip/device_buffer.hpp>
 #include <cotune/hip/hip_api.hpp>
 #include <cotune/hip/hip_backend.hpp>
 #include <cotune/hip/hip_knobs.hpp>
-#include <cotune/knobs/knobs.hpp>
 
 namespace cotune::hip {
+
+namespace detail {
+
+/// The runtime's event and graph calls, for the GPU benchmarker.
+struct timing_calls {
+  using memory = memory_runtime;
+  using device = hip::device;
+  using result = hip_error;
+  using event = hip_event;
+  using graph = hip_graph;
+  using graph_exec = hip_graph_exec;
+  static constexpr std::string_view create_call = "hipEventCreate", record_call = "hipEventRecord",
+                                    elapsed_call = "hipEventElapsedTime", capture_call = "hipStreamBeginCapture",
+                                    graph_launch_call = "hipGraphLaunch";
+
+  [[nodiscard]] static const device_context& context_of(int ordinal) { return runtime().context(ordinal); }
+  [[nodiscard]] static const hip_knob_group& knobs() { return hip_knobs(); }
+  [[nodiscard]] static bool ok(hip_error r) noexcept { return r == hip_success; }
+  static hip_error create_event(const device_context& c, hip_event* e) { return c.api().event_create(e); }
+  static void destroy_event(const device_context& c, hip_event e) noexcept { (void)c.api().event_destroy(e); }
+  static hip_error record(const device_context& c, hip_event e) { return c.api().event_record(e, c.stream()); }
+  static hip_error wait(const device_context& c, hip_event e) { return c.api().event_synchronize(e); }
+  static hip_error elapsed(const device_context& c, float* ms, hip_event a, hip_event b) {
+    return c.api().event_elapsed_time(ms, a, b);
+  }
+  static hip_error begin_capture(const device_context& c) {
+    return c.api().stream_begin_capture(c.stream(), hip_stream_capture_mode_relaxed);
+  }
+  static hip_error end_capture(const device_context& c, hip_graph* g) { return c.api().stream_end_capture(c.stream(), g); }
+  static hip_error instantiate(const device_context& c, hip_graph_exec* x, hip_graph g) {
+    return c.api().graph_instantiate(x, g, nullptr, nullptr, 0);
+  }
+  static hip_error launch_graph(const device_context& c, hip_graph_exec x) { return c.api().graph_launch(x, c.stream()); }
+  static void destroy(const device_context& c, hip_graph_exec x, hip_graph g) noexcept {
+    if (x) (void)c.api().graph_exec_destroy(x);
+    if (g) (void)c.api().graph_destroy(g);
+  }
+  static void after_first_run(const device_context&) noexcept {} // the stream is all cotune queued on
+};
+
+} // namespace detail
 
 /// How a hip_benchmarker measures (defaults from the `hip.*` and `bench.*` knobs where unset).
 using hip_bench_options = gpu::event_bench_options;
 
 /// Times callables on one HIP device.
-class hip_benchmarker : public gpu::event_benchmarker<hip_benchmarker, memory_runtime> {
+class hip_benchmarker : public gpu::rtc_benchmarker<detail::timing_calls> {
 public:
-  using options = hip_bench_options;
-
-  explicit hip_benchmarker(const device& d, options o = {})
-      : event_benchmarker(runtime().context(d.ordinal), d.l2_bytes, o) {}
-  hip_benchmarker(const hip_backend&, const device& d, options o = {}) : hip_benchmarker(d, o) {}
-  hip_benchmarker(hip_benchmarker&& o) noexcept : event_benchmarker(std::move(o)), events_(std::move(o.events_)) {
-    o.events_.clear();
-  }
-  hip_benchmarker& operator=(hip_benchmarker&&) = delete;
-  hip_benchmarker(const hip_benchmarker&) = delete;
-  ~hip_benchmarker() {
-    if (events_.empty()) return;
-    const auto& api = context_->api();
-    (void)api.set_device(context_->ordinal());
-    for (hip_event e : events_) (void)api.event_destroy(e);
-  }
-
-private:
-  friend class gpu::event_benchmarker<hip_benchmarker, memory_runtime>;
-
-  [[nodiscard]] static const hip_knob_group& runtime_knobs() { return hip_knobs(); }
-  void after_first_run() const {}
-
-  /// The GPU layer's Timer over hipEvents and hipGraphs.
-  struct timer {
-    hip_benchmarker& b;
-    hip_graph graph = nullptr;
-    hip_graph_exec exec = nullptr;
-    explicit timer(hip_benchmarker& owner) : b(owner) {}
-    timer(const timer&) = delete;
-    timer& operator=(const timer&) = delete;
-    ~timer() { drop_graph(); }
-    [[nodiscard]] const device_context& ctx() const { return *b.context_; }
-    void reserve(std::size_t n) {
-      while (b.events_.size() < n) {
-        hip_event e = nullptr;
-        ctx().check(ctx().api().event_create(&e), "hipEventCreate");
-        b.events_.push_back(e);
-      }
-    }
-    void record(std::size_t i) { ctx().check(ctx().api().event_record(b.events_[i], ctx().stream()), "hipEventRecord"); }
-    void wait(std::size_t i, const char* what) { ctx().check(ctx().api().event_synchronize(b.events_[i]), what); }
-    [[nodiscard]] double elapsed(std::size_t i, std::size_t j) {
-      float ms = 0.0f;
-      ctx().check(ctx().api().event_elapsed_time(&ms, b.events_[i], b.events_[j]), "hipEventElapsedTime");
-      return static_cast<double>(ms);
-    }
-    void flush() { b.flush(); }
-    void begin_capture() {
-      ctx().check(ctx().api().stream_begin_capture(ctx().stream(), hip_stream_capture_mode_relaxed),
-                  "hipStreamBeginCapture");
-    }
-    bool end_capture(bool ok) {
-      const hip_error r = ctx().api().stream_end_capture(ctx().stream(), &graph);
-      if (!ok || r != hip_success || !graph) return false; // an invalidated capture: batches go back to back
-      ctx().make_current();
-      if (ctx().api().graph_instantiate(&exec, graph, nullptr, nullptr, 0) != hip_success) {
-        exec = nullptr;
-        return false;
-      }
-      return true;
-    }
-    void replay() { ctx().check(ctx().api().graph_launch(exec, ctx().stream()), "hipGraphLaunch"); }
-    void drop_graph() {
-      const auto& api = b.context_->api();
-      if (exec) (void)api.graph_exec_destroy(exec);
-      if (graph) (void)api.graph_destroy(graph);
-      exec = nullptr;
-      graph = nullptr;
-    }
-  };
-
-  std::vector<hip_event> events_;
+  using rtc_benchmarker::rtc_benchmarker;
+  hip_benchmarker(const hip_backend&, const device& d, options o = {}) : rtc_benchmarker(d, o) {}
 };
 
 static_assert(ReportsMeasurement<hip_benchmarker>);
 
-} // namespace cotune::hip
+namespace detail {
 
-// The isolation worker's entry runs before main() in every program that can measure on HIP (it needs
-// hip_benchmarker, so it comes after it; gpu/isolation.hpp says why a worker is this program).
-#include <cotune/hip/isolation_worker.hpp>
+/// Before main(): becomes the HIP isolation worker when the parent asked for one; else nothing.
+[[gnu::constructor(101), gnu::used]] static void become_hip_isolation_worker_if_asked() {
+  gpu::detail::become_worker_if_asked<gpu::detail::rtc_worker<backend_api, hip_benchmarker>>();
+}
+
+} // namespace detail
+
+} // namespace cotune::hip

@@ -5,6 +5,7 @@
 /// (`--offload-arch=gfx90a`), with no GPU needed. HIP 5 builds it into libamdhip64; ROCm 6 ships it
 /// as libhiprtc.so.6. Compiles run in warm compile processes (gpu/rtc_workers.hpp), as NVRTC's do.
 
+#include <cotune/detail/config.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +25,7 @@
 #include <cotune/gpu/library_loader.hpp>
 #include <cotune/gpu/rtc_output.hpp>
 #include <cotune/gpu/rtc_workers.hpp>
+#include <cotune/gpu/runtime_library.hpp>
 #include <cotune/hip/hip_knobs.hpp>
 
 namespace cotune::hip {
@@ -194,54 +196,30 @@ private:
 
 namespace detail {
 
-struct hiprtc_entry {
-  std::unique_ptr<hiprtc_library> library;
-  std::string message;
-};
+using hiprtc_entry = gpu::library_entry<hiprtc_library>;
 
 /// The knob's path alone when set; else libhiprtc.so.6, .so.5, then the HIP runtime's libraries
 /// (HIP 5 builds hiprtc into libamdhip64), then ROCm's default prefix.
-[[nodiscard]] inline std::vector<std::string> hiprtc_search_paths() {
-  if (auto chosen = hip_knobs().libhiprtc_path.get()) return {*chosen};
-  return {"libhiprtc.so.6", "libhiprtc.so.5", "libamdhip64.so.5", "/opt/rocm/lib/libhiprtc.so.6",
-          "/opt/rocm/lib/libhiprtc.so.5"};
-}
-
-[[nodiscard]] inline const hiprtc_entry& hiprtc_entry_for(const std::vector<std::string>& paths) {
-  static auto* mutex = new std::mutex;
-  static auto* entries = new std::map<std::vector<std::string>, std::unique_ptr<hiprtc_entry>>;
-  std::lock_guard lock(*mutex);
-  auto& slot = (*entries)[paths];
-  if (!slot) {
-    slot = std::make_unique<hiprtc_entry>();
-    slot->library = hiprtc_library::open(paths, slot->message);
-  }
-  return *slot;
-}
+[[nodiscard]] COTUNE_DECL std::vector<std::string> hiprtc_search_paths();
 
 /// The entry for the paths the knobs name now. The key is a named local: a call with a temporary
 /// argument that returns a reference makes g++ 13 warn (-Wdangling-reference), although the entry
 /// lives in a function-local static table.
-[[nodiscard]] inline const hiprtc_entry& current_hiprtc_entry() {
-  const auto key = hiprtc_search_paths();
-  return hiprtc_entry_for(key);
-}
+[[nodiscard]] COTUNE_DECL const hiprtc_entry& current_hiprtc_entry();
 
 } // namespace detail
 
 /// hiprtc as the `hip.libhiprtc_path` knob says, or nullptr (`hiprtc_error()` says why).
-[[nodiscard]] inline const hiprtc_library* try_hiprtc() {
-  return detail::current_hiprtc_entry().library.get();
-}
+[[nodiscard]] COTUNE_DECL const hiprtc_library* try_hiprtc();
 
 /// Why `try_hiprtc()` is null (empty when hiprtc loaded).
-[[nodiscard]] inline std::string hiprtc_error() { return detail::current_hiprtc_entry().message; }
+[[nodiscard]] COTUNE_DECL std::string hiprtc_error();
 
 /// hiprtc; throws cotune::error with the reason when it cannot be loaded.
-[[nodiscard]] inline const hiprtc_library& hiprtc() {
-  const auto& entry = detail::current_hiprtc_entry();
-  if (!entry.library) throw error(entry.message);
-  return *entry.library;
-}
+[[nodiscard]] COTUNE_DECL const hiprtc_library& hiprtc();
 
 } // namespace cotune::hip
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/hip/hiprtc_api.ipp>
+#endif

@@ -1,6 +1,6 @@
 #pragma once
 /// \file The CUDA tuners' jobs and tables of keys over the file cache, compiled once for
-/// COTUNE_SEPARATE_COMPILATION: declared `extern template` by <cotune/cuda/autotune.hpp> (a CUDA tuner)
+/// COTUNE_SEPARATE_COMPILATION: declared `extern template` by <cotune/cuda/cuda.hpp> (a CUDA tuner)
 /// and <cotune/batch/cuda_kernel_runner.hpp> (a tuning job's CUDA kernels). <cotune/impl/cuda_src.hpp>
 /// includes it; the `cotune::cotune_separate` CMake target compiles it as an object of its own, which a
 /// static link takes only into programs that name such a tuner.
@@ -10,7 +10,7 @@
 #endif
 
 #include <cotune/cache/file_cache.hpp>
-#include <cotune/cuda/autotune.hpp>
+#include <cotune/cuda/cuda.hpp>
 #include <cotune/cuda/cuda_backend.hpp>
 #include <cotune/cuda/cuda_benchmarker.hpp>
 #include <cotune/batch/cuda_kernel_runner.hpp>

@@ -8,7 +8,12 @@
 #endif
 
 #include <cotune/cuda/cuda_knobs.ipp>
+#include <cotune/cuda/availability.ipp>
+#include <cotune/cuda/device.ipp>
+#include <cotune/cuda/driver_api.ipp>
+#include <cotune/cuda/nvrtc_api.ipp>
+#include <cotune/cuda/cuda_backend.ipp>
 
 // The CUDA tuners' jobs and tables of keys over the file cache (declared `extern template` by
-// <cotune/cuda/autotune.hpp> and <cotune/batch/cuda_kernel_runner.hpp>).
+// <cotune/cuda/cuda.hpp> and <cotune/batch/cuda_kernel_runner.hpp>).
 #include <cotune/impl/cuda_jobs_src.hpp>

@@ -9,5 +9,10 @@
 #endif
 
 #include <cotune/hip/hip_knobs.ipp>
+#include <cotune/hip/availability.ipp>
+#include <cotune/hip/device.ipp>
+#include <cotune/hip/hip_api.ipp>
+#include <cotune/hip/hiprtc_api.ipp>
+#include <cotune/hip/hip_backend.ipp>
 
 #include <cotune/impl/hip_jobs_src.hpp>

@@ -35,7 +35,7 @@
 #include <cotune/tune/tuning_result.ipp>
 #include <cotune/tune/tuning_journal.ipp>
 #include <cotune/tune/binary_cache.ipp>
-#include <cotune/gpu/rtc_backend.ipp>
+#include <cotune/impl/gpu_src.hpp>
 #include <cotune/knobs/knob.ipp>
 #include <cotune/knobs/knobs.ipp>
 #include <cotune/search/search_registry.ipp>

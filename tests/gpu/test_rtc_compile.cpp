@@ -1,4 +1,4 @@
-// Tests for the GPU layer's shared backend parts (cotune/gpu/rtc_backend.hpp, gpu/library_loader.hpp)
+// Tests for the GPU layer's shared compile and load helpers (cotune/gpu/rtc_compile.hpp, gpu/library_loader.hpp)
 // that need no GPU: the macros a candidate sees, the errors a compile's outcome becomes, the binary's
 // meta as the binary cache keeps it, the resource checks of a loaded kernel, and opening a runtime
 // library from real files (a missing path, a real library that lacks the functions, one that has them).
@@ -12,7 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include <cotune/gpu/library_loader.hpp>
-#include <cotune/gpu/rtc_backend.hpp>
+#include <cotune/gpu/rtc_compile.hpp>
 
 namespace gpu = cotune::gpu;
 using cotune::config;
