@@ -12,7 +12,7 @@
 
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/detail/hashing.hpp>
-#include <cotune/tune/tuning_journal.hpp>
+#include <cotune/tune/detail/tuning_journal.hpp>
 
 namespace {
 

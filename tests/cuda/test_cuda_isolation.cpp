@@ -14,7 +14,7 @@
 
 #include <cotune/cotune.hpp>
 #include <cotune/cuda/cuda.hpp>
-#include <cotune/tune/isolated_measure.hpp>
+#include <cotune/tune/detail/isolated_measure.hpp>
 
 #include "../support/fault_kernel.hpp"
 #include "../support/temp_dir.hpp"

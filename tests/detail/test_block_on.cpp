@@ -1,4 +1,4 @@
-// Tests for cotune/tune/block_on.hpp: start a coroutine on an executor and wait for it on this thread.
+// Tests for cotune/tune/detail/block_on.hpp: start a coroutine on an executor and wait for it on this thread.
 
 #include <catch2/catch.hpp>
 
@@ -19,7 +19,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <cotune/core/errors.hpp>
-#include <cotune/tune/block_on.hpp>
+#include <cotune/tune/detail/block_on.hpp>
 
 using cotune::detail::block_on;
 

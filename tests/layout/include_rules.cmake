@@ -22,6 +22,18 @@ check_rule("tools/*pp" "cotune/detail/" "the tool uses public headers only")
 foreach(concrete IN ITEMS backend/host_backend bench/host_benchmarker cache/file_cache cuda/ hip/ redis/ batch/)
   check_rule("include/cotune/tune/*pp" "cotune/${concrete}" "tune/ names no concrete backend, benchmarker or cache, and nothing above it")
 endforeach()
+# tune/detail/ (the tuner's machinery) is included only by tune/, tune/detail/ and impl/ (and the tests).
+file(GLOB outside LIST_DIRECTORIES true RELATIVE "${ROOT}/include/cotune" "${ROOT}/include/cotune/*")
+list(REMOVE_ITEM outside tune impl)
+foreach(part IN LISTS outside)
+  if(IS_DIRECTORY "${ROOT}/include/cotune/${part}")
+    check_rule("include/cotune/${part}/*pp" "cotune/tune/detail/" "tune/detail/ is the tuner's machinery: ${part}/ never includes it")
+  else()
+    check_rule("include/cotune/${part}" "cotune/tune/detail/" "tune/detail/ is the tuner's machinery")
+  endif()
+endforeach()
+check_rule("tools/*pp" "cotune/tune/detail/" "the tool uses public headers only")
+check_rule("examples/*pp" "cotune/tune/detail/" "examples use public headers only")
 # batch/ (the tool's job files, tuning databases, reports) sits above the tuners: no other file of the
 # library includes it (every folder but batch/ and impl/, which compiles its bodies, and defaults.hpp);
 # the umbrella cotune.hpp includes batch/shipped_database.hpp alone.

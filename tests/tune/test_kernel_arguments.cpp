@@ -1,4 +1,4 @@
-// Tests for cotune/tune/kernel_arguments.hpp: which benchmark runs do host work besides the launch, so
+// Tests for cotune/tune/detail/kernel_arguments.hpp: which benchmark runs do host work besides the launch, so
 // that a GPU benchmarker never captures them into a graph and replays them; a call's description and
 // pruning.
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 
 #include <cotune/core/buffer.hpp>
 #include <cotune/core/config.hpp>
-#include <cotune/tune/kernel_arguments.hpp>
+#include <cotune/tune/detail/kernel_arguments.hpp>
 
 using args_t = cotune::kernel_arguments<cotune::host_span<float>, int>;
 

@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include <cotune/tune/interleaved_finals.hpp>
+#include <cotune/tune/detail/interleaved_finals.hpp>
 #include <cotune/tune/measure_strategy.hpp>
 
 using namespace cotune;

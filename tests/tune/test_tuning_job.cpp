@@ -1,4 +1,4 @@
-// Tests for cotune/tune/tuning_job.hpp: a crashing, aborting or hanging candidate costs one candidate
+// Tests for cotune/tune/detail/tuning_job.hpp: a crashing, aborting or hanging candidate costs one candidate
 // (COTUNE_ISOLATE), crashed candidates are quarantined, and a tuning killed midway resumes from its
 // journal. Real kernels, real forks, real processes killed with SIGKILL.
 
@@ -21,7 +21,7 @@
 #include <cotune/detail/isolated_run.hpp>
 #include <cotune/detail/process.hpp>
 #include <cotune/search/search.hpp>
-#include <cotune/tune/interleaved_finals.hpp>
+#include <cotune/tune/detail/interleaved_finals.hpp>
 
 #include <atomic>
 #include <memory>

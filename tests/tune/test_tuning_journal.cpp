@@ -14,7 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include <cotune/cache/file_cache.hpp>
-#include <cotune/tune/tuning_journal.hpp>
+#include <cotune/tune/detail/tuning_journal.hpp>
 
 #include "../support/candidates.hpp"
 #include "../support/temp_dir.hpp"

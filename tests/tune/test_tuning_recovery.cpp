@@ -15,7 +15,7 @@
 
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/knobs/knobs.hpp>
-#include <cotune/tune/tuning_recovery.hpp>
+#include <cotune/tune/detail/tuning_recovery.hpp>
 
 #include "../support/candidates.hpp"
 #include "../support/temp_dir.hpp"

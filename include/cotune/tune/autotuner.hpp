@@ -29,17 +29,17 @@
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/kernel_source.hpp>
-#include <cotune/tune/backend_traits.hpp>
-#include <cotune/tune/block_on.hpp>
+#include <cotune/tune/detail/backend_traits.hpp>
+#include <cotune/tune/detail/block_on.hpp>
 #include <cotune/tune/engine.hpp>
-#include <cotune/tune/kernel_arguments.hpp>
-#include <cotune/tune/kernel_call.hpp>
-#include <cotune/tune/module_setup.hpp>
+#include <cotune/tune/detail/kernel_arguments.hpp>
+#include <cotune/tune/detail/kernel_call.hpp>
+#include <cotune/tune/detail/module_setup.hpp>
 #include <cotune/tune/tune_options.hpp>
-#include <cotune/tune/tuned_keys.hpp>
-#include <cotune/tune/tuning_core.hpp>
-#include <cotune/tune/tuning_job.hpp>
-#include <cotune/tune/warm_up.hpp>
+#include <cotune/tune/detail/tuned_keys.hpp>
+#include <cotune/tune/detail/tuning_core.hpp>
+#include <cotune/tune/detail/tuning_job.hpp>
+#include <cotune/tune/detail/warm_up.hpp>
 #include <cotune/tune/tuning_key.hpp>
 #include <cotune/tune/tuning_result.hpp>
 

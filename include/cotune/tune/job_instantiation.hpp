@@ -14,8 +14,8 @@
 /// instantiation in a namespace that encloses the template's), after the three types are complete. A
 /// missing COTUNE_INSTANTIATE_TUNING_JOB shows as undefined `cotune::tuning_job<...>` symbols at link time.
 
-#include <cotune/tune/tuned_keys.hpp>
-#include <cotune/tune/tuning_job.hpp>
+#include <cotune/tune/detail/tuned_keys.hpp>
+#include <cotune/tune/detail/tuning_job.hpp>
 
 /// Declares the combination's job compiled elsewhere: files that see this do not compile it.
 #define COTUNE_EXTERN_TUNING_JOB(...)                                                                       \

@@ -21,7 +21,7 @@
 
 #include <cotune/detail/config.hpp>
 #include <cotune/tune/events.hpp>
-#include <cotune/tune/tuning_timeline.hpp>
+#include <cotune/tune/detail/tuning_timeline.hpp>
 
 namespace cotune {
 

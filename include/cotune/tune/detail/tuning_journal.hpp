@@ -166,5 +166,5 @@ struct quarantine {
 } // namespace cotune
 
 #if COTUNE_HEADER_ONLY
-#include <cotune/tune/tuning_journal.ipp>
+#include <cotune/tune/detail/tuning_journal.ipp>
 #endif

@@ -24,7 +24,7 @@
 #include <cotune/detail/config.hpp>
 #include <cotune/detail/isolated_run.hpp>
 #include <cotune/knobs/knobs.hpp>
-#include <cotune/tune/backend_traits.hpp>
+#include <cotune/tune/detail/backend_traits.hpp>
 #include <cotune/tune/verification.hpp>
 
 namespace cotune::detail {
@@ -169,5 +169,5 @@ std::optional<measurement> measure_in_worker(const Core& ctx, const Options& opt
 } // namespace cotune::detail
 
 #if COTUNE_HEADER_ONLY
-#include <cotune/tune/isolated_measure.ipp>
+#include <cotune/tune/detail/isolated_measure.ipp>
 #endif

@@ -15,7 +15,7 @@
 #include <cotune/backend/backend.hpp>
 #include <cotune/cache/cache_manager.hpp>
 #include <cotune/detail/async_queue.hpp>
-#include <cotune/tune/tuning_core.hpp>
+#include <cotune/tune/detail/tuning_core.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 namespace cotune {

@@ -19,9 +19,9 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/detail/read_mostly_map.hpp>
 #include <cotune/detail/shared_result.hpp>
-#include <cotune/tune/block_on.hpp>
+#include <cotune/tune/detail/block_on.hpp>
 #include <cotune/tune/engine.hpp>
-#include <cotune/tune/tuning_job.hpp>
+#include <cotune/tune/detail/tuning_job.hpp>
 #include <cotune/tune/tuning_key.hpp>
 #include <cotune/tune/tuning_result.hpp>
 

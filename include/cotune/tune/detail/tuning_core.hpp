@@ -31,7 +31,7 @@
 #include <cotune/detail/config.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/search/search.hpp>
-#include <cotune/tune/backend_traits.hpp>
+#include <cotune/tune/detail/backend_traits.hpp>
 #include <cotune/tune/binary_cache.hpp>
 #include <cotune/tune/engine.hpp>
 #include <cotune/tune/events.hpp>
@@ -212,5 +212,5 @@ private:
 } // namespace cotune
 
 #if COTUNE_HEADER_ONLY
-#include <cotune/tune/tuning_core.ipp>
+#include <cotune/tune/detail/tuning_core.ipp>
 #endif

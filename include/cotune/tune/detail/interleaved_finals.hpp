@@ -21,7 +21,7 @@
 #include <cotune/bench/summary.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/knobs/knobs.hpp>
-#include <cotune/tune/tuning_core.hpp>
+#include <cotune/tune/detail/tuning_core.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 namespace cotune {

@@ -157,5 +157,5 @@ private:
 } // namespace cotune
 
 #if COTUNE_HEADER_ONLY
-#include <cotune/tune/tuning_timeline.ipp>
+#include <cotune/tune/detail/tuning_timeline.ipp>
 #endif

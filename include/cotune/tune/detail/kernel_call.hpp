@@ -25,16 +25,16 @@
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/detail/async_queue.hpp>
-#include <cotune/tune/backend_traits.hpp>
+#include <cotune/tune/detail/backend_traits.hpp>
 #include <cotune/tune/binary_cache.hpp>
-#include <cotune/tune/interleaved_finals.hpp>
-#include <cotune/tune/isolated_measure.hpp>
-#include <cotune/tune/kernel_arguments.hpp>
-#include <cotune/tune/module_setup.hpp>
+#include <cotune/tune/detail/interleaved_finals.hpp>
+#include <cotune/tune/detail/isolated_measure.hpp>
+#include <cotune/tune/detail/kernel_arguments.hpp>
+#include <cotune/tune/detail/module_setup.hpp>
 #include <cotune/tune/tune_options.hpp>
-#include <cotune/tune/tuning_core.hpp>
+#include <cotune/tune/detail/tuning_core.hpp>
 #include <cotune/tune/tuning_result.hpp>
-#include <cotune/tune/tuning_timeline.hpp>
+#include <cotune/tune/detail/tuning_timeline.hpp>
 
 namespace cotune {
 

@@ -21,9 +21,9 @@
 
 #include <cotune/bench/measurement.hpp>
 #include <cotune/search/search.hpp>
-#include <cotune/tune/tuning_core.hpp>
+#include <cotune/tune/detail/tuning_core.hpp>
 #include <cotune/tune/tuning_result.hpp>
-#include <cotune/tune/tuning_timeline.hpp>
+#include <cotune/tune/detail/tuning_timeline.hpp>
 
 namespace cotune {
 

@@ -38,20 +38,20 @@
 #include <cotune/detail/run_on.hpp>
 #include <cotune/knobs/knob.hpp>
 #include <cotune/search/search.hpp>
-#include <cotune/tune/backend_traits.hpp>
+#include <cotune/tune/detail/backend_traits.hpp>
 #include <cotune/tune/binary_cache.hpp>
-#include <cotune/tune/candidate_pipeline.hpp>
+#include <cotune/tune/detail/candidate_pipeline.hpp>
 #include <cotune/tune/coordination.hpp>
 #include <cotune/tune/events.hpp>
-#include <cotune/tune/isolated_measure.hpp>
-#include <cotune/tune/kernel_call.hpp>
+#include <cotune/tune/detail/isolated_measure.hpp>
+#include <cotune/tune/detail/kernel_call.hpp>
 #include <cotune/tune/measure_strategy.hpp>
 #include <cotune/tune/process_setup.hpp>
-#include <cotune/tune/tuning_core.hpp>
-#include <cotune/tune/tuning_recovery.hpp>
-#include <cotune/tune/result_store.hpp>
+#include <cotune/tune/detail/tuning_core.hpp>
+#include <cotune/tune/detail/tuning_recovery.hpp>
+#include <cotune/tune/detail/result_store.hpp>
 #include <cotune/tune/tuning_result.hpp>
-#include <cotune/tune/tuning_timeline.hpp>
+#include <cotune/tune/detail/tuning_timeline.hpp>
 #include <cotune/tune/winner_source.hpp>
 
 namespace cotune {

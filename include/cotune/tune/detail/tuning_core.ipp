@@ -16,7 +16,7 @@
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/trace.hpp>
-#include <cotune/tune/tuning_core.hpp>
+#include <cotune/tune/detail/tuning_core.hpp>
 
 namespace cotune::detail {
 

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include <cotune/tune/tuning_timeline.hpp>
+#include <cotune/tune/detail/tuning_timeline.hpp>
 
 namespace cotune {
 

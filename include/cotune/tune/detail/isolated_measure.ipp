@@ -15,7 +15,7 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/detail/fork_server.hpp>
 #include <cotune/knobs/knobs.hpp>
-#include <cotune/tune/isolated_measure.hpp>
+#include <cotune/tune/detail/isolated_measure.hpp>
 
 namespace cotune::detail {
 

@@ -17,7 +17,7 @@
 #include <cotune/cache/cache_manager.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
-#include <cotune/tune/tuning_journal.hpp>
+#include <cotune/tune/detail/tuning_journal.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 namespace cotune {

@@ -15,7 +15,7 @@
 #include <cotune/core/json_writer.hpp>
 #include <cotune/core/version.hpp>
 #include <cotune/detail/hashing.hpp>
-#include <cotune/tune/tuning_journal.hpp>
+#include <cotune/tune/detail/tuning_journal.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 namespace cotune {
