@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::param_kind`: whether a parameter's values have an order a search may step along.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <map>
 #include <string>
 

@@ -11,6 +11,7 @@
 /// A callable that takes every argument is stored as it is (as std::function would); otherwise the
 /// longest list of leading arguments it can be called with is passed to it.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <functional>
 #include <tuple>

@@ -45,7 +45,7 @@ protected:
 
 private:
   /// Appends `events` (JSON objects, each preceded by a comma) and closes the document again.
-  void append(const std::string& events);
+  COTUNE_DECL void append(const std::string& events);
   /// The trace's process and thread numbers of a span's track, naming them in `meta` when new.
   [[nodiscard]] std::pair<std::size_t, std::size_t> place(const trace_span& s, std::string& meta);
 
@@ -61,14 +61,13 @@ private:
 
 namespace detail {
 
-/// Microseconds from this process's trace epoch (its first use of cotune's timing) to `t`; 0 before it.
+/// Microseconds from this process's trace epoch to `t` (0 before it). The epoch starts when COTUNE_TRACE
+/// first sees an event (trace_from_knobs), at the start of the first traced tuning; not at static
+/// initialisation, which would put code in every file that includes this header.
 [[nodiscard]] COTUNE_DECL double trace_us(std::chrono::steady_clock::time_point t);
 
 /// The trace observer COTUNE_TRACE asks for (one per file name for the whole process), or nullptr.
 [[nodiscard]] COTUNE_DECL trace_observer* trace_from_knobs();
-
-/// Starts the trace epoch at static initialisation, before any tuning can begin.
-inline const double trace_epoch_started = trace_us(std::chrono::steady_clock::now());
 
 } // namespace detail
 

@@ -34,6 +34,7 @@ COTUNE_DECL double trace_us(std::chrono::steady_clock::time_point t) {
 COTUNE_DECL trace_observer* trace_from_knobs() {
   const auto wanted = knobs().autotuning.trace.get();
   if (!wanted || wanted->empty()) return nullptr;
+  (void)trace_us(std::chrono::steady_clock::now()); // the epoch starts at the first tuning's first event
   static std::mutex mutex;
   static std::map<std::string, std::unique_ptr<trace_observer>> observers; // one writer per file, for good
   std::lock_guard lock(mutex);
@@ -44,22 +45,22 @@ COTUNE_DECL trace_observer* trace_from_knobs() {
 
 } // namespace detail
 
-namespace {
+namespace detail {
 
 // The document's end, rewritten after every append so that the file is always complete.
-constexpr std::string_view trace_tail = "\n],\"displayTimeUnit\":\"ms\"}\n";
+inline constexpr std::string_view trace_tail = "\n],\"displayTimeUnit\":\"ms\"}\n";
 
-std::string trace_meta(const char* what, std::size_t pid, std::size_t tid, const std::string& name) {
+COTUNE_DECL std::string trace_meta(const char* what, std::size_t pid, std::size_t tid, const std::string& name) {
   return fmt::format(",\n{{\"name\":\"{}\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}", what, pid, tid,
                      detail::json_quoted(name));
 }
 
-std::string trace_sort(const char* what, std::size_t pid, std::size_t tid, std::size_t index) {
+COTUNE_DECL std::string trace_sort(const char* what, std::size_t pid, std::size_t tid, std::size_t index) {
   return fmt::format(",\n{{\"name\":\"{}\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}", what, pid,
                      tid, index);
 }
 
-} // namespace
+} // namespace detail
 
 COTUNE_DECL trace_observer::~trace_observer() {
   if (file_) std::fclose(file_);
@@ -89,8 +90,8 @@ COTUNE_DECL std::pair<std::size_t, std::size_t> trace_observer::place(const trac
   auto [p, new_process] = processes_.try_emplace(process, processes_.size() + 2); // 1: the tunings
   const std::size_t pid = p->second;
   if (new_process) {
-    meta += trace_meta("process_name", pid, 0, process);
-    meta += trace_sort("process_sort_index", pid, 0, pid);
+    meta += detail::trace_meta("process_name", pid, 0, process);
+    meta += detail::trace_sort("process_sort_index", pid, 0, pid);
   }
   // An isolated measurement ran in another process (a forked copy, a device worker): its own track.
   std::string thread = compile ? fmt::format("compile thread {}", s.thread)
@@ -98,8 +99,8 @@ COTUNE_DECL std::pair<std::size_t, std::size_t> trace_observer::place(const trac
                                                      : fmt::format("isolated ({})", s.isolated));
   const std::size_t tid = s.isolated.empty() ? s.thread : 1000000 + pid;
   if (threads_.try_emplace({pid, thread}, tid).second) {
-    meta += trace_meta("thread_name", pid, tid, thread);
-    meta += trace_sort("thread_sort_index", pid, tid, s.isolated.empty() ? tid : 0);
+    meta += detail::trace_meta("thread_name", pid, tid, thread);
+    meta += detail::trace_sort("thread_sort_index", pid, tid, s.isolated.empty() ? tid : 0);
   }
   return {pid, tid};
 }
@@ -114,7 +115,7 @@ COTUNE_DECL void trace_observer::on_event(const tuning_event& e) {
   std::string out;
   const std::size_t tuning = ++tunings_;
   const std::string name = fmt::format("{} [{}]", r.kernel, r.key_text);
-  out += trace_meta("thread_name", 1, tuning, fmt::format("tuning {}: {}", tuning, name));
+  out += detail::trace_meta("thread_name", 1, tuning, fmt::format("tuning {}: {}", tuning, name));
   const double start = detail::trace_us(t.start());
   out += fmt::format(",\n{{\"name\":{},\"cat\":\"tuning\",\"ph\":\"X\",\"ts\":{:.3f},\"dur\":{:.3f},\"pid\":1,\"tid\":{},"
                      "\"args\":{{\"kernel\":{},\"key\":{},\"candidates\":{},\"winner\":{},\"best\":{},\"phases\":{},"
@@ -147,7 +148,7 @@ COTUNE_DECL void trace_observer::on_event(const tuning_event& e) {
   append(out);
 }
 
-void trace_observer::append(const std::string& events) {
+COTUNE_DECL void trace_observer::append(const std::string& events) {
   auto fail = [&](const char* what) {
     failed_ = true;
     error_ = fmt::format("cannot {} the trace file '{}' ({}); no trace is written", what, path(),
@@ -158,13 +159,13 @@ void trace_observer::append(const std::string& events) {
   if (!file_) {
     file_ = std::fopen(path().c_str(), "w");
     if (!file_) return fail("create");
-    const std::string head = "{\"traceEvents\":[\n" + trace_meta("process_name", 1, 0, "cotune tunings").substr(2) +
-                             trace_sort("process_sort_index", 1, 0, 1);
+    const std::string head = "{\"traceEvents\":[\n" + detail::trace_meta("process_name", 1, 0, "cotune tunings").substr(2) +
+                             detail::trace_sort("process_sort_index", 1, 0, 1);
     if (std::fputs(head.c_str(), file_) < 0) return fail("write");
-  } else if (std::fseek(file_, -static_cast<long>(trace_tail.size()), SEEK_END) != 0) {
+  } else if (std::fseek(file_, -static_cast<long>(detail::trace_tail.size()), SEEK_END) != 0) {
     return fail("seek in");
   }
-  if (std::fputs(events.c_str(), file_) < 0 || std::fwrite(trace_tail.data(), 1, trace_tail.size(), file_) != trace_tail.size() ||
+  if (std::fputs(events.c_str(), file_) < 0 || std::fwrite(detail::trace_tail.data(), 1, detail::trace_tail.size(), file_) != detail::trace_tail.size() ||
       std::fflush(file_) != 0)
     return fail("write");
 }

@@ -3,6 +3,7 @@
 /// measure, idle), and how busy its compile threads and devices were. Made from the tuning's timeline
 /// (tune/trace.hpp), stored with the result, printed in the summary line and shown by `cotune report`.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <cstddef>
 #include <string>
