@@ -73,8 +73,13 @@ bool process_with_marker(const std::string& marker) {
   for (const auto& e : fs::directory_iterator("/proc")) {
     const auto name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string cmdline;
+    try { // a process that exits while it is read makes the read fail (ESRCH): it is gone, so not a match
+      std::ifstream in(e.path() / "cmdline", std::ios::binary);
+      cmdline.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    } catch (const std::exception&) {
+      continue;
+    }
     if (cmdline.find(marker) != std::string::npos) return true;
   }
   return false;
