@@ -22,30 +22,32 @@ check_rule("tools/*pp" "cotune/detail/" "the tool uses public headers only")
 foreach(concrete IN ITEMS backend/host_backend bench/host_benchmarker cache/file_cache cuda/ hip/ redis/ batch/)
   check_rule("include/cotune/tune/*pp" "cotune/${concrete}" "tune/ names no concrete backend, benchmarker or cache, and nothing above it")
 endforeach()
-# tune/detail/ (the tuner's machinery) is included only by tune/, tune/detail/ and impl/ (and the tests).
-file(GLOB outside LIST_DIRECTORIES true RELATIVE "${ROOT}/include/cotune" "${ROOT}/include/cotune/*")
-list(REMOVE_ITEM outside tune impl)
-foreach(part IN LISTS outside)
-  if(IS_DIRECTORY "${ROOT}/include/cotune/${part}")
-    check_rule("include/cotune/${part}/*pp" "cotune/tune/detail/" "tune/detail/ is the tuner's machinery: ${part}/ never includes it")
-  else()
-    check_rule("include/cotune/${part}" "cotune/tune/detail/" "tune/detail/ is the tuner's machinery")
-  endif()
-endforeach()
+# Only the folders (or top-level files) named in ARGN may include cotune/<folder>/: every other part of
+# include/cotune/ is checked (a folder, recursively; a file, alone). `why` ends the message.
+function(check_only_from folder why)
+  set(found "${broken}")
+  file(GLOB parts LIST_DIRECTORIES true RELATIVE "${ROOT}/include/cotune" "${ROOT}/include/cotune/*")
+  list(REMOVE_ITEM parts ${ARGN})
+  foreach(part IN LISTS parts)
+    set(broken "")
+    if(IS_DIRECTORY "${ROOT}/include/cotune/${part}")
+      check_rule("include/cotune/${part}/*pp" "cotune/${folder}/" "${why}: ${part}/ never includes it")
+    else()
+      check_rule("include/cotune/${part}" "cotune/${folder}/" "${why}")
+    endif()
+    string(APPEND found "${broken}")
+  endforeach()
+  set(broken "${found}" PARENT_SCOPE)
+endfunction()
+# tune/detail/ (the tuner's machinery) is included only by tune/ (tune/detail/ itself) and impl/, and
+# by neither the tool nor the examples (the tests may).
+check_only_from(tune/detail "tune/detail/ is the tuner's machinery" tune impl)
 check_rule("tools/*pp" "cotune/tune/detail/" "the tool uses public headers only")
 check_rule("examples/*pp" "cotune/tune/detail/" "examples use public headers only")
 # batch/ (the tool's job files, tuning databases, reports) sits above the tuners: no other file of the
-# library includes it (every folder but batch/ and impl/, which compiles its bodies, and defaults.hpp);
-# the umbrella cotune.hpp includes batch/shipped_database.hpp alone.
-file(GLOB below LIST_DIRECTORIES true RELATIVE "${ROOT}/include/cotune" "${ROOT}/include/cotune/*")
-list(REMOVE_ITEM below batch impl cotune.hpp)
-foreach(part IN LISTS below)
-  if(IS_DIRECTORY "${ROOT}/include/cotune/${part}")
-    check_rule("include/cotune/${part}/*pp" "cotune/batch/" "batch/ is above ${part}/: ${part}/ never includes it")
-  else()
-    check_rule("include/cotune/${part}" "cotune/batch/" "batch/ is above ${part}")
-  endif()
-endforeach()
+# library includes it (every folder but batch/ and impl/, which compiles its bodies); the umbrella
+# cotune.hpp includes batch/shipped_database.hpp alone.
+check_only_from(batch "batch/ is above the rest of the library" batch impl cotune.hpp)
 file(STRINGS "${ROOT}/include/cotune/cotune.hpp" umbrella_batch REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]cotune/batch/")
 list(FILTER umbrella_batch EXCLUDE REGEX "cotune/batch/shipped_database\\.hpp[>\"]")
 foreach(line IN LISTS umbrella_batch)
