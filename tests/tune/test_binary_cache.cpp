@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -191,6 +192,12 @@ TEST_CASE("the binary key and the binary change with the compiler", "[tune][bina
   const auto gcc_bin = bc.get_or_compile(k, c, {});
   CHECK(b.fingerprint({}).find(gcc.path.string()) != std::string::npos);
 
+  // The second compiler: clang++ 14, which the project keeps building (Debian 12); a machine without it
+  // (the GPU machine) checks the first half only, and says so.
+  if (std::system("command -v clang++-14 > /dev/null 2>&1") != 0) {
+    WARN("skipped: clang++-14 is not installed here; the key's change with the compiler is not checked");
+    return;
+  }
   cxx.set(std::string("clang++-14"));
   const auto clang = cotune::resolve_host_compiler();
   // Called by the name asked for (a resolved symlink would be plain `clang`, which links as C).
