@@ -27,6 +27,7 @@
 #include "tuning_fixture.hpp"
 
 using namespace cotune;
+using cotune_test::cost_configs;
 using cotune_test::private_cache;
 using cotune_test::quick_bench;
 using cotune_test::work_kernel;
@@ -34,12 +35,6 @@ using cotune_test::work_kernel;
 namespace {
 
 using work_tuner = autotuner<void(int*, int)>;
-
-std::vector<config> cost_configs(std::initializer_list<int> costs) {
-  std::vector<config> out;
-  for (int c : costs) out.push_back(config{{"COST", c}});
-  return out;
-}
 
 /// Records every event it sees, in order.
 struct recording_observer final : observer {

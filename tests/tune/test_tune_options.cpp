@@ -16,6 +16,7 @@
 #include "tuning_fixture.hpp"
 
 using namespace cotune;
+using cotune_test::cost_configs;
 using cotune_test::private_cache;
 using cotune_test::quick_bench;
 
@@ -31,12 +32,6 @@ const kernel_source table_kernel{.name = "table_times",
                                  .entry = "table_times"};
 
 using table_tuner = autotuner<void(host_span<int>, int)>;
-
-std::vector<config> cost_configs(std::initializer_list<int> costs) {
-  std::vector<config> out;
-  for (int c : costs) out.push_back(config{{"COST", c}});
-  return out;
-}
 
 const std::array<int, 4> table_data{1, 2, 3, 4};
 

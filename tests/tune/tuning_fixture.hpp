@@ -1,7 +1,9 @@
 #pragma once
 // Shared pieces of the autotuner tests: small real CPU kernels (private caches: ../support/temp_dir.hpp).
 
+#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include <cotune/cotune.hpp>
 
@@ -37,6 +39,13 @@ extern "C" void work(int* out, int n) {
 
 inline cotune::kernel_source crashing_kernel(std::string name) {
   return {.name = std::move(name), .code = crashing_code, .entry = "work"};
+}
+
+/// One config per COST, in order: candidates of the work kernel that differ only in their cost.
+inline std::vector<cotune::config> cost_configs(std::initializer_list<int> costs) {
+  std::vector<cotune::config> out;
+  for (int c : costs) out.push_back(cotune::config{{"COST", c}});
+  return out;
 }
 
 /// Small budgets: tests check choices, never timings.
