@@ -46,6 +46,7 @@
 #include <cotune/tune/tuning_result.hpp>
 
 #include "commands.hpp"
+#include "markdown.hpp"
 // The modules' knob headers register their groups during static initialisation, so `cotune knobs`
 // lists them although nothing here touches them.
 #include <cotune/batch/job_knobs.hpp>
@@ -110,19 +111,8 @@ std::vector<knob_row> knob_rows() {
   return rows;
 }
 
-/// An empty value as `""`, so that it cannot be mistaken for a missing column.
-std::string shown_text(const std::string& s) { return s.empty() ? std::string("\"\"") : s; }
-
-/// A Markdown table cell: '|' escaped, line breaks flattened.
-std::string md_cell(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
-  }
-  return out;
-}
+using cotune_tools::md_cell;
+using cotune_tools::shown_text;
 
 /// `cotune knobs`: a table for people, the README's Markdown table, or JSON Lines.
 int run_knobs(bool markdown, bool json) {

@@ -27,6 +27,8 @@
 #include <cotune/redis/redis_knobs.hpp>
 #endif
 
+#include "markdown.hpp"
+
 namespace {
 
 /// What the page says before the tables.
@@ -49,7 +51,7 @@ without tuning. `cotune knobs` lists every knob with its current value (secrets 
 `cotune knobs --markdown` prints the table below in one piece (`--json`: JSON Lines).
 
 The groups live beside the code that reads them: `knobs/knobs.hpp` (cache, autotuning, bench, build,
-runtime), `search/search_knobs.hpp`, `job/job_knobs.hpp` (db, job), `cuda/cuda_knobs.hpp`,
+runtime), `search/search_knobs.hpp`, `batch/job_knobs.hpp` (db, job), `cuda/cuda_knobs.hpp`,
 `hip/hip_knobs.hpp`, `redis/redis_knobs.hpp`.
 )";
 
@@ -57,19 +59,6 @@ runtime), `search/search_knobs.hpp`, `job/job_knobs.hpp` (db, job), `cuda/cuda_k
 const std::vector<std::string> section_order{"cache", "autotuning", "bench", "search", "build", "runtime", "cuda",
                                              "hip",   "redis",      "db",    "job"};
 
-/// An empty value as `""`, so that it cannot be mistaken for a missing column.
-std::string shown(const std::string& s) { return s.empty() ? std::string("\"\"") : s; }
-
-/// A Markdown table cell: '|' escaped, line breaks flattened.
-std::string cell(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
-  }
-  return out;
-}
 
 } // namespace
 
@@ -109,7 +98,7 @@ int main() {
       if (k->invalidates_caches() && doc.find("cache key") == std::string::npos) doc += " (part of every cache key)";
       if (k->is_secret()) doc += " (a secret: `cotune knobs` masks it)";
       std::cout << "| `" << k->name() << "` | `" << k->env() << "` | " << k->type_name() << " | "
-                << cell(shown(k->default_text())) << " | " << cell(doc) << " |\n";
+                << cotune_tools::md_cell(cotune_tools::shown_text(k->default_text())) << " | " << cotune_tools::md_cell(doc) << " |\n";
     }
   }
 }
