@@ -29,15 +29,11 @@
 
 #include <cuda_runtime_api.h>
 
-#include <cotune/cotune.hpp>
-#include <cotune/cuda/compiled_backend.hpp>
-#include <cotune/cuda/cuda.hpp>
+#include <cotune/bench/summary.hpp>
 
-namespace cuda = cotune::cuda;
-
-namespace example10 {
-cuda::compiled_kernels<void(const int*, unsigned long long*, int)> sum_kernels(); // bench_cuda_compiled.cu
-} // namespace example10
+// Example 10's tuner, options and kernels' declaration, without its main().
+#define COTUNE_EXAMPLE_NO_MAIN
+#include "../examples/10_compiled_kernels.cpp"
 
 namespace bench_compiled {
 using raw_launch = void (*)(unsigned grid, cudaStream_t stream, const int* x, unsigned long long* total, int n);
@@ -47,26 +43,12 @@ std::vector<raw_launch> raw_launches(); // bench_cuda_compiled.cu
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-using span_in = cuda::device_span<const int>;
-using span_out = cuda::device_span<unsigned long long>;
-using compiled_tuner =
-    cotune::autotuner<void(span_in, span_out, int), cuda::compiled_backend<void(const int*, unsigned long long*, int)>>;
-using nvrtc_tuner = cotune::autotuner<void(span_in, span_out, int), cuda::cuda_backend>;
+using nvrtc_tuner = cotune::autotuner<void(cuda::device_span<const int>, cuda::device_span<unsigned long long>, int),
+                                      cuda::cuda_backend>;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
-template <class Options>
-Options sum_options() {
-  return {.arg_names = {"x", "total", "n"},
-          .key = {"n"},
-          .reset_to_zero = {"total"},
-          .grid = [](const cotune::config& c, const auto&, const auto&, const int& n) {
-            return cotune::grid(c, cdiv(n, cotune::p("BLOCK") * cotune::p("ITEMS")));
-          },
-          .cache_results = true};
+  return cotune::quantile_of_sorted(v, 0.5);
 }
 
 std::string example_source() {
@@ -87,13 +69,13 @@ double seconds_since(clock_type::time_point t0) { return std::chrono::duration<d
 } // namespace
 
 int main(int argc, char** argv) {
-  const auto devices = cuda::devices();
-  if (devices.empty()) {
-    std::printf("no CUDA device: skipping (%s)\n", cuda::availability().message.c_str());
-    return 0;
-  }
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 200;
   const int batch = argc > 2 ? std::atoi(argv[2]) : 256;
+  const auto devices = cuda::devices();
+  if (devices.empty()) {
+    std::printf("bench_cuda_compiled: skipped, no CUDA device (%s)\n", cuda::availability().message.c_str());
+    return 0;
+  }
   const cuda::device& d = devices.front();
   const int n = 1 << 20;
   std::vector<int> hx(static_cast<std::size_t>(n));
@@ -101,23 +83,23 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n; ++i) expected += static_cast<unsigned long long>(hx[std::size_t(i)] = i % 1000);
   cuda::device_buffer<int> dx(d, hx);
   cuda::device_buffer<unsigned long long> dtotal(d, 1);
-  const span_in x = dx;
-  const span_out total = dtotal;
+  const cuda::device_span<const int> x = dx;
+  const cuda::device_span<unsigned long long> total = dtotal;
 
   // --- 2. cold tuning and warm start, compiled and through NVRTC, each in a cache of its own ----------
   const auto scratch = std::filesystem::temp_directory_path() / ("cotune-bench-compiled-" + std::to_string(::getpid()));
-  const cuda::compiled_backend<void(const int*, unsigned long long*, int)> backend{example10::sum_kernels()};
+  const example10::sum_backend backend{example10::sum_kernels()};
   const auto configs = backend.configs();
   double compiled_cold = 0, compiled_warm = 0, nvrtc_cold = 0, nvrtc_warm = 0;
   cotune::config best;
   {
     auto dir = cotune::knobs().cache.dir.scoped((scratch / "compiled").string());
     auto t0 = clock_type::now();
-    compiled_tuner cold{backend.source("bench_sum"), configs, sum_options<compiled_tuner::options>(), backend};
+    example10::sum_tuner cold{backend.source("bench_sum"), configs, example10::sum_options(), backend};
     best = cold.tune_now(x, total, n).best();
     compiled_cold = seconds_since(t0);
     t0 = clock_type::now();
-    compiled_tuner warm{backend.source("bench_sum"), configs, sum_options<compiled_tuner::options>(), backend};
+    example10::sum_tuner warm{backend.source("bench_sum"), configs, example10::sum_options(), backend};
     (void)warm.tune_now(x, total, n);
     compiled_warm = seconds_since(t0);
     if (warm.cached_tunings() != 1) std::fprintf(stderr, "bench_cuda_compiled: the warm start measured again\n");
@@ -128,11 +110,11 @@ int main(int argc, char** argv) {
                                        .code = example_source(),
                                        .entry = "example10::sum<BLOCK, ITEMS, SHUFFLE>"};
     auto t0 = clock_type::now();
-    nvrtc_tuner cold{source, configs, sum_options<nvrtc_tuner::options>()};
+    nvrtc_tuner cold{source, configs, example10::sum_options()};
     (void)cold.tune_now(x, total, n);
     nvrtc_cold = seconds_since(t0);
     t0 = clock_type::now();
-    nvrtc_tuner warm{source, configs, sum_options<nvrtc_tuner::options>()};
+    nvrtc_tuner warm{source, configs, example10::sum_options()};
     (void)warm.tune_now(x, total, n);
     nvrtc_warm = seconds_since(t0);
   }
@@ -140,7 +122,7 @@ int main(int argc, char** argv) {
 
   // --- 1. host time per call of the winner -------------------------------------------------------------
   auto no_cache = cotune::knobs().autotuning.cache.scoped(false);
-  compiled_tuner tuner{backend.source("bench_sum_calls"), configs, sum_options<compiled_tuner::options>(), backend};
+  example10::sum_tuner tuner{backend.source("bench_sum_calls"), configs, example10::sum_options(), backend};
   (void)tuner.tune_now(x, total, n);
   const std::size_t winner = static_cast<std::size_t>(std::find(configs.begin(), configs.end(), best) - configs.begin());
   const auto raw = bench_compiled::raw_launches();

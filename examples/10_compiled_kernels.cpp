@@ -45,6 +45,7 @@ inline bool nvrtc_loaded() {
 
 } // namespace example10
 
+#ifndef COTUNE_EXAMPLE_NO_MAIN
 int main() {
   using namespace example10;
   const auto devices = cuda::devices();
@@ -88,3 +89,4 @@ int main() {
   std::printf("no run-time compiler was loaded\n");
   return 0;
 }
+#endif

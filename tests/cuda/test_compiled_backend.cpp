@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <utility>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -172,17 +174,36 @@ scale_tuner::options scale_options() {
   return o;
 }
 
-std::vector<float> inputs(int n) {
-  std::vector<float> x(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) x[std::size_t(i)] = static_cast<float>(i % 101);
-  return x;
-}
+/// The first CUDA device with n inputs and n outputs on it, and a private cache; null, with a skip
+/// message, without a device.
+struct gpu_data {
+  cotune_test::private_cache cache;
+  cuda::device d;
+  std::vector<float> xs;
+  cuda::device_buffer<float> x, y;
+  int n;
 
-bool scaled(const std::vector<float>& x, const std::vector<float>& y) {
-  for (std::size_t i = 0; i < x.size(); ++i)
-    if (y[i] != 2.0f * x[i] + 1.0f) return false;
-  return true;
-}
+  gpu_data(const cuda::device& device, std::vector<float> values)
+      : d(device), xs(std::move(values)), x(d, xs), y(d, xs.size()), n(static_cast<int>(xs.size())) {}
+
+  [[nodiscard]] static std::unique_ptr<gpu_data> make(int n) {
+    const auto devices = cuda::devices();
+    if (devices.empty()) {
+      WARN("skipped: no CUDA device here (" << cuda::availability().message << ")");
+      return nullptr;
+    }
+    std::vector<float> values(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) values[std::size_t(i)] = static_cast<float>(i % 101);
+    return std::make_unique<gpu_data>(devices.front(), std::move(values));
+  }
+  /// Whether y holds 2 x + 1 (after the device's work so far).
+  [[nodiscard]] bool scaled() const {
+    const auto got = y.to_vector();
+    for (std::size_t i = 0; i < xs.size(); ++i)
+      if (got[i] != 2.0f * xs[i] + 1.0f) return false;
+    return true;
+  }
+};
 
 bool nvrtc_loaded() {
   std::ifstream maps("/proc/self/maps");
@@ -211,16 +232,9 @@ TEST_CASE("nvcc's kernels are in the table, and their device images are found in
 
 TEST_CASE("compiled candidates are tuned on the GPU, without NVRTC, and the winner computes the reference",
           "[cuda][compiled][gpu]") {
-  const auto devices = cuda::devices();
-  if (devices.empty()) {
-    WARN("skipped: no CUDA device here (" << cuda::availability().message << ")");
-    return;
-  }
-  cotune_test::private_cache cache;
-  const auto& d = devices.front();
-  const int n = 100'003;
-  const auto xs = inputs(n);
-  cuda::device_buffer<float> x(d, xs), y(d, std::size_t(n));
+  const auto data = gpu_data::make(100'003);
+  if (!data) return;
+  auto& [cache, d, xs, x, y, n] = *data;
   const cuda::compiled_backend<cotune_test::scale_signature> backend{cotune_test::scale_kernels()};
   {
     scale_tuner tuner{backend.source("compiled_scale"), backend.configs(), scale_options(), backend};
@@ -234,7 +248,7 @@ TEST_CASE("compiled candidates are tuned on the GPU, without NVRTC, and the winn
     y.zero();
     tuner(x, y, n);
     backend.synchronize(d);
-    CHECK(scaled(xs, y.to_vector()));
+    CHECK(data->scaled());
     CHECK(tuner.measured_tunings() == 1);
   }
   CHECK_FALSE(nvrtc_loaded());
@@ -243,33 +257,26 @@ TEST_CASE("compiled candidates are tuned on the GPU, without NVRTC, and the winn
   y.zero();
   again(x, y, n);
   backend.synchronize(d);
-  CHECK(scaled(xs, y.to_vector()));
+  CHECK(data->scaled());
   CHECK(again.cached_tunings() == 1);
   CHECK(again.measured_tunings() == 0);
 }
 
 TEST_CASE("a tuned compiled kernel on the caller's stream is captured into a CUDA graph and replayed",
           "[cuda][compiled][gpu][graph]") {
-  const auto devices = cuda::devices();
-  if (devices.empty()) {
-    WARN("skipped: no CUDA device here (" << cuda::availability().message << ")");
-    return;
-  }
-  cotune_test::private_cache cache;
-  const auto& d = devices.front();
+  const auto data = gpu_data::make(4099);
+  if (!data) return;
+  auto& [cache, d, xs, x, y, n] = *data;
   const auto& ctx = cuda::driver().context(d.ordinal);
   const auto& api = ctx.api();
   ctx.make_current();
-  const int n = 4099;
-  const auto xs = inputs(n);
-  cuda::device_buffer<float> x(d, xs), y(d, std::size_t(n));
   CUstream stream = nullptr;
   REQUIRE(api.stream_create(&stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
   const cuda::compiled_backend<cotune_test::scale_signature> backend{cotune_test::scale_kernels()};
   scale_tuner tuner{backend.source("compiled_graph"), backend.configs(), scale_options(), backend};
   (void)tuner.tune_now(x, y, n);
-  backend.synchronize(d);
   y.zero();
+  backend.synchronize(d);
   CUgraph graph = nullptr;
   REQUIRE(api.stream_begin_capture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
   CHECK(backend.is_capturing(stream));
@@ -281,7 +288,7 @@ TEST_CASE("a tuned compiled kernel on the caller's stream is captured into a CUD
   REQUIRE(api.graph_instantiate(&exec, graph, 0) == CUDA_SUCCESS);
   REQUIRE(api.graph_launch(exec, stream) == CUDA_SUCCESS);
   REQUIRE(api.stream_synchronize(stream) == CUDA_SUCCESS);
-  CHECK(scaled(xs, y.to_vector()));
+  CHECK(data->scaled());
   (void)api.graph_exec_destroy(exec);
   (void)api.graph_destroy(graph);
   (void)api.stream_destroy(stream);
@@ -289,17 +296,10 @@ TEST_CASE("a tuned compiled kernel on the caller's stream is captured into a CUD
 
 TEST_CASE("a compiled candidate that traps costs that candidate alone in the isolation worker",
           "[cuda][compiled][gpu][isolation]") {
-  const auto devices = cuda::devices();
-  if (devices.empty()) {
-    WARN("skipped: no CUDA device here (" << cuda::availability().message << ")");
-    return;
-  }
+  const auto data = gpu_data::make(1 << 16);
+  if (!data) return;
   REQUIRE(cotune::knobs().autotuning.isolate.get() == "on"); // the default
-  cotune_test::private_cache cache;
-  const auto& d = devices.front();
-  const int n = 1 << 16;
-  const auto xs = inputs(n);
-  cuda::device_buffer<float> x(d, xs), y(d, std::size_t(n));
+  auto& [cache, d, xs, x, y, n] = *data;
   const cuda::compiled_backend<cotune_test::scale_signature> backend{cotune_test::trap_kernels()};
   scale_tuner tuner{backend.source("compiled_trap"), backend.configs(), scale_options(), backend};
   const auto& result = tuner.tune_now(x, y, n);
@@ -312,7 +312,7 @@ TEST_CASE("a compiled candidate that traps costs that candidate alone in the iso
   y.zero();
   tuner(x, y, n);
   backend.synchronize(d);
-  CHECK(scaled(xs, y.to_vector()));
+  CHECK(data->scaled());
 }
 
 #endif

@@ -61,16 +61,16 @@ TEST_CASE("hipcc's kernels are in the table with their configs", "[hip][compiled
 
 TEST_CASE("compiled HIP candidates are tuned on the GPU and the winner computes the reference",
           "[hip][compiled][gpu]") {
+  const int n = 100'003;
+  std::vector<float> xs(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) xs[std::size_t(i)] = static_cast<float>(i % 101);
   const auto devices = hip::devices();
   if (devices.empty()) {
     WARN("skipped: no HIP device here (" << hip::availability().message << ")");
     return;
   }
-  cotune_test::private_cache cache;
   const auto& d = devices.front();
-  const int n = 100'003;
-  std::vector<float> xs(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) xs[std::size_t(i)] = static_cast<float>(i % 101);
+  cotune_test::private_cache cache;
   hip::device_buffer<float> x(d, xs), y(d, std::size_t(n));
   const hip::compiled_backend<cotune_test::hip_scale_signature> backend{cotune_test::hip_scale_kernels()};
   hip_scale_tuner::options o;
