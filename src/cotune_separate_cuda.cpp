@@ -8,3 +8,4 @@
 #include <cotune/cuda/driver_api.ipp>
 #include <cotune/cuda/nvrtc_api.ipp>
 #include <cotune/cuda/cuda_backend.ipp>
+#include <cotune/cuda/compiled_backend.ipp>

@@ -8,3 +8,4 @@
 #include <cotune/hip/hip_api.ipp>
 #include <cotune/hip/hiprtc_api.ipp>
 #include <cotune/hip/hip_backend.ipp>
+#include <cotune/hip/compiled_backend.ipp>

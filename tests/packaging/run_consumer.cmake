@@ -5,6 +5,7 @@
 #   COTUNE_SOURCE_DIR   cotune's source tree
 #   COTUNE_VERSION      the version the consumer must get
 #   GENERATOR, MAKE_PROGRAM, CXX_COMPILER   the outer build's, so the consumer builds the same way
+#   CUDA_COMPILER       the outer build's nvcc, or empty: find_package's consumer then adds kernels nvcc compiles
 #   PREFIX_PATH         the outer build's CMAKE_PREFIX_PATH, '|'-separated (where dependencies live)
 #   PKG_CONFIG          pkg-config (pkg_config only)
 #   INSTALLED_PREFIX    the prefix find_package's test installed into (pkg_config only; its fixture)
@@ -65,6 +66,7 @@ function(run_program program mode)
   if(NOT last_output MATCHES "\\(${mode}\\)")
     message(FATAL_ERROR "packaging/${CONSUMER}: ${program} was not built ${mode}:\n${last_output}")
   endif()
+  set(last_output "${last_output}" PARENT_SCOPE)
 endfunction()
 
 if(CONSUMER STREQUAL "find_package")
@@ -132,7 +134,11 @@ if(CONSUMER STREQUAL "pkg_config")
   return()
 endif()
 
-run("configure the consumer" ${CMAKE_COMMAND} -S "${CONSUMER_SOURCE_DIR}" -B "${WORK_DIR}/build" ${common_args}
+set(consumer_args "")
+if(CONSUMER STREQUAL "find_package" AND CUDA_COMPILER)
+  list(APPEND consumer_args "-DCMAKE_CUDA_COMPILER=${CUDA_COMPILER}")
+endif()
+run("configure the consumer" ${CMAKE_COMMAND} -S "${CONSUMER_SOURCE_DIR}" -B "${WORK_DIR}/build" ${common_args} ${consumer_args}
     "-DCOTUNE_SOURCE_DIR=${COTUNE_SOURCE_DIR}"
     "-DCOTUNE_EXPECTED_VERSION=${COTUNE_VERSION}" "-DCOTUNE_EXPECTED_PREFIX=${WORK_DIR}/prefix")
 run("build the consumer" ${CMAKE_COMMAND} --build "${WORK_DIR}/build")
@@ -140,4 +146,7 @@ if(CONSUMER STREQUAL "fetch_content")
   run_program("${WORK_DIR}/build/consumer" "header-only")
 else()
   run_program("${WORK_DIR}/build/consumer" "separate compilation")
+endif()
+if(CONSUMER STREQUAL "find_package" AND CUDA_COMPILER AND NOT last_output MATCHES "2 compiled CUDA candidates")
+  message(FATAL_ERROR "packaging/${CONSUMER}: nvcc was given, but the consumer has no compiled CUDA kernels:\n${last_output}")
 endif()

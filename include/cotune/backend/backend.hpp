@@ -133,6 +133,16 @@ concept DeclaresFileLoading = requires {
   typename std::bool_constant<B::loads_from_file>;
 };
 
+/// Says whether its binaries are worth caching (`static constexpr bool caches_binaries`): false for a
+/// backend whose candidates the program's build already compiled (gpu/compiled_backend.hpp), whose
+/// `compile` only finds the candidate; the binary cache then neither reads nor stores them. Without
+/// it: true.
+template <class B>
+concept DeclaresBinaryCaching = requires {
+  requires std::same_as<decltype(B::caches_binaries), const bool>;
+  typename std::bool_constant<B::caches_binaries>;
+};
+
 /// Candidates can be benchmarked in a forked copy of the process (`static constexpr bool fork_isolation`):
 /// a crash or a hang then costs that candidate alone (COTUNE_ISOLATE). The host backend can; a GPU
 /// backend cannot this way (a forked child cannot use its parent's device context).

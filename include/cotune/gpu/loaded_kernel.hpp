@@ -46,7 +46,8 @@ namespace cotune::gpu {
 /// The kernel attributes `load_kernel` reads.
 enum class kernel_attribute { registers, static_shared_bytes, local_bytes, max_threads_per_block };
 
-/// A loaded module, unloaded when the last kernel that uses it goes.
+/// A loaded module, unloaded when the last kernel that uses it goes (none for a function the program's
+/// build compiled: its runtime owns the module).
 template <class K>
 struct loaded_module {
   const typename K::context* context;
@@ -61,7 +62,9 @@ struct loaded_module {
       : context(&ctx), module(m), kernel_name(std::move(name)), config_text(std::move(cfg)) {}
   loaded_module(const loaded_module&) = delete;
   loaded_module& operator=(const loaded_module&) = delete;
-  ~loaded_module() { K::unload(*context, module); } // errors ignored: a lost context took the module with it
+  ~loaded_module() {
+    if (module) K::unload(*context, module); // errors ignored: a lost context took the module with it
+  }
 };
 
 /// A loaded kernel, bound to one device. Copies share the module.
@@ -89,26 +92,21 @@ struct kernel_device {
   launch_limits limits{};
 };
 
-/// Loads `image` (entry `symbol`; `image_text` says what it is, for an error) of kernel `k` under `c`
-/// on `ctx`'s device `d`, reads its resources and checks them before any launch. Throws
-/// out_of_resources naming the resource, launch_error otherwise.
+/// Binds `handle`, a function of module `module` (null for a function the program's own build
+/// compiled, whose module the runtime owns), of kernel `k` under `c` on `ctx`'s device `d`: reads its
+/// resources and checks them before any launch. Throws out_of_resources naming the resource,
+/// launch_error otherwise.
 template <class K>
-[[nodiscard]] loaded_kernel<K> load_kernel(const typename K::context& ctx, const std::string& image,
-                                           const std::string& symbol, std::string_view image_text,
-                                           const kernel_source& k, const config& c, const kernel_device& d) {
+[[nodiscard]] loaded_kernel<K> bind_kernel(const typename K::context& ctx, typename K::module mod,
+                                           typename K::function handle, const kernel_source& k, const config& c,
+                                           const kernel_device& d) {
   ctx.make_current();
   const std::string what = fmt::format("loading kernel '{}' with config {{{}}}", k.name, c.text());
-  typename K::module mod{};
-  if (auto r = K::load(ctx, image, &mod); !K::ok(r)) {
-    if (K::sticky(r)) ctx.check(r, fmt::format("{}: {} on {} ({})", K::backend, what, d.name, image_text));
-    throw launch_error(fmt::format("{}: {} on {} failed: {} ({})", K::backend, what, d.name,
-                                   ctx.library().error_text(r), image_text));
-  }
   auto module = std::make_shared<loaded_module<K>>(ctx, mod, k.name, c.text());
   loaded_kernel<K> f;
   f.module = module;
   f.context = &ctx;
-  ctx.check(K::entry(ctx, &f.handle, mod, symbol.c_str()), fmt::format("{}: {}('{}')", what, K::entry_call, symbol));
+  f.handle = handle;
   auto attribute = [&](kernel_attribute a, std::string_view name) {
     int v = 0;
     ctx.check(K::attribute(ctx, &v, a, f.handle), fmt::format("{}: {}({})", what, K::attribute_call, name));
@@ -132,6 +130,29 @@ template <class K>
       static_cast<int>(std::max<std::int64_t>(0, d.shared_without_opt_in - f.static_shared_bytes)),
       std::memory_order_relaxed);
   return f;
+}
+
+/// Loads `image` (entry `symbol`; `image_text` says what it is, for an error) of kernel `k` under `c`
+/// on `ctx`'s device `d`, reads its resources and checks them before any launch (`bind_kernel`).
+/// Throws out_of_resources naming the resource, launch_error otherwise.
+template <class K>
+[[nodiscard]] loaded_kernel<K> load_kernel(const typename K::context& ctx, const std::string& image,
+                                           const std::string& symbol, std::string_view image_text,
+                                           const kernel_source& k, const config& c, const kernel_device& d) {
+  ctx.make_current();
+  const std::string what = fmt::format("loading kernel '{}' with config {{{}}}", k.name, c.text());
+  typename K::module mod{};
+  if (auto r = K::load(ctx, image, &mod); !K::ok(r)) {
+    if (K::sticky(r)) ctx.check(r, fmt::format("{}: {} on {} ({})", K::backend, what, d.name, image_text));
+    throw launch_error(fmt::format("{}: {} on {} failed: {} ({})", K::backend, what, d.name,
+                                   ctx.library().error_text(r), image_text));
+  }
+  typename K::function handle{};
+  if (auto r = K::entry(ctx, &handle, mod, symbol.c_str()); !K::ok(r)) {
+    K::unload(ctx, mod);
+    ctx.check(r, fmt::format("{}: {}('{}')", what, K::entry_call, symbol));
+  }
+  return bind_kernel<K>(ctx, mod, handle, k, c, d);
 }
 
 /// Refuses `bytes` of dynamic shared memory beyond what `f` can have (its static shared memory counts

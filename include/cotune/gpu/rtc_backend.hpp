@@ -208,18 +208,8 @@ public:
   /// threads per block (device limit, registers x threads, the kernel's own limit) and static shared
   /// memory. Throws out_of_resources naming the resource, launch_error otherwise.
   [[nodiscard]] function load(const binary& bin, const kernel_source& k, const config& c, const device& d) const {
-    const typename Api::context* ctx = nullptr;
-    try {
-      ctx = &Api::context_of(d.ordinal);
-    } catch (const error& e) {
-      throw launch_error(fmt::format("{}: cannot load kernel '{}' on {}: {}", n().backend, k.name, device_name(d), e.what()));
-    }
-    return load_kernel<typename Api::kernel_calls>(*ctx, bin.image, bin.lowered_name, Api::image_text(bin), k, c,
-                                                   {.name = device_name(d),
-                                                    .warp_size = d.warp_size,
-                                                    .resources = Api::resources(d),
-                                                    .shared_without_opt_in = d.max_shared_per_block,
-                                                    .limits = d.limits()});
+    return load_kernel<typename Api::kernel_calls>(context_for(k, d), bin.image, bin.lowered_name, Api::image_text(bin),
+                                                   k, c, kernel_device_of(d));
   }
 
   /// The global variable `name` (a `__constant__` or `__device__` array at global namespace scope) of
@@ -320,6 +310,24 @@ public:
     const auto& ctx = Api::context_of(d.ordinal);
     ctx.make_current();
     ctx.synchronize("synchronizing");
+  }
+
+protected:
+  /// `d`'s context, for loading kernel `k`; launch_error when the device cannot be used.
+  [[nodiscard]] const typename Api::context& context_for(const kernel_source& k, const device& d) const {
+    try {
+      return Api::context_of(d.ordinal);
+    } catch (const error& e) {
+      throw launch_error(fmt::format("{}: cannot load kernel '{}' on {}: {}", n().backend, k.name, device_name(d), e.what()));
+    }
+  }
+  /// What a loaded kernel is checked against on `d`.
+  [[nodiscard]] kernel_device kernel_device_of(const device& d) const {
+    return {.name = device_name(d),
+            .warp_size = d.warp_size,
+            .resources = Api::resources(d),
+            .shared_without_opt_in = d.max_shared_per_block,
+            .limits = d.limits()};
   }
 
 private:

@@ -11,3 +11,4 @@
 #include <cotune/gpu/runtime_library.ipp>
 #include <cotune/gpu/isolation_pool.ipp>
 #include <cotune/gpu/isolation_protocol.ipp>
+#include <cotune/gpu/program_module.ipp>

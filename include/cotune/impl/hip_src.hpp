@@ -14,5 +14,6 @@
 #include <cotune/hip/hip_api.ipp>
 #include <cotune/hip/hiprtc_api.ipp>
 #include <cotune/hip/hip_backend.ipp>
+#include <cotune/hip/compiled_backend.ipp>
 
 #include <cotune/impl/hip_jobs_src.hpp>

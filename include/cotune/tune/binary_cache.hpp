@@ -104,6 +104,7 @@ public:
   /// (compile_error, timeout_error, ...); cache failures never do.
   [[nodiscard]] entry get_or_compile(const kernel_source& k, const config& c, const typename B::device& d,
                                      std::stop_token stop = {}) const {
+    if constexpr (!caches_binaries()) return {compile(k, c, d, stop), false, {}};
     const binary_recipe recipe = backend_->binary_key(k, c, d);
     const std::string hex = key_of(recipe);
     std::optional<Cache> cache;
@@ -124,7 +125,7 @@ public:
   /// is not local; gathering one never fails a tuning.
   [[nodiscard]] std::optional<remote_companion> companion(const kernel_source& k, const config& c,
                                                           const typename B::device& d) const {
-    if constexpr (!CompanionCache<Cache>) {
+    if constexpr (!CompanionCache<Cache> || !caches_binaries()) {
       return std::nullopt;
     } else {
       try {
@@ -183,6 +184,11 @@ private:
                                     std::stop_token stop) const {
     if constexpr (StoppableCompiler<B>) return backend_->compile(k, c, d, stop);
     else return backend_->compile(k, c, d);
+  }
+
+  [[nodiscard]] static constexpr bool caches_binaries() {
+    if constexpr (DeclaresBinaryCaching<B>) return B::caches_binaries;
+    else return true;
   }
 
   [[nodiscard]] static constexpr bool loads_from_file() {

@@ -14,6 +14,12 @@
 #ifdef COTUNE_HAS_CUDA
 #include <cotune/cuda/cuda.hpp>
 #endif
+#ifdef CONSUMER_COMPILED_KERNELS
+#include <cotune/cuda/compiled_backend.hpp>
+
+// compiled_kernels.cu's, compiled by nvcc.
+cotune::cuda::compiled_kernels<void(int*, int)> consumer_kernels();
+#endif
 
 // Sums n ints with UNROLL accumulators: every config gives the same answer at a different speed. It
 // writes the sum to out[0] and its UNROLL to out[1], which tells which config ran.
@@ -49,6 +55,32 @@ int main(int argc, char** argv) try {
 #endif
 #ifdef COTUNE_HAS_CUDA
   std::printf("consumer: cuda module, graph replay %s\n", cotune::cuda::cuda_knobs().graph.get() ? "on" : "off");
+#endif
+
+#ifdef CONSUMER_COMPILED_KERNELS
+  {
+    // Kernels nvcc compiled into this program, as candidates: tuned where a GPU is, listed everywhere.
+    const cotune::cuda::compiled_backend<void(int*, int)> compiled{consumer_kernels()};
+    std::printf("consumer: %zu compiled CUDA candidates\n", compiled.configs().size());
+    if (compiled.configs().size() != 2) return 1;
+    if (const auto devices = cotune::cuda::devices(); !devices.empty()) {
+      const int n = 1000;
+      cotune::cuda::device_buffer<int> out(devices.front(), n);
+      cotune::autotuner<void(cotune::cuda::device_span<int>, int), cotune::cuda::compiled_backend<void(int*, int)>> fill{
+          compiled.source("consumer_fill"), compiled.configs(),
+          {.arg_names = {"out", "n"},
+           .key = {"n"},
+           .grid = [](const cotune::config& c, const auto&, const int& count) {
+             return cotune::grid(c, cdiv(count, cotune::p("BLOCK")));
+           }},
+          compiled};
+      fill(out, n);
+      compiled.synchronize(devices.front());
+      const auto best = fill.best_config(out, n)->at("BLOCK").as_int();
+      if (out.to_vector().front() != best) return 1;
+      std::printf("consumer: compiled candidates tuned, BLOCK %lld\n", static_cast<long long>(best));
+    }
+  }
 #endif
 
   cotune::kernel_source kernel{.name = "consumer_sum", .code = sum_code, .entry = "sum"};

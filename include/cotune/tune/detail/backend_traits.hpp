@@ -39,11 +39,14 @@ concept DeclaresWorkerIsolation = requires {
 
 namespace detail {
 
-/// Makes a benchmarker for a device: from (backend, device) if it can, else default-constructed.
+/// Makes a benchmarker for a device: from (backend, device) if it can, else from the device, else
+/// default-constructed.
 template <class Bench, class B>
 std::unique_ptr<Bench> make_benchmarker(const B& backend, const typename B::device& d) {
   if constexpr (std::is_constructible_v<Bench, const B&, const typename B::device&>)
     return std::make_unique<Bench>(backend, d);
+  else if constexpr (std::is_constructible_v<Bench, const typename B::device&>)
+    return std::make_unique<Bench>(d);
   else
     return std::make_unique<Bench>();
 }
@@ -76,6 +79,8 @@ constexpr bool capabilities_fit() {
                 "the backend's worker_isolation must be `static constexpr bool`");
   static_assert(DeclaresLaunchOptions<B> || !requires { B::uses_launch_options; },
                 "the backend's uses_launch_options must be `static constexpr bool`");
+  static_assert(DeclaresBinaryCaching<B> || !requires { B::caches_binaries; },
+                "the backend's caches_binaries must be `static constexpr bool`");
   static_assert(DeclaresFileLoading<B> || !requires { B::loads_from_file; },
                 "the backend's loads_from_file must be `static constexpr bool`");
   static_assert(FindsModuleGlobals<B> || !requires { &B::find_global; },
