@@ -340,8 +340,8 @@ private:
         const std::size_t at = i++;
         if constexpr (DeviceBoundBuffer<std::remove_cvref_t<decltype(a)>>)
           if (a.device_ordinal() != f.context->ordinal())
-            throw launch_error(fmt::format("{}: kernel '{}' runs on {} device {}, but argument {} is in the memory of "
-                                           "device {}; move it there, or tune on its device (tune_options::device)",
+            throw launch_error(fmt::format("{}: cannot launch kernel '{}' on {} device {}: argument {} is in the memory "
+                                           "of device {}; move it there, or tune on its device (tune_options::device)",
                                            n().backend, f.module->kernel_name, n().device_word, f.context->ordinal(),
                                            at, a.device_ordinal()));
       };
