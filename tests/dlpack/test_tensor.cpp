@@ -17,6 +17,9 @@
 #if defined(COTUNE_HAS_CUDA)
 #include <cotune/cuda/cuda.hpp>
 #endif
+#if defined(COTUNE_HAS_HIP)
+#include <cotune/hip/hip.hpp>
+#endif
 
 #include "../support/temp_dir.hpp"
 
@@ -361,6 +364,30 @@ TEST_CASE("a CUDA kernel tuned on DLTensors over cuMemAlloc'd memory", "[dlpack]
   // A host tensor is refused, naming its device.
   DLTensor host_y = tensor_over(hy.data(), shape, float32);
   CHECK_THROWS_WITH(tuner(xt, host_y, n), Contains("it is on kDLCPU:0"));
+}
+
+#endif
+
+#if defined(COTUNE_HAS_HIP)
+
+TEST_CASE("a HIP tensor is a HIP kernel's argument: compiled here, run where an AMD GPU is", "[dlpack][hip]") {
+  using hip_tensor = dlpack::hip_tensor<float>;
+  static_assert(cotune::WritableBuffer<hip_tensor> && cotune::DeviceBoundBuffer<hip_tensor>);
+  static_assert(std::is_same_v<decltype(cotune::kernel_arg(std::declval<hip_tensor&>())),
+                               cotune::hip::memory_runtime::pointer>);
+  // The HIP backend's launch compiles with tensors as its arguments (and runs on an AMD GPU only).
+  [[maybe_unused]] auto launch = [](const cotune::hip::hip_backend& b, const cotune::hip::hip_backend::function& f,
+                                    dlpack::hip_tensor<const float> x, hip_tensor y, int n) {
+    b.launch(f, cotune::launch_grid{}, x, y, n);
+  };
+
+  std::vector<std::int64_t> shape{16};
+  std::vector<float> v(16);
+  const hip_tensor on_rocm = tensor_over(v.data(), shape, float32, {kDLROCM, 0});
+  on_rocm.check_argument("k", 0, "x");
+  const hip_tensor on_cuda = tensor_over(v.data(), shape, float32, {kDLCUDA, 0});
+  CHECK_THROWS_WITH(on_cuda.check_argument("k", 0, "x"),
+                    Contains("it is on kDLCUDA:0, but the parameter takes HIP device memory (kDLROCM)"));
 }
 
 #endif
