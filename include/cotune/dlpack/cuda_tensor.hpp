@@ -17,7 +17,8 @@ namespace cotune::dlpack {
 
 /// CUDA memory: kDLCUDA, and kDLCUDAManaged (unified memory, which the device reads too).
 inline constexpr device_rule cuda_memory{"CUDA device memory", kDLCUDA, kDLCUDAManaged,
-                                         "x.cuda() or x.to('cuda:N') in PyTorch, cupy.asarray(x)"};
+                                         "x.cuda() or x.to('cuda:N') in PyTorch, cupy.asarray(x)",
+                                         "dlpack::cuda_tensor"};
 
 /// A DLPack tensor in one CUDA device's memory; `T` the element type the kernel declares, or `void`
 /// (the default) for any.

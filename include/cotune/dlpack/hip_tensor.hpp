@@ -11,7 +11,8 @@ namespace cotune::dlpack {
 
 /// HIP memory: kDLROCM.
 inline constexpr device_rule hip_memory{"HIP device memory", kDLROCM, kDLROCM,
-                                        "x.cuda() or x.to('cuda:N') in PyTorch for ROCm, cupy.asarray(x)"};
+                                        "x.cuda() or x.to('cuda:N') in PyTorch for ROCm, cupy.asarray(x)",
+                                        "dlpack::hip_tensor"};
 
 /// A DLPack tensor in one HIP device's memory; `T` the element type the kernel declares, or `void`
 /// (the default) for any.

@@ -46,7 +46,8 @@ struct element_of<T> {};
 } // namespace detail
 
 /// Host memory: kDLCPU.
-inline constexpr device_rule host_memory{"host memory", kDLCPU, kDLCPU, "x.cpu() in PyTorch, numpy.asarray(x)"};
+inline constexpr device_rule host_memory{"host memory", kDLCPU, kDLCPU, "x.cpu() in PyTorch, numpy.asarray(x)",
+                                         "dlpack::host_tensor"};
 
 /// A DLPack tensor in host memory as a buffer argument (see the file comment). A view: the tensor's
 /// memory must outlive the calls that use it.

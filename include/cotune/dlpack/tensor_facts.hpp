@@ -31,6 +31,7 @@ struct device_rule {
   DLDeviceType first;           ///< kDLCUDA, kDLCPU, ...
   DLDeviceType second;          ///< a second accepted type (kDLCUDAManaged), else `first` again
   std::string_view move_hint;   ///< how a framework moves a tensor there ("x.cuda() in PyTorch")
+  std::string_view parameter;   ///< the parameter type that takes it ("dlpack::cuda_tensor")
   [[nodiscard]] constexpr bool accepts(DLDeviceType t) const noexcept { return t == first || t == second; }
 };
 

@@ -118,9 +118,9 @@ COTUNE_DECL void throw_fault(const tensor_facts& facts, const device_rule& rule,
                                        head, facts.detail));
       throw tensor_error(fmt::format("{}its elements are {}, but the kernel's parameter declares {}; convert the "
                                      "tensor (x.to(torch.{}) in PyTorch, x.astype('{}') in CuPy and JAX) or declare "
-                                     "the parameter with element type {} (or untyped: dlpack::cuda_tensor<>)",
+                                     "the parameter with element type {} (or untyped: {}<>)",
                                      head, facts.type_name, expected.name, expected.name, expected.name,
-                                     facts.type_name));
+                                     facts.type_name, rule.parameter));
     case fault::null_data:
       throw tensor_error(fmt::format("{}{}; pass a tensor whose memory is allocated", head, facts.detail));
     case fault::strides:
