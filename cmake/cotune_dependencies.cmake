@@ -153,6 +153,17 @@ if(NOT cotune_want_hip STREQUAL "OFF")
   set(COTUNE_BUILD_HIP_MODULE ON)
 endif()
 
+# DLPack: one header (Debian: libdlpack-dev), the tensor exchange format of PyTorch, CuPy and JAX.
+# cotune::dlpack (tensors as kernel arguments) is built when it is found; nothing else needs it.
+# Package mode looks for it only when cotune was installed with the module.
+if(NOT TARGET cotune_deps::dlpack AND (NOT COTUNE_PACKAGE_MODE OR COTUNE_PACKAGE_HAS_DLPACK))
+  find_path(COTUNE_DLPACK_INCLUDE_DIR NAMES dlpack/dlpack.h PATH_SUFFIXES include)
+  if(COTUNE_DLPACK_INCLUDE_DIR)
+    add_library(cotune_deps::dlpack INTERFACE IMPORTED GLOBAL)
+    set_target_properties(cotune_deps::dlpack PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${COTUNE_DLPACK_INCLUDE_DIR}")
+  endif()
+endif()
+
 unset(cotune_want_redis)
 unset(cotune_want_cuda)
 unset(cotune_want_hip)
