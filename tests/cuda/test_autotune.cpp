@@ -787,10 +787,10 @@ TEST_CASE("a tuner with COTUNE_PRECOMPILED=only tunes from the precompiled file 
   tuner_t tuner{k, configs,
                 tuner_t::options{.arg_names = {"y", "x", "a", "n"},
                                  .key = {"n"},
+                                 .restore_value = {"y"},
                                  .grid = [](const config& c, const auto&, const auto&, const float&, const int& n) {
                                    return cotune::grid(c, cotune::cdiv(n, 64 * cotune::p("ITEMS")));
                                  },
-                                 .restore_value = {"y"},
                                  .cache_results = false,
                                  .bench = quick_bench()}};
   const auto& d = devices.front();
