@@ -16,22 +16,29 @@
 // cannot run at all (exit 1) or the job is refused (exit 2).
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
+#include <iterator>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <spawn.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
 #include <cotune/batch/job_spec.hpp>
-#include <cotune/detail/files.hpp>
-#include <cotune/detail/process.hpp>
 #include <cotune/gpu/precompiled_file.hpp>
 #ifdef COTUNE_HAS_CUDA
 #include <cotune/cuda/cuda_backend.hpp>
@@ -67,6 +74,45 @@ struct compile_task {
   cotune::gpu::precompiled_entry entry;
 };
 
+/// What a compiler run did: its exit status (-1: it could not be started) and its output.
+struct run_result {
+  int exit_code = -1;
+  std::string output;
+};
+
+/// The whole content of `path`, or nothing when it cannot be read.
+std::optional<std::string> file_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// Runs `argv` (argv[0] looked up on PATH) with stdout and stderr into `log`, and waits for it.
+run_result run(const std::vector<std::string>& argv, const fs::path& log) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  pid_t pid = 0;
+  const int err = posix_spawnp(&pid, args.front(), &actions, nullptr, args.data(), ::environ);
+  posix_spawn_file_actions_destroy(&actions);
+  run_result r;
+  if (err != 0) {
+    r.output = fmt::format("{} could not be run: {}", argv.front(), std::strerror(err));
+    return r;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.output = file_text(log).value_or("");
+  return r;
+}
+
 /// "sm_90" -> 90; nothing for anything else.
 std::optional<int> sm_number(std::string_view arch) {
   if (!arch.starts_with("sm_")) return std::nullopt;
@@ -78,19 +124,11 @@ std::optional<int> sm_number(std::string_view arch) {
 }
 
 /// The compiler's first line that names its version ("Cuda compilation tools, release 13.0, V13.0.88").
-std::string compiler_version(const std::string& compiler, std::string_view word) {
-  try {
-    const auto r = cotune::detail::run_process({compiler, "--version"}, std::chrono::seconds(60));
-    std::string_view out = r.output;
-    while (!out.empty()) {
-      const auto eol = out.find('\n');
-      const auto line = out.substr(0, eol);
-      if (line.find(word) != std::string_view::npos) return fmt::format("{} ({})", fs::path(compiler).filename().string(), line);
-      if (eol == std::string_view::npos) break;
-      out.remove_prefix(eol + 1);
-    }
-  } catch (const std::exception&) {
-  }
+std::string compiler_version(const std::string& compiler, std::string_view word, const fs::path& work) {
+  const auto r = run({compiler, "--version"}, work / "version.log");
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(word) != std::string::npos) return fmt::format("{} ({})", fs::path(compiler).filename().string(), line);
   return fs::path(compiler).filename().string();
 }
 
@@ -117,33 +155,28 @@ std::vector<cotune::config> configs_of(const cj::kernel_job& kernel) {
 
 void run_task(compile_task& t) {
   auto& e = t.entry;
-  try {
-    const auto r = cotune::detail::run_process(t.argv, std::chrono::minutes(10));
-    e.log = r.output;
-    if (r.exit_code != 0) {
-      e.ok = false;
-      e.log = fmt::format("{} failed ({}):\n{}", t.compiler, r.timed_out ? "timed out" : fmt::format("exit {}", r.exit_code), r.output);
-      return;
-    }
-    auto image = cotune::detail::read_file(t.image);
-    if (!image || image->empty()) {
-      e.ok = false;
-      e.log += fmt::format("\n{} wrote no image at '{}'", t.compiler, t.image.string());
-      return;
-    }
-    std::string why;
-    auto symbol = cotune::gpu::elf_kernel_symbol(*image, t.kernel->entry, &why);
-    if (!symbol) {
-      e.ok = false;
-      e.log += fmt::format("\nthe kernel's symbol was not found: {}", why);
-      return;
-    }
-    e.image = *std::move(image);
-    e.lowered_name = *std::move(symbol);
-  } catch (const std::exception& x) {
+  const auto r = run(t.argv, fs::path(t.image.string() + ".log"));
+  e.log = r.output;
+  if (r.exit_code != 0) {
     e.ok = false;
-    e.log = fmt::format("{} could not be run: {}", t.argv.front(), x.what());
+    e.log = r.exit_code < 0 ? r.output : fmt::format("{} failed (exit {}):\n{}", t.compiler, r.exit_code, r.output);
+    return;
   }
+  auto image = file_text(t.image);
+  if (!image || image->empty()) {
+    e.ok = false;
+    e.log += fmt::format("\n{} wrote no image at '{}'", t.compiler, t.image.string());
+    return;
+  }
+  std::string why;
+  auto symbol = cotune::gpu::elf_kernel_symbol(*image, t.kernel->entry, &why);
+  if (!symbol) {
+    e.ok = false;
+    e.log += fmt::format("\nthe kernel's symbol was not found: {}", why);
+    return;
+  }
+  e.image = *std::move(image);
+  e.lowered_name = *std::move(symbol);
 }
 
 template <class Backend, class Device>
@@ -201,7 +234,7 @@ int run_precompile(const precompile_args& a) {
                                           kernel.name()));
         const int sm = *sm_number(arch);
         const cotune::cuda::device d{.ordinal = 0, .cc = {sm / 10, sm % 10}, .name = "precompile"};
-        if (cuda_compiler.empty()) cuda_compiler = compiler_version(a.nvcc, "release");
+        if (cuda_compiler.empty()) cuda_compiler = compiler_version(a.nvcc, "release", work);
         plan(backend, kernel, d, arch, {a.nvcc, "-cubin", "-arch=" + arch}, {"-x", "cu"}, cuda_compiler, work, ".cu", tasks);
         used_archs.insert(arch);
 #else
@@ -213,7 +246,7 @@ int run_precompile(const precompile_args& a) {
         // A wavefront is 64 threads on gfx9 (CDNA), 32 on gfx10 and later (RDNA): COTUNE_WARP_SIZE and
         // the block's threads depend on it, as on the device.
         const cotune::hip::device d{.arch_name = arch, .warp_size = arch.starts_with("gfx9") ? 64 : 32};
-        if (hip_compiler.empty()) hip_compiler = compiler_version(a.hipcc, "version");
+        if (hip_compiler.empty()) hip_compiler = compiler_version(a.hipcc, "version", work);
         plan(backend, kernel, d, arch,
              {a.hipcc, "--offload-arch=" + arch, "--cuda-device-only", "-c", "--no-gpu-bundle-output", "-include",
               "hip/hip_runtime.h"},

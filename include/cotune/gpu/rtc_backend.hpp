@@ -202,23 +202,6 @@ public:
     return binary{e->image, false, e->lowered_name, e->arch, e->log};
   }
 
-private:
-  [[nodiscard]] std::vector<std::string> options(const kernel_source& k, const config& c, const device& d, bool with_arch) const {
-    std::vector<std::string> out;
-    const auto extra = extra_options();
-    if (with_arch && !Api::requested_arch(k.options) && !Api::requested_arch(extra))
-      out.push_back(fmt::format("{}{}", n().arch_flag, d.arch()));
-    add_config_macros(out, c, d.warp_size, /*warp_size_macro=*/Api::warp_size_macro);
-    Api::add_options(out, c);
-    if (cotune::knobs().runtime.debug.get()) out.emplace_back(n().debug_flag);
-    for (const auto& o : k.options) out.push_back(o);
-    for (const auto& dir : k.include_dirs) out.push_back(fmt::format("{}{}", n().include_flag, dir));
-    out.insert(out.end(), extra.begin(), extra.end());
-    return out;
-  }
-
-public:
-
   /// What a binary is made from: the compiler's version, the target architecture, the kernel (source,
   /// entry or name expression), the config's canonical text and every option. The toolkit's include
   /// directory is left out: its headers belong to the compiler's version, and leaving its path out lets
@@ -395,6 +378,20 @@ public:
 private:
   [[nodiscard]] static constexpr const rtc_runtime_names& n() noexcept { return Api::names; }
   [[nodiscard]] static std::vector<std::string> extra_options() { return split_options(Api::compiler_options_text()); }
+  /// `options_for`, with or without the architecture flag it adds for `d`.
+  [[nodiscard]] std::vector<std::string> options(const kernel_source& k, const config& c, const device& d, bool with_arch) const {
+    std::vector<std::string> out;
+    const auto extra = extra_options();
+    if (with_arch && !Api::requested_arch(k.options) && !Api::requested_arch(extra))
+      out.push_back(fmt::format("{}{}", n().arch_flag, d.arch()));
+    add_config_macros(out, c, d.warp_size, /*warp_size_macro=*/Api::warp_size_macro);
+    Api::add_options(out, c);
+    if (cotune::knobs().runtime.debug.get()) out.emplace_back(n().debug_flag);
+    for (const auto& o : k.options) out.push_back(o);
+    for (const auto& dir : k.include_dirs) out.push_back(fmt::format("{}{}", n().include_flag, dir));
+    out.insert(out.end(), extra.begin(), extra.end());
+    return out;
+  }
   /// The compiler's version; "unused" with COTUNE_PRECOMPILED=only, which never loads it.
   [[nodiscard]] static std::string compiler_version() {
     return current_precompiled_mode() == precompiled_mode::only ? std::string("unused") : Api::compiler().version_text();
