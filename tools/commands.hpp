@@ -1,4 +1,4 @@
-// The tool's job commands (`cotune tune`, `cotune db`, `cotune report`), each registered on the app by
+// The tool's job commands (`cotune tune`, `cotune db`, `cotune report`, `cotune precompile`), each registered on the app by
 // its own file; cotune.cpp only adds them and runs the one that was parsed.
 #pragma once
 
@@ -22,6 +22,7 @@ struct command {
 command add_tune_command(CLI::App& app);
 command add_db_command(CLI::App& app);
 command add_report_command(CLI::App& app);
+command add_precompile_command(CLI::App& app);
 
 /// Whether jobs share keys through Redis: built with Redis, not refused by `no_redis`, and asked for by
 /// `redis` or by COTUNE_REDIS_URL being set.

@@ -418,7 +418,8 @@ int main(int argc, char** argv) {
   auto* version_cmd = app.add_subcommand("version", "print the version, cache format and modules");
   // Tuning as a job (tools/tune_command.cpp, db_command.cpp, report_command.cpp).
   const cotune_tool::command job_commands[] = {cotune_tool::add_tune_command(app), cotune_tool::add_db_command(app),
-                                               cotune_tool::add_report_command(app)};
+                                               cotune_tool::add_report_command(app),
+                                               cotune_tool::add_precompile_command(app)};
 
   try {
     app.parse(argc, argv);

@@ -123,3 +123,14 @@ TEST_CASE("a job file names its source file relative to itself", "[job][job_spec
   CHECK_THAT(refusal(with(R"("code": "extern \"C\" void gemm(const float* a, float* c, int m) {}")", R"("source": "nowhere.cpp")")),
              Catch::Contains("kernels[0].source: cannot read") && Catch::Contains("relative to the job file"));
 }
+
+TEST_CASE("a GPU kernel's entry may be a name expression, a host kernel's may not", "[job][job_spec]") {
+  CHECK_THAT(refusal(with("\"name\": \"gemm\",", "\"name\": \"gemm\", \"entry\": \"gemm<BLOCK>\",")),
+             Catch::Contains("kernels[0].entry: 'gemm<BLOCK>' is not a C identifier"));
+  std::string gpu = with("\"name\": \"gemm\",", "\"name\": \"gemm\", \"backend\": \"cuda\", \"entry\": \"gemm<BLOCK>\", "
+                                                "\"geometry\": {\"grid\": [\"cdiv(M, BLOCK)\"]},");
+  const auto job = cj::job_spec::parse(gpu, "job.json");
+  CHECK(job.kernels.at(0).source.entry == "gemm<BLOCK>"); // NVRTC (or cotune precompile) instantiates it
+  gpu.replace(gpu.find("gemm<BLOCK>"), 11, "gemm<BLOCK");
+  CHECK_THAT(refusal(gpu), Catch::Contains("neither a C identifier nor a name expression"));
+}

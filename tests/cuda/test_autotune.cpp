@@ -19,10 +19,13 @@
 #include <type_traits>
 #include <vector>
 
+#include <dlfcn.h>
+
 #include <catch2/catch.hpp>
 
 #include <cotune/cotune.hpp>
 #include <cotune/cuda/cuda.hpp>
+#include <cotune/detail/files.hpp>
 #include <cotune/detail/process.hpp>
 
 // The examples' kernels, configs and tuner options, without their main().
@@ -31,6 +34,7 @@
 #include "../../examples/04_tune_cuda_gemm.cpp"
 #include "../../examples/05_tune_cuda_conv2d.cpp"
 
+#include "../support/source_tree.hpp"
 #include "../support/temp_dir.hpp"
 
 using cotune::config;
@@ -746,3 +750,79 @@ TEST_CASE("on_load writes a __constant__ filter into every candidate, and into t
   CHECK(example05::max_abs_error(out.to_vector(), ref) <= example05::tolerance);
   CHECK(*warm.best_config(in, out, w, h) == result.best());
 }
+
+#ifdef COTUNE_TEST_PRECOMPILED_FILE
+namespace {
+/// Whether this process has loaded NVRTC (CUDA 13's soname, or any other a COTUNE_LIBNVRTC_PATH names).
+bool nvrtc_loaded() {
+  for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"})
+    if (void* h = ::dlopen(name, RTLD_NOW | RTLD_NOLOAD)) {
+      ::dlclose(h);
+      return true;
+    }
+  return false;
+}
+} // namespace
+
+TEST_CASE("a tuner with COTUNE_PRECOMPILED=only tunes from the precompiled file and never loads NVRTC",
+          "[cuda][autotune][precompiled][gpu]") {
+  const auto devices = cuda::devices();
+  if (devices.empty()) {
+    WARN(skip_reason());
+    return;
+  }
+  // CTest runs each test case in a process of its own; a whole-program run may have loaded NVRTC before.
+  const bool loaded_before = nvrtc_loaded();
+  cotune_test::private_cache cache;
+  const auto file = cotune::knobs().runtime.precompiled_file.scoped(COTUNE_TEST_PRECOMPILED_FILE);
+  const auto mode = cotune::knobs().runtime.precompiled.scoped("only");
+  const auto code = cotune::detail::read_file(cotune_test::source_file("tests/cuda/data/precompiled_scale.cu"));
+  REQUIRE(code);
+  const kernel_source k{.name = "scale_add", .code = *code, .entry = "scale_add"};
+  std::vector<config> configs;
+  for (int items : {1, 2, 4, 8}) configs.emplace_back(config({{"ITEMS", items}}, launch_options{.num_warps = 2}));
+
+  using tuner_t = cotune::autotuner<void(cuda::device_span<float>, cuda::device_span<const float>, float, int),
+                                    cuda::cuda_backend>;
+  tuner_t tuner{k, configs,
+                tuner_t::options{.arg_names = {"y", "x", "a", "n"},
+                                 .key = {"n"},
+                                 .restore_value = {"y"},
+                                 .grid = [](const config& c, const auto&, const auto&, const float&, const int& n) {
+                                   return cotune::grid(c, cotune::cdiv(n, 64 * cotune::p("ITEMS")));
+                                 },
+                                 .cache_results = false,
+                                 .bench = quick_bench()}};
+  const auto& d = devices.front();
+  const int n = 100000;
+  std::vector<float> x(n), y(n), expected(n);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<float>(i % 100);
+    y[i] = static_cast<float>(i % 7);
+    expected[i] = 2.0f * x[i] + y[i];
+  }
+  cuda::device_buffer<float> dx(d, x), dy(d, y);
+  cuda::device_span<float> sy = dy;
+  cuda::device_span<const float> sx = dx;
+  float a = 2.0f;
+  int count = n;
+  const auto& result = tuner.tune_now(sy, sx, a, count);
+  REQUIRE(result.candidates.size() == 4);
+  for (const auto& c : result.candidates) {
+    INFO(c.cfg.text() << ": " << to_string(c.status) << " " << c.reason);
+    if (c.cfg.at("ITEMS").as_int() == 8) {
+      // Not in the file: its failure, naming config, architecture and file; the others carry on.
+      CHECK(c.status == cotune::candidate_status::compile_error);
+      CHECK_THAT(c.reason, Catch::Contains("ITEMS: 8") && Catch::Contains(d.arch()) &&
+                               Catch::Contains(COTUNE_TEST_PRECOMPILED_FILE));
+    } else {
+      CHECK(c.status == cotune::candidate_status::ok);
+    }
+  }
+  CHECK(result.best().at("ITEMS").as_int() != 8);
+  tuner(sy, sx, a, count);
+  CHECK(dy.to_vector() == expected);
+  if (loaded_before) WARN("NVRTC was loaded before this test case began (a whole-program run): not checked here");
+  else CHECK_FALSE(nvrtc_loaded());
+}
+#endif

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <stop_token>
@@ -20,9 +21,14 @@
 #include <cotune/cuda/cuda_backend.hpp>
 #include <cotune/cuda/cuda_benchmarker.hpp>
 #include <cotune/cuda/device_buffer.hpp>
+#include <cotune/batch/job_spec.hpp>
 #include <cotune/cache/file_cache.hpp>
+#include <cotune/detail/files.hpp>
+#include <cotune/gpu/precompiled_file.hpp>
+#include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/binary_cache.hpp>
 
+#include "../support/source_tree.hpp"
 #include "../support/temp_dir.hpp"
 
 namespace cuda = cotune::cuda;
@@ -691,3 +697,263 @@ extern "C" __global__ void saxpy(float a, const float* x, const float* y, float*
   backend.launch(f, cotune::launch_grid{.x = 1, .block = cotune::block_dims{8, 4, 1}}, a, sx, sy, so, n);
   backend.synchronize(*d);
 }
+
+// --- Ahead-of-time compilation: a file of kernels that nvcc built at build time (tests/CMakeLists.txt
+// runs cotune_precompile over tests/cuda/data/precompiled.job.json), read instead of compiling. ---
+
+#ifdef COTUNE_TEST_PRECOMPILED_FILE
+namespace {
+
+const std::filesystem::path precompiled_path{COTUNE_TEST_PRECOMPILED_FILE};
+
+/// The kernel as a program holds it: the job's source file's text, its name and entry.
+kernel_source precompiled_kernel(std::string name, std::string entry) {
+  auto code = cotune::detail::read_file(cotune_test::source_file("tests/cuda/data/precompiled_scale.cu"));
+  REQUIRE(code);
+  return {.name = std::move(name), .code = *std::move(code), .entry = std::move(entry)};
+}
+const kernel_source& scale_add() {
+  static const auto k = precompiled_kernel("scale_add", "scale_add");
+  return k;
+}
+const kernel_source& scale_add_items() {
+  static const auto k = precompiled_kernel("scale_add_items", "scale_add_items<ITEMS>");
+  return k;
+}
+/// A config of the job's spaces, written as a program writes it.
+config items(int n) { return config({{"ITEMS", n}}, launch_options{.num_warps = 2}); }
+
+/// The precompiled knobs for one test: the file, and how it is used.
+struct use_precompiled {
+  explicit use_precompiled(std::string mode, const std::filesystem::path& file = precompiled_path)
+      : file_(cotune::knobs().runtime.precompiled_file.scoped(file.string())),
+        mode_(cotune::knobs().runtime.precompiled.scoped(std::move(mode))) {}
+  cotune::knob<std::optional<std::string>>::scope file_;
+  cotune::knob<std::string>::scope mode_;
+};
+
+/// A copy of the file with `edit` applied to its bytes, at a path of its own (files are read once per path).
+std::filesystem::path edited_copy(const cotune_test::temp_dir& dir, const std::string& name,
+                                  const std::function<void(std::string&)>& edit) {
+  auto bytes = cotune::detail::read_file(precompiled_path);
+  REQUIRE(bytes);
+  edit(*bytes);
+  const auto path = dir / name;
+  std::ofstream(path, std::ios::binary) << *bytes;
+  return path;
+}
+
+} // namespace
+
+TEST_CASE("the precompiled file holds an entry per config and architecture, made from the runtime's recipe",
+          "[cuda][cuda_backend][precompiled]") {
+  const auto file = cotune::gpu::precompiled_file::read(precompiled_path);
+  const cuda::cuda_backend backend;
+  // The job's configs are the ones a program writes by hand: the same canonical text.
+  const auto job = cotune::batch::job_spec::load(cotune_test::source_file("tests/cuda/data/precompiled.job.json"));
+  REQUIRE(job.kernels.at(0).configs().at(1).text() == items(2).text());
+  CHECK(job.kernels.at(0).source.digest() == scale_add().digest());
+  for (int n : {1, 2, 4}) {
+    const auto* e = file.find("scale_add", items(n).text(), "sm_90");
+    REQUIRE(e);
+    CHECK(e->ok);
+    CHECK(e->arch == "sm_90");
+    CHECK(e->lowered_name == "scale_add"); // extern "C"
+    CHECK(e->image.substr(0, 4) == std::string("\x7f" "ELF"));
+    CHECK(e->compiler.find("nvcc") != std::string::npos);
+    CHECK(e->recipe == cotune::gpu::precompiled_recipe(scale_add(), items(n), backend.precompiled_options(scale_add(), items(n), sm90())));
+  }
+  for (int n : {1, 4}) {
+    const auto* e = file.find("scale_add_items", items(n).text(), "sm_90");
+    REQUIRE(e);
+    CHECK(e->lowered_name == fmt::format("_Z15scale_add_itemsILi{}EEvPfPKffi", n)); // nvcc's mangling, as NVRTC's
+  }
+  CHECK(file.find("scale_add", items(8).text(), "sm_90") == nullptr); // not in the job's space
+  CHECK(file.find("scale_add_items", items(2).text(), "sm_90") == nullptr);
+  CHECK(file.find("scale_add", items(1).text(), "sm_80") == nullptr); // not built for it
+  CHECK(file.find("no_such_kernel", items(1).text(), "sm_90") == nullptr);
+}
+
+TEST_CASE("the backend takes a precompiled candidate instead of compiling it, and the cache stores nothing",
+          "[cuda][cuda_backend][precompiled]") {
+  cotune_test::private_cache cache;
+  const use_precompiled knobs("prefer");
+  const cuda::cuda_backend backend;
+  const auto file = cotune::gpu::precompiled_file::read(precompiled_path);
+  for (const auto* k : {&scale_add(), &scale_add_items()}) {
+    auto bin = backend.prebuilt(*k, items(4), sm90());
+    REQUIRE(bin);
+    CHECK(bin->image == file.find(k->name, items(4).text(), "sm_90")->image);
+    CHECK_FALSE(bin->is_ptx);
+    CHECK(bin->arch == "sm_90");
+  }
+  // Through the binary cache, as a tuning compiles: the file's binary, no key, nothing stored.
+  const cotune::binary_cache<cuda::cuda_backend> binaries(backend);
+  const auto got = binaries.get_or_compile(scale_add(), items(2), sm90());
+  CHECK(got.binary.lowered_name == "scale_add");
+  CHECK(got.key.empty());
+  CHECK_FALSE(got.from_cache);
+  CHECK_FALSE(std::filesystem::exists(cache.cache_dir()));
+  // The file names the build of the binaries in every result key.
+  CHECK_THAT(backend.fingerprint(sm90()), Catch::EndsWith(";precompiled " + file.digest()));
+}
+
+TEST_CASE("a candidate the file lacks is compiled with prefer, and an error naming config, architecture and file with "
+          "only",
+          "[cuda][cuda_backend][precompiled]") {
+  cotune_test::private_cache cache;
+  const cuda::cuda_backend backend;
+  {
+    const use_precompiled knobs("prefer");
+    CHECK_FALSE(backend.prebuilt(scale_add(), items(8), sm90()));
+    const cotune::binary_cache<cuda::cuda_backend> binaries(backend);
+    CHECK_FALSE(binaries.get_or_compile(scale_add(), items(8), sm90()).key.empty()); // compiled by NVRTC, cached
+    const cuda::device sm80{.ordinal = 0, .cc = {8, 0}, .name = "hand-made sm_80"};
+    CHECK_FALSE(backend.prebuilt(scale_add(), items(1), sm80)); // another architecture
+  }
+  const use_precompiled knobs("only");
+  // The message names the kernel, the config, the architecture, the file and the knob.
+  const auto names_everything = [](const std::string& what) {
+    CHECK_THAT(what, Catch::Contains("kernel 'scale_add'") && Catch::Contains("{ITEMS: 8, num_warps: 2,") &&
+                         Catch::Contains("for sm_90") && Catch::Contains(precompiled_path.string()) &&
+                         Catch::Contains("COTUNE_PRECOMPILED=only") && Catch::Contains("has no entry for it"));
+  };
+  CHECK_THROWS_AS(backend.prebuilt(scale_add(), items(8), sm90()), cotune::compile_error);
+  try {
+    (void)backend.prebuilt(scale_add(), items(8), sm90());
+  } catch (const cotune::compile_error& e) {
+    names_everything(e.what());
+  }
+  // A tuning compiles through the binary cache: the same error, which the tuner records as the candidate's failure.
+  const cotune::binary_cache<cuda::cuda_backend> binaries(backend);
+  CHECK_THROWS_AS(binaries.get_or_compile(scale_add(), items(8), sm90()), cotune::compile_error);
+  try {
+    (void)binaries.get_or_compile(scale_add(), items(8), sm90());
+  } catch (const cotune::compile_error& e) {
+    names_everything(e.what());
+  }
+  CHECK(binaries.get_or_compile(scale_add(), items(1), sm90()).binary.lowered_name == "scale_add");
+  CHECK_THAT(backend.fingerprint(sm90()), Catch::StartsWith("cuda;nvrtc unused;"));
+}
+
+TEST_CASE("an entry made from other compile options is not used, with a warning naming why",
+          "[cuda][cuda_backend][precompiled]") {
+  cotune_test::private_cache cache;
+  const cuda::cuda_backend backend;
+  (void)backend.take_warnings();
+  const auto other_options = cuda::cuda_knobs().nvrtc_options.scoped("-lineinfo");
+  {
+    const use_precompiled knobs("prefer");
+    CHECK_FALSE(backend.prebuilt(scale_add(), items(2), sm90()));
+    const auto warnings = backend.take_warnings();
+    CHECK(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+      return w.find("recipe digest differs") != std::string::npos && w.find("{ITEMS: 2, num_warps: 2,") != std::string::npos;
+    }));
+  }
+  const use_precompiled knobs("only");
+  CHECK_THROWS_WITH(backend.prebuilt(scale_add(), items(2), sm90()),
+                    Catch::Contains("another source, entry or compile options") && Catch::Contains("{ITEMS: 2"));
+  // Another source under the same name is refused the same way.
+  auto changed = scale_add();
+  changed.code += "\n// changed\n";
+  CHECK_THROWS_WITH(backend.prebuilt(changed, items(2), sm90()), Catch::Contains("recipe digest differs"));
+}
+
+TEST_CASE("a damaged, truncated or foreign precompiled file is refused whole with a clear error",
+          "[cuda][cuda_backend][precompiled]") {
+  cotune_test::temp_dir dir;
+  using cotune::gpu::precompiled_file;
+  using cotune::gpu::precompiled_file_error;
+  const auto flipped = edited_copy(dir, "flipped", [](std::string& b) { b[b.size() - 100] ^= 0x5a; }); // in an image
+  CHECK_THROWS_WITH(precompiled_file::read(flipped), Catch::Contains("is damaged") && Catch::Contains("SHA-256") &&
+                                                         Catch::Contains(flipped.string()));
+  const auto index = edited_copy(dir, "index", [](std::string& b) { b[b.find("scale_add") + 1] = 'X'; });
+  CHECK_THROWS_WITH(precompiled_file::read(index), Catch::Contains("its index does not match"));
+  const auto cut = edited_copy(dir, "cut", [](std::string& b) { b.resize(b.size() / 2); });
+  CHECK_THROWS_WITH(precompiled_file::read(cut), Catch::Contains("is truncated"));
+  const auto foreign = edited_copy(dir, "foreign", [](std::string& b) { b = "\x7f" "ELF not ours"; });
+  CHECK_THROWS_WITH(precompiled_file::read(foreign), Catch::Contains("is not a cotune precompiled file"));
+  const auto newer = edited_copy(dir, "newer", [](std::string& b) { b.replace(0, 20, "cotune-precompiled 9"); });
+  CHECK_THROWS_WITH(precompiled_file::read(newer), Catch::Contains("has format 9"));
+  CHECK_THROWS_AS(precompiled_file::read(dir / "missing"), precompiled_file_error);
+
+  // In use: `only` fails each candidate naming the file and why; `prefer` compiles instead, with a warning.
+  cotune_test::private_cache cache;
+  const cuda::cuda_backend backend;
+  {
+    const use_precompiled knobs("only", flipped);
+    CHECK_THROWS_WITH(backend.prebuilt(scale_add(), items(1), sm90()),
+                      Catch::Contains("{ITEMS: 1, num_warps: 2,") && Catch::Contains("is damaged") &&
+                          Catch::Contains(flipped.string()));
+    CHECK_THAT(backend.fingerprint(sm90()), Catch::EndsWith(";precompiled unreadable"));
+  }
+  (void)backend.take_warnings();
+  const use_precompiled knobs("prefer", cut);
+  CHECK_FALSE(backend.prebuilt(scale_add(), items(1), sm90()));
+  const auto warnings = backend.take_warnings();
+  CHECK(std::any_of(warnings.begin(), warnings.end(),
+                    [](const std::string& w) { return w.find("is truncated") != std::string::npos; }));
+}
+
+TEST_CASE("the off mode ignores the file, and a file written and read back is the same", "[cuda][cuda_backend][precompiled]") {
+  const cuda::cuda_backend backend;
+  {
+    const use_precompiled knobs("off");
+    CHECK_FALSE(backend.prebuilt(scale_add(), items(1), sm90()));
+    CHECK(backend.fingerprint(sm90()).find("precompiled") == std::string::npos);
+  }
+  cotune_test::temp_dir dir;
+  const auto file = cotune::gpu::precompiled_file::read(precompiled_path);
+  cotune::gpu::precompiled_file::write(dir / "copy", file.entries());
+  CHECK(cotune::gpu::precompiled_file::read(dir / "copy").entries() == file.entries());
+  CHECK(cotune::gpu::precompiled_arch_matches("gfx90a", "gfx90a:sramecc+:xnack-"));
+  CHECK_FALSE(cotune::gpu::precompiled_arch_matches("gfx90a:xnack+", "gfx90a:sramecc+:xnack-"));
+  CHECK_FALSE(cotune::gpu::precompiled_arch_matches("sm_90", "sm_80"));
+}
+
+TEST_CASE("a precompiled cubin computes what NVRTC's does, for every config of the file",
+          "[cuda][cuda_backend][precompiled][gpu]") {
+  auto d = first_gpu();
+  if (!d) {
+    WARN(skip_reason());
+    return;
+  }
+  cotune_test::private_cache cache;
+  const cuda::cuda_backend backend;
+  const int n = 10000; // not a multiple of any block
+  std::vector<float> x(n), y(n);
+  for (int i = 0; i < n; ++i) {
+    x[static_cast<std::size_t>(i)] = static_cast<float>(i % 97) * 0.25f;
+    y[static_cast<std::size_t>(i)] = static_cast<float>(i % 13);
+  }
+  cuda::device_buffer<float> dx(*d, x);
+  cuda::device_span<const float> sx = dx;
+  float a = 3.0f;
+  int count = n;
+  const auto run = [&](const cuda::cuda_backend::function& f, int items_per_thread) {
+    cuda::device_buffer<float> dy(*d, y);
+    cuda::device_span<float> sy = dy;
+    backend.launch(f, cotune::launch_grid{.x = static_cast<unsigned>((n + 64 * items_per_thread - 1) / (64 * items_per_thread))},
+                   sy, sx, a, count);
+    return dy.to_vector();
+  };
+  const auto file = cotune::gpu::precompiled_file::read(precompiled_path);
+  const std::vector<std::pair<const kernel_source*, int>> cases{
+      {&scale_add(), 1}, {&scale_add(), 2}, {&scale_add(), 4}, {&scale_add_items(), 1}, {&scale_add_items(), 4}};
+  for (const auto& [k, n_items] : cases) {
+    INFO(k->name << " {" << items(n_items).text() << "}");
+    std::optional<cuda::cuda_backend::binary> pre;
+    {
+      const use_precompiled knobs("only");
+      pre = backend.prebuilt(*k, items(n_items), *d);
+    }
+    REQUIRE(pre);
+    const auto compiled = backend.compile(*k, items(n_items), *d);
+    CHECK(pre->lowered_name == compiled.lowered_name); // nvcc mangles a template instance as NVRTC names it
+    const auto from_file = run(backend.load(*pre, *k, items(n_items), *d), n_items);
+    const auto from_nvrtc = run(backend.load(compiled, *k, items(n_items), *d), n_items);
+    CHECK(from_file == from_nvrtc);
+    CHECK(from_file[17] == 3.0f * x[17] + y[17]);
+  }
+}
+#endif

@@ -13,9 +13,12 @@
 #include <catch2/catch.hpp>
 
 #include <cotune/cache/file_cache.hpp>
+#include <cotune/detail/files.hpp>
+#include <cotune/knobs/knobs.hpp>
 #include <cotune/hip/hip.hpp>
 #include <cotune/tune/binary_cache.hpp>
 
+#include "../support/source_tree.hpp"
 #include "../support/temp_dir.hpp"
 
 namespace hip = cotune::hip;
@@ -239,3 +242,33 @@ extern "C" __global__ void scaled(float* x, int n) {
   (void)ctx.api().free(x);
   (void)ctx.api().stream_destroy(mine);
 }
+
+#if defined(COTUNE_TEST_PRECOMPILED_FILE) && COTUNE_TEST_PRECOMPILED_HIP
+// Ahead-of-time compilation for HIP: tests/CMakeLists.txt has hipcc build the job's HIP kernel for gfx90a
+// into the precompiled file (cotune_precompile); the backend takes it instead of calling hiprtc.
+TEST_CASE("a HIP kernel built by hipcc ahead of time is taken from the precompiled file for any gfx90a feature setting",
+          "[hip][hip_backend][precompiled]") {
+  cotune_test::private_cache cache;
+  const auto code = cotune::detail::read_file(cotune_test::source_file("tests/cuda/data/precompiled_scale.cu"));
+  REQUIRE(code);
+  const kernel_source k{.name = "scale_add_hip", .code = *code, .entry = "scale_add"};
+  const auto file = cotune::knobs().runtime.precompiled_file.scoped(COTUNE_TEST_PRECOMPILED_FILE);
+  const auto mode = cotune::knobs().runtime.precompiled.scoped("only");
+  const hip::hip_backend backend;
+  // A device reports its full target; the entry was built for the bare processor, which runs on each.
+  const hip::device mi200{.arch_name = "gfx90a:sramecc+:xnack-", .name = "hand-made MI200"};
+  for (int items : {1, 2}) {
+    const config c({{"ITEMS", items}}, launch_options{.num_warps = 2});
+    INFO(c.text());
+    const auto bin = backend.prebuilt(k, c, mi200);
+    REQUIRE(bin);
+    CHECK(bin->lowered_name == "scale_add");
+    CHECK(bin->arch == "gfx90a");
+    CHECK(bin->image.substr(0, 4) == std::string("\x7f" "ELF")); // a bare code object, not an offload bundle
+  }
+  // Not built for gfx908: with `only`, the candidate's error names the config, the target and the file.
+  CHECK_THROWS_WITH(backend.prebuilt(k, config({{"ITEMS", 1}}, launch_options{.num_warps = 2}), gfx908()),
+                    Catch::Contains("{ITEMS: 1, num_warps: 2,") && Catch::Contains("for gfx908") &&
+                        Catch::Contains(COTUNE_TEST_PRECOMPILED_FILE));
+}
+#endif

@@ -20,6 +20,7 @@
 #include <cotune/detail/dir_fd.hpp>
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/process.hpp>
+#include <cotune/gpu/precompiled_file.hpp>
 // Included for their knobs, which register themselves during static initialisation (as in the tool).
 #ifdef COTUNE_HAS_CUDA
 #include <cotune/cuda/cuda_knobs.hpp>
@@ -28,6 +29,7 @@
 #include <cotune/redis/redis_knobs.hpp>
 #endif
 
+#include "../support/source_tree.hpp"
 #include "../support/temp_dir.hpp"
 #include "../support/tool_path.hpp"
 
@@ -448,4 +450,29 @@ TEST_CASE("cotune cache verify and gc refuse a cache directory others may write 
   CHECK_THAT(r.output, Catch::Contains("writable by others"));
   fs::permissions(cache.dir, fs::perms::owner_all, fs::perm_options::replace);
   CHECK(cotune_cli({"cache", "verify", "--dir", cache.dir.string()}).exit_code == 0);
+}
+
+TEST_CASE("cotune precompile refuses an unknown architecture, a job without GPU kernels and a missing compiler",
+          "[tools][cli][precompiled]") {
+  if (!tool_available()) return;
+  cotune_test::temp_dir dir;
+  const auto cuda_job = cotune_test::source_file("tests/cuda/data/precompiled.job.json").string();
+  const auto host_job = cotune_test::source_file("examples/jobs/matmul.job.json").string();
+  const auto out = (dir / "out.cotune-precompiled").string();
+  auto r = cotune_cli({"precompile", cuda_job, "--arch", "ampere", "-o", out});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("'ampere' is neither sm_XY (CUDA) nor gfxNNN (HIP)"));
+  r = cotune_cli({"precompile", host_job, "--arch", "sm_90", "-o", out});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.output, Catch::Contains("has no CUDA kernel for an sm_XY architecture"));
+  CHECK(cotune_cli({"precompile", cuda_job, "-o", out}).exit_code == 2); // --arch is required
+#ifdef COTUNE_HAS_CUDA
+  // A compiler that cannot run: every entry is recorded as a failure naming it, and the file is still written.
+  r = cotune_cli({"precompile", cuda_job, "--arch", "sm_90", "-o", out, "--nvcc", (dir / "no-nvcc").string()});
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("5 entries (5 failed)") && Catch::Contains("could not be run"));
+  const auto file = cotune::gpu::precompiled_file::read(out);
+  REQUIRE(file.entries().size() == 5);
+  CHECK_FALSE(file.entries().front().ok);
+#endif
 }

@@ -198,6 +198,14 @@ concept FindsModuleGlobals = requires(const B& b, const typename B::function& f,
   { b.find_global(f, name) } -> std::same_as<std::optional<module_global>>;
 };
 
+/// May hold a candidate's binary already built (a file of kernels compiled ahead of time, gpu/precompiled_file.hpp):
+/// `prebuilt(k, c, d)` gives it, nothing where the backend must compile, or throws the candidate's failure
+/// (compile_error). The binary cache asks it first and keeps no copy of what it gives.
+template <class B>
+concept LoadsPrebuilt = requires(const B& b, const kernel_source& k, const config& c, const typename B::device& d) {
+  { b.prebuilt(k, c, d) } -> std::same_as<std::optional<typename B::binary>>;
+};
+
 /// Names the benchmarker its kernels are timed with (`using default_benchmarker_type = ...`).
 template <class B>
 concept DeclaresBenchmarker = requires { typename B::default_benchmarker_type; };

@@ -244,8 +244,13 @@ struct job_spec::reader {
     }
     k.entry = name;
     if (auto en = field(o, "entry")) k.entry = string(*en, p / "entry");
-    if (!is_identifier(k.entry))
-      fail(p / "entry", fmt::format("'{}' is not a C identifier (the kernel's extern \"C\" function)", k.entry));
+    // A GPU kernel's entry may be a name expression (`scale<ITEMS>`), which NVRTC and hiprtc instantiate.
+    const std::string_view entry_name = std::string_view(k.entry).substr(0, k.backend == "host" ? k.entry.size() : k.entry.find('<'));
+    if (!is_identifier(entry_name) || (entry_name.size() < k.entry.size() && !k.entry.ends_with('>')))
+      fail(p / "entry", k.backend == "host"
+                            ? fmt::format("'{}' is not a C identifier (the kernel's extern \"C\" function)", k.entry)
+                            : fmt::format("'{}' is neither a C identifier nor a name expression such as 'scale<ITEMS>'",
+                                          k.entry));
     auto src = field(o, "source");
     auto code = field(o, "code");
     if (src && code) fail(p / "code", "give either 'source' (a file) or 'code' (inline), not both");

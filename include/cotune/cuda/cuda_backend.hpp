@@ -200,13 +200,15 @@ class cuda_backend : public gpu::rtc_backend<detail::backend_api> {
 public:
   /// How the backend starts.
   struct options {
-    /// Open NVRTC on a background thread as soon as the driver is open (see `preload_nvrtc`).
+    /// Open NVRTC on a background thread as soon as the driver is open (see `preload_nvrtc`); never
+    /// with COTUNE_PRECOMPILED=only.
     bool preload_nvrtc = true;
   };
 
   cuda_backend() : cuda_backend(options{}) {}
   explicit cuda_backend(options o) {
-    if (o.preload_nvrtc) {
+    // COTUNE_PRECOMPILED=only: every binary comes from the precompiled file, and NVRTC is never loaded.
+    if (o.preload_nvrtc && gpu::current_precompiled_mode() != gpu::precompiled_mode::only) {
       // Started once the driver is open (now, or when it opens): dlopen holds the loader's lock, so
       // opening NVRTC while libcuda is being opened would delay the driver instead of overlapping
       // with cuInit and context creation.

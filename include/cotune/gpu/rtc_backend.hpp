@@ -52,6 +52,7 @@
 #include <cotune/detail/isolated_run.hpp>
 #include <cotune/gpu/isolation.hpp>
 #include <cotune/gpu/loaded_kernel.hpp>
+#include <cotune/gpu/precompiled_file.hpp>
 #include <cotune/gpu/rtc_compile.hpp>
 #include <cotune/knobs/knobs.hpp>
 
@@ -108,12 +109,23 @@ public:
   /// Every device of the runtime; empty (never an error) without a runtime or a device.
   [[nodiscard]] std::vector<device> devices() const { return Api::devices(); }
 
-  /// `cuda;nvrtc 13.0;driver 13.0;sm_90`: the compiler's version, the runtime's, and the architecture.
-  /// Throws cotune::error if the compiler cannot be loaded.
+  /// `cuda;nvrtc 13.0;driver 13.0;sm_90`: the compiler's version, the runtime's, and the architecture;
+  /// with a precompiled file (COTUNE_PRECOMPILED_FILE) its digest is appended, and with
+  /// COTUNE_PRECOMPILED=only the compiler is named `unused` (and not loaded). Throws cotune::error if
+  /// the compiler cannot be loaded.
   [[nodiscard]] std::string fingerprint(const device& d) const {
     const auto* lib = Api::try_library();
-    return fmt::format("{};{} {};{} {};{}", n().key, n().compiler_key, Api::compiler().version_text(), n().library_key,
-                       lib ? lib->version_text() : std::string("none"), d.arch());
+    const auto mode = current_precompiled_mode();
+    auto out = fmt::format("{};{} {};{} {};{}", n().key, n().compiler_key, compiler_version(), n().library_key,
+                           lib ? lib->version_text() : std::string("none"), d.arch());
+    if (mode != precompiled_mode::off) {
+      try {
+        out += ";precompiled " + precompiled_file::shared(*cotune::knobs().runtime.precompiled_file.get()).digest();
+      } catch (const precompiled_file_error&) {
+        out += ";precompiled unreadable";
+      }
+    }
+    return out;
   }
 
   /// The physical device: "cuda:pci:0000:3b:00.0" (the ordinal only when the runtime gave no PCI id),
@@ -140,16 +152,56 @@ public:
   /// The compiler's options for `k` under `c` on `d` (without the toolkit's include directory, which
   /// `compile` appends). Exposed for tests and `--debug`.
   [[nodiscard]] std::vector<std::string> options_for(const kernel_source& k, const config& c, const device& d) const {
-    std::vector<std::string> out;
-    const auto extra = extra_options();
-    if (!Api::requested_arch(k.options) && !Api::requested_arch(extra)) out.push_back(fmt::format("{}{}", n().arch_flag, d.arch()));
-    add_config_macros(out, c, d.warp_size, /*warp_size_macro=*/Api::warp_size_macro);
-    Api::add_options(out, c);
-    if (cotune::knobs().runtime.debug.get()) out.emplace_back(n().debug_flag);
-    for (const auto& o : k.options) out.push_back(o);
-    for (const auto& dir : k.include_dirs) out.push_back(fmt::format("{}{}", n().include_flag, dir));
-    out.insert(out.end(), extra.begin(), extra.end());
-    return out;
+    return options(k, c, d, /*with_arch=*/true);
+  }
+
+  /// `options_for` without the architecture flag it adds for `d`: what a precompiled entry is made
+  /// from besides the kernel and config (precompiled_recipe), whatever the architecture.
+  [[nodiscard]] std::vector<std::string> precompiled_options(const kernel_source& k, const config& c, const device& d) const {
+    return options(k, c, d, /*with_arch=*/false);
+  }
+
+  /// The binary of `k` under `c` for `d` from the precompiled file (COTUNE_PRECOMPILED_FILE), when the
+  /// file holds one made from what `compile` would compile; nothing when it does not and the runtime
+  /// compiler may (COTUNE_PRECOMPILED=prefer; an entry made from something else, or a file that cannot
+  /// be read, is also said in a warning). With COTUNE_PRECOMPILED=only such a candidate throws
+  /// compile_error naming its config, the architecture and the file, and why. The binary cache asks
+  /// this before it compiles (its `LoadsPrebuilt` capability); nothing is stored for such a binary.
+  [[nodiscard]] std::optional<binary> prebuilt(const kernel_source& k, const config& c, const device& d) const {
+    const auto mode = current_precompiled_mode();
+    if (mode == precompiled_mode::off) return std::nullopt;
+    const std::string path = *cotune::knobs().runtime.precompiled_file.get();
+    const std::string arch = target_arch(k, d);
+    const bool only = mode == precompiled_mode::only;
+    auto missing = [&](std::string_view why, const std::string& log = {}) -> std::optional<binary> {
+      if (only)
+        throw compile_error(fmt::format("{}: kernel '{}' with config {{{}}} for {}: COTUNE_PRECOMPILED=only forbids "
+                                        "compiling it with {}, and precompiled file '{}' {}; build the file for this "
+                                        "config and architecture (cotune_precompile), or set COTUNE_PRECOMPILED=prefer",
+                                        n().backend, k.name, c.text(), arch, n().compiler, path, why),
+                            log);
+      return std::nullopt;
+    };
+    const precompiled_file* file = nullptr;
+    try {
+      file = &precompiled_file::shared(path);
+    } catch (const precompiled_file_error& e) {
+      if (!only) warn_precompiled(fmt::format("{}: {}; its kernels are compiled with {} instead", n().backend, e.what(), n().compiler));
+      return missing(fmt::format("cannot be used: {}", e.what()));
+    }
+    const precompiled_entry* e = file->find(k.name, c.text(), arch);
+    if (!e) return missing("has no entry for it");
+    if (e->recipe != precompiled_recipe(k, c, precompiled_options(k, c, d))) {
+      const auto why = fmt::format("has an entry for it (built for {}) made from another source, entry or compile "
+                                   "options than this program's (its recipe digest differs), which is not used",
+                                   e->arch);
+      if (!only)
+        warn_precompiled(fmt::format("{}: precompiled file '{}' {} for kernel '{}' with config {{{}}}; compiling it with {}",
+                                     n().backend, path, why, k.name, c.text(), n().compiler));
+      return missing(why);
+    }
+    if (!e->ok) return missing(fmt::format("holds {}'s failure to compile it:\n{}", e->compiler, e->log), e->log);
+    return binary{e->image, false, e->lowered_name, e->arch, e->log};
   }
 
   /// What a binary is made from: the compiler's version, the target architecture, the kernel (source,
@@ -159,7 +211,7 @@ public:
   [[nodiscard]] binary_recipe binary_key(const kernel_source& k, const config& c, const device& d) const {
     const std::string arch = target_arch(k, d);
     binary_recipe r{std::string(n().key),
-                    {fmt::format("{} {}", n().compiler_key, Api::compiler().version_text()), arch, k.digest(), k.entry,
+                    {fmt::format("{} {}", n().compiler_key, compiler_version()), arch, k.digest(), k.entry,
                      c.text()},
                     k.name + Api::binary_suffix(arch),
                     /*has_meta=*/true};
@@ -300,8 +352,9 @@ public:
   /// how candidates are isolated (an isolation worker could not start, an argument it cannot reach)
   /// since the last call; none without the compiler.
   [[nodiscard]] std::vector<std::string> take_warnings() const {
-    const auto* rtc = Api::try_compiler();
+    const auto* rtc = current_precompiled_mode() == precompiled_mode::only ? nullptr : Api::try_compiler();
     auto out = rtc ? rtc->take_warnings() : std::vector<std::string>{};
+    for (auto& w : take_precompiled_warnings()) out.push_back(std::move(w));
     for (auto& w : detail::isolation_pool::of<Api::worker_kind>().take_warnings()) out.push_back(std::move(w));
     return out;
   }
@@ -357,6 +410,24 @@ private:
     }
   }
   [[nodiscard]] static std::vector<std::string> extra_options() { return split_options(Api::compiler_options_text()); }
+  /// `options_for`, with or without the architecture flag it adds for `d`.
+  [[nodiscard]] std::vector<std::string> options(const kernel_source& k, const config& c, const device& d, bool with_arch) const {
+    std::vector<std::string> out;
+    const auto extra = extra_options();
+    if (with_arch && !Api::requested_arch(k.options) && !Api::requested_arch(extra))
+      out.push_back(fmt::format("{}{}", n().arch_flag, d.arch()));
+    add_config_macros(out, c, d.warp_size, /*warp_size_macro=*/Api::warp_size_macro);
+    Api::add_options(out, c);
+    if (cotune::knobs().runtime.debug.get()) out.emplace_back(n().debug_flag);
+    for (const auto& o : k.options) out.push_back(o);
+    for (const auto& dir : k.include_dirs) out.push_back(fmt::format("{}{}", n().include_flag, dir));
+    out.insert(out.end(), extra.begin(), extra.end());
+    return out;
+  }
+  /// The compiler's version; "unused" with COTUNE_PRECOMPILED=only, which never loads it.
+  [[nodiscard]] static std::string compiler_version() {
+    return current_precompiled_mode() == precompiled_mode::only ? std::string("unused") : Api::compiler().version_text();
+  }
 };
 
 } // namespace cotune::gpu

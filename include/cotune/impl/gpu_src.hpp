@@ -8,6 +8,7 @@
 #endif
 
 #include <cotune/gpu/rtc_compile.ipp>
+#include <cotune/gpu/precompiled_file.ipp>
 #include <cotune/gpu/runtime_library.ipp>
 #include <cotune/gpu/isolation_pool.ipp>
 #include <cotune/gpu/isolation_protocol.ipp>

@@ -210,6 +210,24 @@ struct build_knob_group {
 struct runtime_knob_group {
   knob<bool> debug{{.name = "runtime.debug", .env = "COTUNE_DEBUG", .fallback = false,
                     .doc = "keep compiler inputs and print each compile command", .invalidating = true}};
+  // Unset: a program without a file made at build time compiles every GPU candidate at run time.
+  knob<std::optional<std::string>> precompiled_file{
+      {.name = "runtime.precompiled_file", .env = "COTUNE_PRECOMPILED_FILE",
+       .doc = "a file of GPU kernels built ahead of time by cotune_precompile() (CMake) or `cotune precompile`: a "
+              "candidate found there, made from the same source, config and options for the device's architecture, "
+              "is loaded instead of compiled by NVRTC or hiprtc (docs/cuda.md, \"Ahead-of-time compilation\"); "
+              "unset = none"}};
+  // prefer: a file that lacks a candidate (a config added since the build) costs a compile, not a failure.
+  knob<std::string> precompiled{
+      {.name = "runtime.precompiled", .env = "COTUNE_PRECOMPILED", .fallback = "prefer",
+       .doc = "how GPU backends use COTUNE_PRECOMPILED_FILE: `prefer` (the default: candidates the file lacks, or "
+              "holds made from something else, are compiled at run time, with a warning for the latter), `only` "
+              "(never the runtime compiler, which is not even loaded: such a candidate fails with an error naming "
+              "its config, the architecture and the file), `off` (the file is ignored)",
+       .validate = [](const std::string& v) {
+         if (v != "off" && v != "prefer" && v != "only")
+           throw knob_error(fmt::format("COTUNE_PRECOMPILED={} is not one of off, prefer, only", v));
+       }}};
 };
 
 /// All core knob groups. Optional modules (cuda, redis) add their own groups to the registry.

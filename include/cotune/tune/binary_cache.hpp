@@ -100,11 +100,14 @@ public:
     return key_of(backend_->binary_key(k, c, d));
   }
 
-  /// The cached binary, or the one compiled now (and stored). Compile failures propagate
+  /// The backend's prebuilt binary (LoadsPrebuilt: not stored, `key` empty), else the cached binary,
+  /// or the one compiled now (and stored). Compile failures propagate
   /// (compile_error, timeout_error, ...); cache failures never do.
   [[nodiscard]] entry get_or_compile(const kernel_source& k, const config& c, const typename B::device& d,
                                      std::stop_token stop = {}) const {
     if constexpr (!caches_binaries()) return {compile(k, c, d, stop), false, {}};
+    if constexpr (LoadsPrebuilt<B>) // built ahead of time: nothing to compile, nothing to store
+      if (auto bin = backend_->prebuilt(k, c, d)) return {*std::move(bin), false, {}};
     const binary_recipe recipe = backend_->binary_key(k, c, d);
     const std::string hex = key_of(recipe);
     std::optional<Cache> cache;
@@ -129,6 +132,8 @@ public:
       return std::nullopt;
     } else {
       try {
+        if constexpr (LoadsPrebuilt<B>)
+          if (backend_->prebuilt(k, c, d)) return std::nullopt; // every reader has it in its own file
         const binary_recipe recipe = backend_->binary_key(k, c, d);
         remote_companion out{key_of(recipe), {}};
         const Cache cache(out.key);
