@@ -124,10 +124,11 @@ class CotuneConan(ConanFile):
             tc.cache_variables[f"COTUNE_BUILD_{part}"] = False
         tc.cache_variables["COTUNE_VERIFY_HEADERS"] = False
         tc.cache_variables["COTUNE_BUILD_SEPARATE"] = True
-        # The modules this package declares, and no other (the recipe has no HIP option).
+        # The modules this package declares, and no other (the recipe has no HIP or DLPack option).
         tc.cache_variables["COTUNE_WITH_REDIS"] = "ON" if self.options.with_redis else "OFF"
         tc.cache_variables["COTUNE_WITH_CUDA"] = "ON" if self.options.with_cuda else "OFF"
         tc.cache_variables["COTUNE_WITH_HIP"] = "OFF"
+        tc.cache_variables["COTUNE_WITH_DLPACK"] = "OFF"
         if self.options.with_cuda:
             tc.cache_variables["COTUNE_CUDA_INCLUDE_DIR"] = self._cuda_include_dir()
         tc.generate()

@@ -14,7 +14,7 @@ Prints the path of each translation unit written (one a line). The convention (d
   after it (blank lines allowed) belongs to NAME too.
 - `<!-- snippet: skip REASON -->` right before a block leaves it out; the reason is required.
 - `#line` directives point each line to the page, so a compiler error names PAGE:LINE.
-- A unit that includes a module's header (<cotune/cuda/...>, hip, redis) is left out when the build
+- A unit that includes a module's header (<cotune/cuda/...>, hip, redis, dlpack) is left out when the build
   has no such module (--modules lists those it has).
 
 Files are rewritten only when their text changes, and units no longer on the page are removed.
@@ -26,7 +26,7 @@ import sys
 FENCE_OPEN = re.compile(r"^(\s*)(```+|~~~+)\s*([A-Za-z0-9+_-]*)")
 MARK = re.compile(r"^\s*<!--\s*snippet:\s*(\S+)(.*?)(-->)?\s*$")
 COMPILED = {"cpp", "c++", "cxx"}
-MODULE_HEADER = re.compile(r"#\s*include\s*<cotune/(cuda|hip|redis)/")
+MODULE_HEADER = re.compile(r"#\s*include\s*<cotune/(cuda|hip|redis|dlpack)/")
 
 
 def fail(page, line, message):

@@ -46,6 +46,22 @@ concept WritableBuffer = Buffer<B> && requires(B& b, const typename B::snapshot_
   b.restore(snap);
 };
 
+/// A buffer that checks itself when a call passes it, so that its error can name the argument: a
+/// DLPack tensor (cotune/dlpack/) finds its faults (device, element type, layout) when it is made and
+/// reports them from `b.check_argument(kernel, position, name)`, which the tuner calls on every call
+/// (make it cheap: one test of a flag when the buffer is fine).
+template <class B>
+concept CheckedBuffer = Buffer<B> && requires(const B& cb, std::string_view s, std::size_t i) {
+  cb.check_argument(s, i, s);
+};
+
+/// A buffer bound to one GPU (a DLPack tensor on a device): `b.device_ordinal()` is the runtime's
+/// index of that device, and the tuner refuses it for a kernel that runs on another device.
+template <class B>
+concept DeviceBoundBuffer = Buffer<B> && requires(const B& cb) {
+  { cb.device_ordinal() } -> std::convertible_to<int>;
+};
+
 /// Name of an element type in keys and messages ("float32", "int64", ...).
 template <class T>
 [[nodiscard]] constexpr std::string_view element_type_name() noexcept {

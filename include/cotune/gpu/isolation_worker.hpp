@@ -7,7 +7,8 @@
 /// reports ready and serves jobs until the parent closes the socket, then leaves with _exit: the
 /// program's main() never runs there. In every other process it returns at once.
 ///
-/// A job: load the image (kept while the next job has the same one), map the arguments' IPC handles
+/// A job: load the image (the last `kept_modules` images stay loaded: the finals interleave their
+/// finalists round by round, and reloading a module at every switch cost S2 about 15 ms), map the arguments' IPC handles
 /// (kept while the next job uses them), run once and wait for it with the bench timeout as the
 /// deadline, then (timed jobs) measure with the runtime's benchmarker exactly as in-process. A sticky
 /// error (illegal address, trap, assert) is reported and the worker exits: its context is lost.
@@ -28,6 +29,7 @@
 ///     static void launch(const context&, function, const worker_job&, void** params);
 ///     static std::optional<std::string> lost(const context&);  // after a failure: the sticky error, if any
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -71,8 +73,11 @@ public:
   isolation_server(const isolation_server&) = delete;
   isolation_server& operator=(const isolation_server&) = delete;
   ~isolation_server() {
-    if (module_) W::unload(*ctx_, module_);
+    for (auto& m : modules_) W::unload(*ctx_, m.module);
   }
+
+  /// How many loaded images a worker keeps: more than a tuning's finalists (at most 8 by default).
+  static constexpr std::size_t kept_modules = 16;
 
   /// Runs one job and answers on `fd`; false when the worker must end (its context is lost or a
   /// kernel may still be running).
@@ -141,21 +146,36 @@ public:
   }
 
 private:
+  /// Makes `job`'s image and entry current: one already loaded (the most recent first), or a new load,
+  /// the least recently used beyond `kept_modules` unloaded.
   void load(const worker_job& job) {
-    if (!module_ || job.image != image_ || job.symbol != symbol_) {
-      if (module_) W::unload(*ctx_, module_);
-      module_ = {};
-      image_.clear();
-      module_ = W::load(*ctx_, job.image);
-      shared_allowed_ = 0;
-      function_ = W::entry(*ctx_, module_, job.symbol);
-      image_ = job.image; // only once the entry is found: a failed lookup is retried, never launched
-      symbol_ = job.symbol;
+    auto same = [&](const loaded& m) { return m.symbol == job.symbol && m.image == job.image; };
+    auto it = std::find_if(modules_.begin(), modules_.end(), same);
+    if (it == modules_.end()) {
+      loaded m;
+      m.module = W::load(*ctx_, job.image);
+      try {
+        m.function = W::entry(*ctx_, m.module, job.symbol);
+      } catch (...) { // a failed lookup is retried, never launched
+        W::unload(*ctx_, m.module);
+        throw;
+      }
+      m.image = job.image;
+      m.symbol = job.symbol;
+      modules_.insert(modules_.begin(), std::move(m));
+      if (modules_.size() > kept_modules) {
+        W::unload(*ctx_, modules_.back().module);
+        modules_.pop_back();
+      }
+    } else if (it != modules_.begin()) {
+      std::rotate(modules_.begin(), it, it + 1);
     }
-    if (job.shared_bytes > shared_allowed_) {
-      W::allow_shared(*ctx_, function_, job.shared_bytes);
-      shared_allowed_ = job.shared_bytes;
+    loaded& m = modules_.front();
+    if (job.shared_bytes > m.shared_allowed) {
+      W::allow_shared(*ctx_, m.function, job.shared_bytes);
+      m.shared_allowed = job.shared_bytes;
     }
+    function_ = m.function;
   }
 
   /// The kernel's parameter values, device addresses mapped into this process. Mappings the job
@@ -195,10 +215,15 @@ private:
   device device_;
   std::optional<typename W::benchmarker> bench_; ///< remade when the parent's timing knobs change
   event_bench_options bench_options_{};
-  typename W::module module_{};
-  typename W::function function_{};
-  std::string image_, symbol_;
-  std::uint32_t shared_allowed_ = 0;
+  /// A loaded image and its entry.
+  struct loaded {
+    typename W::module module{};
+    typename W::function function{};
+    std::string image, symbol;
+    std::uint32_t shared_allowed = 0;
+  };
+  std::vector<loaded> modules_; ///< most recently used first
+  typename W::function function_{}; ///< the current job's entry
   std::map<std::string, pointer> mapped_;
 };
 

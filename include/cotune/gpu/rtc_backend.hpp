@@ -35,6 +35,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <type_traits>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -44,6 +45,7 @@
 #include <cotune/backend/backend.hpp>
 #include <cotune/backend/launch_geometry.hpp>
 #include <cotune/backend/module_view.hpp>
+#include <cotune/core/buffer.hpp>
 #include <cotune/core/config.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/core/kernel_source.hpp>
@@ -235,6 +237,7 @@ public:
   template <class... Args>
   void launch_on(stream_type stream, const function& f, const launch_grid& grid, Args&... args) const {
     Api::template check_arguments<Args...>();
+    check_devices(f, args...);
     with_kernel_params([&](void** params) { launch_raw_on(stream, f, grid, params); }, args...);
   }
 
@@ -263,6 +266,7 @@ public:
                                                               const cotune::detail::worker_task& task,
                                                               const bench_options& o, Args&... args) const {
     Api::template check_arguments<Args...>();
+    check_devices(f, args...);
     return detail::run_in_worker<Api::worker_kind, typename Api::sharing>(
         f, bin.image, bin.lowered_name, grid, task, o, Api::knobs().flush_factor.get(), Api::knobs().graph.get(), args...);
   }
@@ -332,6 +336,26 @@ protected:
 
 private:
   [[nodiscard]] static constexpr const rtc_runtime_names& n() noexcept { return Api::names; }
+
+  /// Refuses an argument bound to another device than `f`'s (cotune::DeviceBoundBuffer: a DLPack
+  /// tensor). The tuner refuses one before tuning; this is for a tuned key called with a tensor
+  /// elsewhere. Nothing for argument types that are not bound to a device.
+  template <class... Args>
+  static void check_devices(const function& f, const Args&... args) {
+    if constexpr ((DeviceBoundBuffer<std::remove_cvref_t<Args>> || ...)) {
+      std::size_t i = 0;
+      auto check = [&](const auto& a) {
+        const std::size_t at = i++;
+        if constexpr (DeviceBoundBuffer<std::remove_cvref_t<decltype(a)>>)
+          if (a.device_ordinal() != f.context->ordinal())
+            throw launch_error(fmt::format("{}: cannot launch kernel '{}' on {} device {}: argument {} is in the memory "
+                                           "of device {}; move it there, or tune on its device (tune_options::device)",
+                                           n().backend, f.module->kernel_name, n().device_word, f.context->ordinal(),
+                                           at, a.device_ordinal()));
+      };
+      (check(args), ...);
+    }
+  }
   [[nodiscard]] static std::vector<std::string> extra_options() { return split_options(Api::compiler_options_text()); }
 };
 

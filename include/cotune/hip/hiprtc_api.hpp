@@ -186,7 +186,7 @@ private:
     return n > 0 ? static_cast<std::size_t>(n) : gpu::default_compile_workers();
   }
 
-  void* handle_; // never closed
+  [[maybe_unused]] void* handle_; // never closed (clang 14 calls it unused in a file that defines every member it sees)
   std::string path_;
   hiprtc_api api_{};
   int major_ = 0;

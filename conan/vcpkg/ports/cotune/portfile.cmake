@@ -37,6 +37,8 @@ vcpkg_cmake_configure(
     # A header-only port: the separately compiled library (COTUNE_SEPARATE_COMPILATION) is left to
     # projects that build cotune themselves.
     -DCOTUNE_BUILD_SEPARATE=OFF
+    # No feature for DLPack tensors (cotune::dlpack) yet: left out, whatever is installed.
+    -DCOTUNE_WITH_DLPACK=OFF
   MAYBE_UNUSED_VARIABLES
     COTUNE_BUILD_TOOLS
     COTUNE_CUDA_INCLUDE_DIR

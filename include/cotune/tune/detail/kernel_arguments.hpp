@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <typeinfo>
@@ -140,6 +141,7 @@ public:
     detail::for_each_indexed(t, [&](const auto& a, std::size_t i) {
       using A = detail::bare<decltype(a)>;
       if constexpr (AnyBuffer<A>) {
+        if constexpr (CheckedBuffer<A>) a.check_argument(kernel_name_, i, opts_->arg_names[i]);
         key.push(detail::element_type_word(as_buffer(a)));
         if (is_key_[i]) key.push(static_cast<std::uint64_t>(as_buffer(a).size()));
       } else if constexpr (detail::key_scalar<A>) {
@@ -148,6 +150,21 @@ public:
     });
     for (const auto& h : opts_->heuristics) key.push(detail::value_word(h.second(args...)));
     return key;
+  }
+
+  /// Refuses a buffer bound to another GPU than the one the kernel runs on (`ordinal`, described as
+  /// `device`): cotune::DeviceBoundBuffer, a DLPack tensor. The error names the argument and the fix.
+  void check_devices(int ordinal, std::string_view device, const Args&... args) const {
+    std::tuple<const Args&...> t(args...);
+    detail::for_each_indexed(t, [&](const auto& a, std::size_t i) {
+      if constexpr (DeviceBoundBuffer<detail::bare<decltype(a)>>)
+        if (a.device_ordinal() != ordinal)
+          throw autotuner_error(fmt::format(
+              "autotuner for '{}': argument {} ('{}') is in the memory of device {}, but the kernel runs on {}; move "
+              "it there (x.to('cuda:{}') in PyTorch), or tune on its device (tune_options::device, an index into the "
+              "backend's devices)",
+              kernel_name_, i, opts_->arg_names[i], a.device_ordinal(), device, ordinal));
+    });
   }
 
   /// The text of the key, as printed and hashed into the result cache ("x: float[4096], n=4096").
@@ -163,6 +180,7 @@ public:
       using A = detail::bare<decltype(a)>;
       const auto& name = opts_->arg_names[i];
       if constexpr (AnyBuffer<A>) {
+        if constexpr (CheckedBuffer<A>) a.check_argument(kernel_name_, i, name);
         const auto& b = as_buffer(a);
         if constexpr (detail::names_whole_key<A>) add(std::string(b.element_type_name()));
         else if (is_key_[i]) add(fmt::format("{}: {}[{}]", name, b.element_type_name(), b.size()));

@@ -90,7 +90,14 @@ public:
 
   bound_call(core& ctx, const tune_options<Args...>& opts, const kernel_arguments<Args...>& arguments, Args... args)
       : ctx_(ctx), opts_(opts), arguments_(arguments), args_(std::forward<Args>(args)...),
-        device_args_(ctx.devices.size()) {}
+        device_args_(ctx.devices.size()) {
+    // Tensors bound to a GPU (DLPack) must be on the device the winner launches on, refused here,
+    // before any candidate runs, rather than by every candidate's launch.
+    if constexpr ((DeviceBoundBuffer<detail::bare<Args>> || ...) && requires { ctx.devices[0].ordinal; }) {
+      const auto& d = ctx.devices[ctx.settings.device];
+      std::apply([&](const Args&... a) { arguments_.check_devices(d.ordinal, ctx.backend.device_name(d), a...); }, args_);
+    }
+  }
 
   void add_device(std::size_t d) override {
     device_args_[d].emplace(std::apply([&](const Args&... a) { return opts_.args_for_device(d, a...); }, args_));
