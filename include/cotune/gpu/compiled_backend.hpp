@@ -206,6 +206,7 @@ public:
                                                               const bench_options& o, Args&... args) const {
     check_signature<Args...>();
     Api::template check_arguments<Args...>();
+    this->check_devices(f, args...);
     std::string why;
     auto image = table_->image(bin.index, *f.context, f.handle, why);
     if (!image) {

@@ -387,9 +387,6 @@ protected:
             .limits = d.limits()};
   }
 
-private:
-  [[nodiscard]] static constexpr const rtc_runtime_names& n() noexcept { return Api::names; }
-
   /// Refuses an argument bound to another device than `f`'s (cotune::DeviceBoundBuffer: a DLPack
   /// tensor). The tuner refuses one before tuning; this is for a tuned key called with a tensor
   /// elsewhere. Nothing for argument types that are not bound to a device.
@@ -409,6 +406,9 @@ private:
       (check(args), ...);
     }
   }
+private:
+  [[nodiscard]] static constexpr const rtc_runtime_names& n() noexcept { return Api::names; }
+
   [[nodiscard]] static std::vector<std::string> extra_options() { return split_options(Api::compiler_options_text()); }
   /// `options_for`, with or without the architecture flag it adds for `d`.
   [[nodiscard]] std::vector<std::string> options(const kernel_source& k, const config& c, const device& d, bool with_arch) const {
