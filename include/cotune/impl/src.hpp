@@ -50,6 +50,7 @@
 #include <cotune/search/bayes_local_search.ipp>
 #include <cotune/batch/job_knobs.ipp>
 #include <cotune/tune/events.ipp>
+#include <cotune/tune/key_distance.ipp>
 #include <cotune/tune/detail/tuning_timeline.ipp>
 #include <cotune/tune/trace.ipp>
 #include <cotune/tune/engine.ipp>
