@@ -316,3 +316,62 @@ TEST_CASE("eight threads calling through a background tuning run the stand-in or
   CHECK(after_wrong.load() == 0);
   CHECK(tuner.measured_tunings() == 2);
 }
+
+namespace {
+
+/// The candidates a key's tuning measured, in the order it measured them (host: one device).
+struct measure_order final : observer {
+  std::vector<std::pair<std::string, std::string>> measured; ///< key text, config
+  std::mutex mutex;
+
+protected:
+  void on_event(const tuning_event& e) override {
+    if (const auto* m = std::get_if<candidate_measured>(&e)) {
+      std::lock_guard lock(mutex);
+      measured.emplace_back(m->key_text, m->result->cfg.params_text());
+    }
+  }
+};
+
+} // namespace
+
+TEST_CASE("a new key's search starts from the winner of the nearest tuned key: a budgeted search proposes it "
+          "first, an exhaustive one measures it first",
+          "[tune][serving][transfer]") {
+  private_cache cache;
+  auto order = std::make_shared<measure_order>();
+  auto options = [&](std::shared_ptr<const search_strategy> search, std::optional<search_settings> budget) {
+    work_tuner::options o{.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench(), .observers = {order}};
+    o.search = std::move(search);
+    o.search_budget = budget;
+    // The tuned neighbour's winner is known without measuring: one candidate left for n=100.
+    o.early_config_prune = [](const std::vector<config>& all, int*, int n) {
+      return n == 100 ? std::vector<config>{all[2]} : all; // COST 2
+    };
+    return o;
+  };
+  int out = 0;
+  SECTION("budgeted") {
+    work_tuner tuner{work_kernel("transfer_budget"), cost_configs({16, 8, 2, 4}),
+                     options(std::make_shared<random_search>(), search_settings{.evaluations = 1, .seed = 3})};
+    tuner.tune_now(&out, 100);
+    const auto& r = tuner.tune_now(&out, 240);
+    // One evaluation: the seed, whatever the random search would have drawn.
+    for (const auto& c : r.candidates) {
+      INFO(c.cfg.params_text());
+      CHECK((c.status == candidate_status::ok) == (c.cfg.at("COST").as_int() == 2));
+    }
+  }
+  SECTION("exhaustive") {
+    work_tuner tuner{work_kernel("transfer_exhaustive"), cost_configs({16, 8, 2, 4}), options(nullptr, std::nullopt)};
+    tuner.tune_now(&out, 100);
+    tuner.tune_now(&out, 240);
+    std::lock_guard lock(order->mutex);
+    std::vector<std::string> second;
+    for (const auto& [key, cfg] : order->measured)
+      if (key == "n=240") second.push_back(cfg);
+    REQUIRE(second.size() == 4);
+    CHECK(second.front() == "COST: 2"); // the seed first, then config order
+    CHECK(second[1] == "COST: 16");
+  }
+}

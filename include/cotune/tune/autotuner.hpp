@@ -323,6 +323,34 @@ private:
     return out;
   }
 
+  /// The winners of the nearest tuned keys of the same shape (key_distance), nearest first, as
+  /// indices into this key's candidates: a new key's search starts from them (transfer_neighbours of
+  /// them; none when the tuner has tuned no key of this shape).
+  [[nodiscard]] std::vector<std::size_t> transfer_seeds(const std::string& key_text,
+                                                        const std::vector<config>& pruned) const {
+    std::vector<std::string> heuristics;
+    for (const auto& h : opts_.heuristics) heuristics.push_back(h.first);
+    const key_shape shape = key_shape::of(key_text);
+    std::vector<std::pair<double, std::shared_ptr<const tuning_result>>> near;
+    for (auto& r : table_.results())
+      if (auto d = key_distance(shape, key_shape::of(r->key_text)); d && *d > 0) near.emplace_back(*d, std::move(r));
+    std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::size_t> seeds;
+    for (const auto& [d, r] : near) {
+      if (seeds.size() == transfer_neighbours) break;
+      for (std::size_t i = 0; i < pruned.size(); ++i)
+        if (detail::same_choice(pruned[i], r->best(), heuristics)) {
+          if (std::find(seeds.begin(), seeds.end(), i) == seeds.end()) seeds.push_back(i);
+          break;
+        }
+    }
+    return seeds;
+  }
+
+  /// How many neighbours' winners seed a new key's search. 4: a few starting points, not a restriction;
+  /// a search of 32 evaluations (the smallest default budget) keeps 28 of its own.
+  static constexpr std::size_t transfer_neighbours = 4;
+
   /// The key's stand-in, compiled (or taken from the binary cache) and loaded on the launch device: the
   /// first of its choices that compiles and loads; null when none does (the call then waits for the
   /// tuning, which reports each candidate's failure).
@@ -423,8 +451,10 @@ private:
     return [this, args...]() mutable {
       call_description d = arguments_.describe(args...);
       std::vector<config> pruned = arguments_.prune(core_.configs, d, args...);
+      std::vector<std::size_t> seeds = transfer_seeds(d.key_text, pruned);
       auto call = std::make_unique<bound_call<B, Bench, Cache, Args...>>(core_, opts_, arguments_, args...);
-      return std::make_shared<typename keys::job>(core_, std::move(d.key_text), std::move(pruned), std::move(call));
+      return std::make_shared<typename keys::job>(core_, std::move(d.key_text), std::move(pruned), std::move(call),
+                                                  std::move(seeds));
     };
   }
 
