@@ -675,8 +675,8 @@ TEST_CASE("with first calls served, a call inside a capture launches the stand-i
   opts.first_call = cotune::first_call_mode::serve;
   // The background tuning measures on its own buffer: `out` belongs to the graph.
   const cuda::device_span<float> tuning_out = scratch;
-  opts.tuning_args = [tuning_out](const cuda::device_span<float>&, const int& w, const int& h) {
-    return std::tuple<cuda::device_span<float>, int, int>(tuning_out, w, h);
+  opts.tuning_args = [tuning_out](const cuda::device_span<float>&, const int& width, const int& height) {
+    return std::tuple<cuda::device_span<float>, int, int>(tuning_out, width, height);
   };
   add_one_tuner tuner{add_one_2d, add_one_2d_configs(), opts};
 

@@ -61,6 +61,7 @@
 #include <cotune/cache/cache_inventory.ipp>
 #include <cotune/batch/tuning_database.ipp>
 #include <cotune/batch/shipped_database.ipp>
+#include <cotune/batch/prediction.ipp>
 #include <cotune/batch/input_limits.ipp>
 #include <cotune/batch/expression.ipp>
 #include <cotune/batch/json_location.ipp>

@@ -115,14 +115,10 @@ public:
   /// its tuning runs in the background (docs/serving.md).
   void operator()(Args... args) {
     const tuning_key key = arguments_.make_key(args...);
-    entry* e = table_.find(key);
+    const entry* e = table_.find(key);
     if (!e) [[unlikely]] {
-      if (stand_in_type* s = stand_in_for(key, args...)) { // first_call_mode::serve
-        serve(*s, [&] { launch_config(s->cfg, s->fn, args...); });
-        return;
-      }
-      e = table_.tune_blocking(core_.eng, key, job_for(args...));
-      arguments_.reset_buffers(args...); // Triton's reset-only pre-hook before the real launch
+      first_call(key, args...);
+      return;
     }
     launch(*e, args...);
   }
@@ -227,6 +223,18 @@ private:
   using entry = typename keys::entry;
 
   using stand_in_type = detail::stand_in<B>;
+
+  /// A call whose key is not in the table of tuned keys: its stand-in (first_call_mode::serve), else
+  /// its tuning (blocking), then the winner. Out of line: the tuned call stays a lookup and a launch.
+  void first_call(const tuning_key& key, Args&... args) {
+    if (stand_in_type* s = stand_in_for(key, args...)) {
+      serve(*s, [&] { launch_config(s->cfg, s->fn, args...); });
+      return;
+    }
+    const entry* e = table_.tune_blocking(core_.eng, key, job_for(args...));
+    arguments_.reset_buffers(args...); // Triton's reset-only pre-hook before the real launch
+    launch(*e, args...);
+  }
 
   /// A config as this backend sees it (no launch options where it has none).
   [[nodiscard]] static std::string shown(const config& c) {

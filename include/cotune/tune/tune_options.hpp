@@ -120,7 +120,9 @@ struct tune_options {
   /// used when it is among the call's candidates (after pruning; heuristics' values aside).
   std::optional<config> default_config{};
   /// With first_call_mode::serve: the arguments a key's background tuning measures with, made from
-  /// its first call's (e.g. views of scratch buffers the program keeps per problem size). Unset: the
+  /// its first call's (e.g. views of scratch buffers the program keeps per problem size), on the first
+  /// caller's thread (inside its graph capture, if it captures: allocate nothing on the device there,
+  /// hand out buffers made before). Unset: the
   /// first call's own arguments, so their buffers must stay valid, and their outputs unread (the
   /// candidates overwrite them), until the key is tuned (autotuner::wait_tuned).
   hook<std::tuple<Args...>(const Args&...)> tuning_args{};
