@@ -199,10 +199,14 @@ TEST_CASE("a stand-in is the shipped database's winner for the key before any ne
   auto opts = serving_options(obs);
   opts.default_config = config{{"COST", 16}};
   opts.tuning_args = [&spare](int*, int n) { return std::tuple<int*, int>(&spare, n); };
+  // The tuned neighbour's winner is COST 1 without measuring (a measurement could pick COST 8 on a loaded machine).
+  opts.early_config_prune = [](const std::vector<config>& all, int*, int n) {
+    return n == 400 ? std::vector<config>{all[1]} : all;
+  };
   work_tuner tuner{work_kernel("serve_database"), cost_configs({16, 1, 8}), opts};
   int out = 0;
   tuner.tune_now(&out, 400); // a tuned neighbour, whose winner is not COST 8
-  REQUIRE(tuner.best_config(&out, 400)->at("COST").as_int() != 8);
+  REQUIRE(tuner.best_config(&out, 400)->at("COST").as_int() == 1);
   tuner(&out, 500);
   CHECK(cost_that_ran(out, 500) == 8);
   tuner.wait_tuned();
