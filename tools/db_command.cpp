@@ -5,12 +5,17 @@
 //   cotune db diff A B [--json] [--tolerance PCT]                           which winners changed (exit 1 if any
 //                                                                           changed beyond the measured noise)
 //   cotune db show FILE [--json]                                            list its winners
+//   cotune db predict FILE --kernel K (--key KEY | --held-out) [--device D] [--json]
+//                                                                           a config for a key nobody tuned, from
+//                                                                           its nearest tuned neighbour; or every
+//                                                                           key predicted from the others, with regret
 //   cotune db from-triton FILE... --args A,B:tensor,.. --key K,.. --device D -o FILE
 //                                                                           Triton's autotune files as a database
 //
 // Databases are signed when COTUNE_TUNING_DB_SECRET is set, and then read only if signed with it.
 // Exit status 2 for a file that is refused (unreadable, damaged, unsigned, over a limit, a kernel name
 // or a launch option out of bounds: the readers' database_error, as for a bad job file).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -26,6 +31,7 @@
 #include <cotune/core/json_writer.hpp>
 #include <cotune/batch/job_knobs.hpp>
 #include <cotune/batch/job_spec.hpp>
+#include <cotune/batch/prediction.hpp>
 #include <cotune/batch/triton_import.hpp>
 #include <cotune/batch/tuning_database.hpp>
 #include <cotune/knobs/knobs.hpp>
@@ -94,11 +100,11 @@ command add_db_command(CLI::App& app) {
   struct state {
     std::string cache_dir, job, out, file, a, b, dir, args, key, device, kernel;
     std::vector<std::string> files;
-    bool from_cache = false, winners_only = false, json = false, redis = false, no_redis = false;
+    bool from_cache = false, winners_only = false, json = false, redis = false, no_redis = false, held_out = false;
     double tolerance_pct = 0;
   };
   auto s = std::make_shared<state>();
-  auto* db = app.add_subcommand("db", "tuning databases: export, import, diff, show");
+  auto* db = app.add_subcommand("db", "tuning databases: export, import, diff, show, predict");
   db->require_subcommand(1);
 
   auto* exp = db->add_subcommand("export", "write the winners of a cache or a job to one database file");
@@ -143,7 +149,69 @@ command add_db_command(CLI::App& app) {
   tri->add_option("--kernel", s->kernel, "the cotune kernel name (default: each file's name without .autotune.json)");
   tri->add_option("-o,--output", s->out, "the database file to write")->required();
 
-  auto run = [s, exp, imp, dif, show, tri]() -> int {
+  auto* pre = db->add_subcommand("predict", "a config for a key nobody tuned, from the nearest tuned key of its "
+                                             "shape (numbers on a log scale; same kernel and device); --held-out: "
+                                             "every key predicted from the others, with the prediction's regret");
+  pre->add_option("file", s->file, "the database file")->required();
+  pre->add_option("--kernel", s->kernel, "the kernel's name (every kernel with --held-out when left out)");
+  pre->add_option("--key", s->key, "the key's text, as the tuner writes it (e.g. \"x: float32[3000], n=3000\")");
+  pre->add_option("--device", s->device, "the device's name, as `cotune db show` lists it (any, when left out)");
+  pre->add_flag("--held-out", s->held_out, "predict each key of the database from the others and report the regret");
+  pre->add_flag("--json", s->json, "one JSON object per line");
+
+  auto run = [s, exp, imp, dif, show, tri, pre]() -> int {
+            if (pre->parsed()) {
+              const auto d = cj::tuning_database::load(s->file, secret());
+              if (s->held_out) {
+                std::size_t known = 0, exact = 0;
+                double sum = 0, worst = 0;
+                for (const auto& h : cj::held_out_regret(d)) {
+                  if (!s->kernel.empty() && h.kernel != s->kernel) continue;
+                  if (!s->device.empty() && h.device != s->device) continue;
+                  if (h.regret) {
+                    ++known;
+                    sum += *h.regret;
+                    worst = std::max(worst, *h.regret);
+                    exact += *h.regret == 0 ? 1 : 0;
+                  }
+                  const std::string regret = h.regret ? fmt::format("{:.1f}%", 100 * *h.regret) : std::string("-");
+                  if (s->json) {
+                    cotune::json_writer w;
+                    w.begin_object().field("kernel", h.kernel).field("key", h.key).field("device", h.device);
+                    w.field("tuned", h.shown(h.tuned)).field("predicted", h.shown(h.predicted)).field("from", h.neighbour);
+                    if (h.regret) w.field("regret", *h.regret);
+                    fmt::print("{}\n", std::move(w.end_object()).take());
+                  } else {
+                    fmt::print("{} [{}] on {}: tuned {{{}}}, predicted {{{}}} from [{}]: regret {}\n", h.kernel, h.key,
+                               h.device, h.shown(h.tuned), h.shown(h.predicted), h.neighbour, regret);
+                  }
+                }
+                if (!s->json)
+                  fmt::print("{} keys with a known regret: {} predicted exactly, mean regret {:.1f}%, worst {:.1f}%\n",
+                             known, exact, known ? 100 * sum / static_cast<double>(known) : 0.0, 100 * worst);
+                return 0;
+              }
+              if (s->kernel.empty() || s->key.empty()) {
+                fmt::print(stderr, "cotune: error: db predict needs --kernel and --key (or --held-out)\n");
+                return 2;
+              }
+              const auto p = cj::predict_winner(d, s->kernel, s->key, s->device);
+              if (!p) {
+                fmt::print(stderr, "cotune: {} [{}]: no key of this shape (same names and element types) in {}{}\n",
+                           s->kernel, s->key, s->file, s->device.empty() ? "" : " on " + s->device);
+                return 1;
+              }
+              if (s->json) {
+                cotune::json_writer w;
+                w.begin_object().field("kernel", s->kernel).field("key", s->key).field("predicted", p->winner_text());
+                w.field("from", p->neighbour).field("distance", p->distance);
+                fmt::print("{}\n", std::move(w.end_object()).take());
+              } else {
+                fmt::print("{} [{}]: {{{}}} (the winner of [{}], {:.2f} doublings away)\n", s->kernel, s->key,
+                           p->winner_text(), p->neighbour, p->distance);
+              }
+              return 0;
+            }
             if (tri->parsed()) {
               cj::triton_signature sig{.kernel = {}, .args = {}, .key = split_list(s->key), .device = s->device};
               for (const auto& a : split_list(s->args)) {

@@ -29,6 +29,7 @@
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/trace.hpp>
 #include <cotune/tune/job_instantiation.hpp>
+#include <cotune/tune/key_distance.hpp>
 #include <cotune/tune/measure_strategy.hpp>
 #include <cotune/tune/tune_options.hpp>
 #include <cotune/tune/tuning_key.hpp>

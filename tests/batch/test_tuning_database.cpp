@@ -2,11 +2,13 @@
 // application's tuner gets from the shipped database.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include <cotune/cotune.hpp>
 #include <cotune/batch/job_knobs.hpp>
+#include <cotune/batch/prediction.hpp>
 #include <cotune/batch/shipped_database.hpp>
 #include <cotune/batch/tuning_database.hpp>
 #include <cotune/knobs/knobs.hpp>
@@ -194,4 +196,61 @@ TEST_CASE("a tuner launches the shipped winner of a known key without tuning", "
   CHECK(out == 1200 * 1199 / 2); // COST 4 ran
   app(&out, 301); // a key the database does not know: tuned
   CHECK(app.measured_tunings() == 1);
+}
+
+namespace {
+/// A key of a kernel whose best BLOCK grows with n (1 at n=64, doubling every other doubling of n),
+/// with every candidate's time: 1 ms at the best BLOCK, 0.3 ms more per halving or doubling away.
+cj::database_entry smooth_entry(int n, std::string device = "dev A") {
+  const double best = std::floor(std::log2(n / 64.0) / 2.0); // log2 of the best BLOCK
+  cotune::tuning_result r;
+  r.kernel = "smooth";
+  r.key_text = fmt::format("x: float32[{}], n={}", n, n);
+  for (int b = 0; b < 4; ++b) {
+    cotune::candidate_result c{cotune::config{{"BLOCK", 1 << b}}};
+    c.status = cotune::candidate_status::ok;
+    const double ms = 1.0 + 0.3 * std::fabs(b - best);
+    c.time = {ms, ms, ms};
+    if (b == static_cast<int>(std::min(best, 3.0))) r.winner = r.candidates.size();
+    r.candidates.push_back(c);
+  }
+  r.made = cotune::provenance{"node1", device, "2026-12-04T00:00:00Z", "0.1.0"};
+  auto e = cj::database_entry::from(r);
+  e.device = std::move(device);
+  return e;
+}
+} // namespace
+
+TEST_CASE("a key nobody tuned is predicted from the nearest key of its shape, kernel and device, and held-out keys "
+          "measure the predictions' regret",
+          "[job][tuning_database][prediction]") {
+  cj::tuning_database db;
+  for (int n : {64, 128, 256, 512, 1024, 2048, 4096}) db.add(smooth_entry(n));
+  db.add(smooth_entry(3000, "dev B")); // another device: never a neighbour of dev A's keys
+  auto other = smooth_entry(1500);
+  other.key = "x: float16[1500], n=1500"; // another element type: another shape
+  other.winner = cotune::config{{"BLOCK", 8}};
+  db.add(other);
+
+  const auto p = cj::predict_winner(db, "smooth", "x: float32[3000], n=3000", "dev A");
+  REQUIRE(p);
+  CHECK(p->neighbour == "x: float32[4096], n=4096"); // log2: 0.45 away, against 0.55 for 2048
+  CHECK(p->winner == cotune::config{{"BLOCK", 8}});
+  CHECK(p->distance > 0);
+  CHECK(cj::predict_winner(db, "smooth", "x: float32[64], n=64", "dev A")->distance == 0); // held: itself
+  CHECK_FALSE(cj::predict_winner(db, "smooth", "x: float64[64], n=64", "dev A")); // no key of that shape
+  CHECK_FALSE(cj::predict_winner(db, "other", "x: float32[64], n=64", "dev A"));
+  CHECK(cj::predict_winner(db, "smooth", "x: float16[1400], n=1400", "dev A")->winner == cotune::config{{"BLOCK", 8}});
+
+  // Leave one out: dev A's float32 keys predicted from their neighbours (the others have none).
+  const auto held = cj::held_out_regret(db);
+  REQUIRE(held.size() == 7);
+  for (const auto& h : held) {
+    INFO(h.key << ": tuned " << h.tuned.text() << ", predicted " << h.predicted.text() << " from " << h.neighbour);
+    CHECK(h.device == "dev A");
+    REQUIRE(h.regret);
+    // A neighbour one doubling away picks BLOCK at most one step off: 0.3 ms on 1 ms.
+    CHECK(*h.regret <= 0.3 + 1e-9);
+    CHECK((*h.regret == 0) == (h.predicted == h.tuned));
+  }
 }

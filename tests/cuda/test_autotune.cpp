@@ -656,6 +656,61 @@ TEST_CASE("a first call for an untuned key inside a capture is an error that say
   (void)api.stream_destroy(stream);
 }
 
+TEST_CASE("with first calls served, a call inside a capture launches the stand-in into the graph and the key "
+          "tunes in the background", "[cuda][autotune][gpu][graph][serving]") {
+  const auto devices = cuda::devices();
+  if (devices.empty()) {
+    WARN(skip_reason());
+    return;
+  }
+  cotune_test::private_cache cache;
+  const auto& d = devices.front();
+  const auto& ctx = cuda::driver().context(d.ordinal);
+  const auto& api = ctx.api();
+  ctx.make_current();
+  const int w = 300, h = 70;
+  cuda::device_buffer<float> out(d, std::size_t(w) * h), scratch(d, std::size_t(w) * h);
+  out.zero();
+  scratch.zero();
+  cuda::cuda_backend{}.synchronize(d);
+  CUstream stream = nullptr;
+  REQUIRE(api.stream_create(&stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  auto opts = add_one_options();
+  opts.first_call = cotune::first_call_mode::serve;
+  // The background tuning measures on its own buffer: `out` belongs to the graph.
+  const cuda::device_span<float> tuning_out = scratch;
+  opts.tuning_args = [tuning_out](const cuda::device_span<float>&, const int& width, const int& height) {
+    return std::tuple<cuda::device_span<float>, int, int>(tuning_out, width, height);
+  };
+  add_one_tuner tuner{add_one_2d, add_one_2d_configs(), opts};
+
+  // Thread-local capture: a global one would forbid the tuning's allocations on cotune's threads.
+  REQUIRE(api.stream_begin_capture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) == CUDA_SUCCESS);
+  tuner.on(stream)(out, w, h); // the stand-in, captured; no tuning inside the capture
+  CUgraph graph = nullptr;
+  REQUIRE(api.stream_end_capture(stream, &graph) == CUDA_SUCCESS);
+  REQUIRE(graph != nullptr);
+  const cotune::config* stand_in = tuner.serving_config(out, w, h);
+  REQUIRE(stand_in != nullptr);
+  CUgraphExec exec = nullptr;
+  REQUIRE(api.graph_instantiate(&exec, graph, 0) == CUDA_SUCCESS);
+  for (int i = 0; i < 10; ++i) REQUIRE(api.graph_launch(exec, stream) == CUDA_SUCCESS); // while it tunes
+  REQUIRE(api.stream_synchronize(stream) == CUDA_SUCCESS);
+  CHECK(all_equal(out.to_vector(), 10.0f)); // 10 replays of the stand-in, nothing during the capture
+
+  tuner.wait_tuned();
+  CHECK(tuner.measured_tunings() == 1);
+  const cotune::config* best = tuner.best_config(out, w, h);
+  REQUIRE(best != nullptr);
+  CHECK(tuner.serving_config(out, w, h) == best);
+  tuner.on(stream)(out, w, h); // the winner now
+  REQUIRE(api.stream_synchronize(stream) == CUDA_SUCCESS);
+  CHECK(all_equal(out.to_vector(), 11.0f));
+  (void)api.graph_exec_destroy(exec);
+  (void)api.graph_destroy(graph);
+  (void)api.stream_destroy(stream);
+}
+
 // ---- module set-up: on_load and __constant__ memory ---------------------------------------------------
 
 static_assert(cotune::FindsModuleGlobals<cuda::cuda_backend>);

@@ -127,3 +127,29 @@ TEST_CASE("db show and db diff show a host kernel's configs without GPU launch o
     CHECK(diff.output.find("num_warps", host) == std::string::npos);
   }
 }
+
+TEST_CASE("db predict names a config for a key nobody tuned from its nearest tuned neighbour, and --held-out "
+          "reports the regret of predicting each key from the others",
+          "[tools][db][prediction]") {
+  cotune_test::temp_dir dir{"cotune-db-predict"};
+  const std::string file = (dir / "app.db.json").string();
+  cj::tuning_database db;
+  db.add(entry("n=256", 16, 1.0, 0.05));
+  db.add(entry("n=1024", 32, 1.0, 0.05));
+  db.add(entry("n=4096", 64, 1.0, 0.05));
+  db.save(file);
+
+  auto p = cotune_cli({"db", "predict", file, "--kernel", "matmul", "--key", "n=3000"});
+  CHECK(p.exit_code == 0);
+  CHECK_THAT(p.output, Catch::Contains("BLOCK: 64") && Catch::Contains("the winner of [n=4096]"));
+  auto none = cotune_cli({"db", "predict", file, "--kernel", "matmul", "--key", "m=3000"});
+  CHECK(none.exit_code == 1);
+  CHECK_THAT(none.output, Catch::Contains("no key of this shape"));
+
+  // Each key predicted from the others: every prediction is another BLOCK, twice as slow (100% regret).
+  auto held = cotune_cli({"db", "predict", file, "--held-out"});
+  CHECK(held.exit_code == 0);
+  CHECK_THAT(held.output, Catch::Contains("matmul [n=4096] on host (test cpu): tuned {BLOCK: 64}, predicted "
+                                          "{BLOCK: 32} from [n=1024]: regret 100.0%"));
+  CHECK_THAT(held.output, Catch::Contains("3 keys with a known regret: 0 predicted exactly, mean regret 100.0%"));
+}

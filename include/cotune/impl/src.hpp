@@ -50,6 +50,7 @@
 #include <cotune/search/bayes_local_search.ipp>
 #include <cotune/batch/job_knobs.ipp>
 #include <cotune/tune/events.ipp>
+#include <cotune/tune/key_distance.ipp>
 #include <cotune/tune/detail/tuning_timeline.ipp>
 #include <cotune/tune/trace.ipp>
 #include <cotune/tune/engine.ipp>
@@ -60,6 +61,7 @@
 #include <cotune/cache/cache_inventory.ipp>
 #include <cotune/batch/tuning_database.ipp>
 #include <cotune/batch/shipped_database.ipp>
+#include <cotune/batch/prediction.ipp>
 #include <cotune/batch/input_limits.ipp>
 #include <cotune/batch/expression.ipp>
 #include <cotune/batch/json_location.ipp>

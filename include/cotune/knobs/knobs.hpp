@@ -120,6 +120,18 @@ struct autotuning_knob_group {
                                          .fallback = 120000,
                                          .doc = "a compile running longer is cancelled and recorded as a timeout; 0 = no limit",
                                          .validate = detail::at_least<std::int64_t>(0, "COTUNE_COMPILE_TIMEOUT_MS")}};
+  // wait: the safe default (issue 37): a tuned call never runs an untuned config unless asked to.
+  knob<std::string> first_call{{.name = "autotuning.first_call", .env = "COTUNE_FIRST_CALL", .fallback = "wait",
+                                .doc = "what a call for a key not tuned yet does: `wait` (the default: it tunes the "
+                                       "key, then launches the winner) or `serve` (it launches a stand-in at once: the "
+                                       "shipped database's winner, else the nearest tuned key's, else the options' "
+                                       "default config, else the first candidate; the key is tuned in the background "
+                                       "and its winner replaces the stand-in for every later call; docs/serving.md); "
+                                       "tune_options::first_call overrides it",
+                                .validate = [](const std::string& v) {
+                                  if (v != "wait" && v != "serve")
+                                    throw knob_error(fmt::format("COTUNE_FIRST_CALL={} is not one of wait, serve", v));
+                                }}};
   // Unset: a trace costs a span per phase per candidate in memory and a file write per tuning.
   knob<std::optional<std::string>> trace{{.name = "autotuning.trace", .env = "COTUNE_TRACE",
                                           .doc = "write every measured tuning's timeline (each candidate's compile, "

@@ -90,6 +90,12 @@ public:
   /// It counts against the budget and is never proposed.
   COTUNE_DECL void known(const search_outcome& o);
 
+  /// Before the first proposal: candidates proposed first, in this order, before anything the
+  /// strategy proposes (transfer: the best configs of the nearest tuned keys). A seed counts against the
+  /// budget like any proposal, and the strategy learns its outcome as it learns its own: seeded, not
+  /// restricted. Out-of-range or taken indices are ignored.
+  COTUNE_DECL void seed(const std::vector<std::size_t>& indices);
+
   /// The next batch: at most `want` indices, none proposed or known before, within the budget.
   /// Batch k sees the outcomes of batches up to k-depth, or of all batches once all are complete.
   /// Empty with batches in flight: ask again when one completes; empty with none: the search is over.
@@ -139,6 +145,7 @@ private:
   std::vector<bool> taken_;
   std::vector<std::optional<search_outcome>> outcome_;
   std::vector<search_outcome> prior_, history_;
+  std::vector<std::size_t> seeds_; ///< proposed first, in order
   std::vector<batch> batches_;
   std::optional<std::size_t> best_;
   double best_ms_ = std::numeric_limits<double>::infinity();

@@ -41,17 +41,27 @@ COTUNE_DECL void search_session::known(const search_outcome& o) {
   prior_.push_back(o);
 }
 
+COTUNE_DECL void search_session::seed(const std::vector<std::size_t>& indices) {
+  for (std::size_t i : indices)
+    if (i < space_.size() && !taken_[i] && std::find(seeds_.begin(), seeds_.end(), i) == seeds_.end())
+      seeds_.push_back(i);
+}
+
 COTUNE_DECL std::vector<std::size_t> search_session::propose(std::size_t want) {
   deliver();
   want = std::min(want, limit_ > spent_ ? limit_ - spent_ : 0);
   if (want == 0 || out_of_time()) return {};
   std::vector<std::size_t> out;
-  for (std::size_t i : do_propose(want)) {
-    if (out.size() == want) break;
-    if (i >= space_.size() || taken_[i]) continue;
+  auto take = [&](std::size_t i) {
+    if (out.size() == want || i >= space_.size() || taken_[i]) return;
     taken_[i] = true;
     out.push_back(i);
-  }
+  };
+  std::size_t used = 0;
+  for (; used < seeds_.size() && out.size() < want; ++used) take(seeds_[used]);
+  seeds_.erase(seeds_.begin(), seeds_.begin() + static_cast<std::ptrdiff_t>(used));
+  if (out.size() < want)
+    for (std::size_t i : do_propose(want - out.size())) take(i);
   spent_ += out.size();
   if (!out.empty()) batches_.push_back({out, 0});
   return out;

@@ -7,7 +7,11 @@
 /// heuristics' values) and pruned; its tuning is a `tuning_job` (tune/tuning_job.hpp) that reaches the
 /// call's arguments through a `bound_call` (tune/kernel_call.hpp).
 
+#include <algorithm>
+#include <chrono>
 #include <cstddef>
+#include <optional>
+#include <tuple>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -35,12 +39,16 @@
 #include <cotune/tune/detail/kernel_arguments.hpp>
 #include <cotune/tune/detail/kernel_call.hpp>
 #include <cotune/tune/detail/module_setup.hpp>
+#include <cotune/tune/detail/stand_ins.hpp>
 #include <cotune/tune/tune_options.hpp>
 #include <cotune/tune/detail/tuned_keys.hpp>
 #include <cotune/tune/detail/tuning_core.hpp>
 #include <cotune/tune/detail/tuning_job.hpp>
 #include <cotune/tune/detail/warm_up.hpp>
+#include <cotune/tune/key_distance.hpp>
 #include <cotune/tune/tuning_key.hpp>
+#include <cotune/tune/winner_source.hpp>
+#include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 namespace cotune {
@@ -102,13 +110,15 @@ public:
   autotuner& operator=(const autotuner&) = delete;
 
   /// Launches the best config for these arguments, tuning first if their key is new. Blocks while
-  /// tuning; must not be called from the engine's own threads.
+  /// tuning; must not be called from the engine's own threads. With first_call_mode::serve
+  /// (tune_options::first_call, COTUNE_FIRST_CALL) a new key's call launches a stand-in instead and
+  /// its tuning runs in the background (docs/serving.md).
   void operator()(Args... args) {
     const tuning_key key = arguments_.make_key(args...);
-    entry* e = table_.find(key);
+    const entry* e = table_.find(key);
     if (!e) [[unlikely]] {
-      e = table_.tune_blocking(core_.eng, key, job_for(args...));
-      arguments_.reset_buffers(args...); // Triton's reset-only pre-hook before the real launch
+      first_call(key, args...);
+      return;
     }
     launch(*e, args...);
   }
@@ -117,7 +127,8 @@ public:
   /// in order with the caller's work and capturable into a graph. It holds the tuner and the stream
   /// only: no allocation, no lock. A key not tuned yet is tuned first (after waiting for the caller's
   /// stream, on cotune's own stream); while the stream is being captured that is an error instead
-  /// (tune the key before capturing).
+  /// (tune the key before capturing). With first_call_mode::serve it launches the key's stand-in
+  /// instead, also inside a capture, and the key tunes in the background.
   class stream_call {
   public:
     using stream_type = typename B::stream_type;
@@ -178,6 +189,22 @@ public:
     return detail::block_on(core_.eng.coordinator(), warm_up(core_, std::move(pruned)));
   }
 
+  /// Blocks until every tuning running in the background (first_call_mode::serve) has ended; from
+  /// then on every call of those keys launches its winner. Never call it from the engine's threads.
+  void wait_tuned() { stand_ins_.wait_idle(); }
+
+  /// How many tunings run in the background now (first_call_mode::serve).
+  [[nodiscard]] std::size_t background_tunings() const { return stand_ins_.running(); }
+
+  /// The config a call with these arguments launches now: the key's winner if it is tuned, else its
+  /// stand-in while it tunes in the background, else null.
+  [[nodiscard]] const config* serving_config(const Args&... args) const noexcept {
+    const tuning_key key = arguments_.make_key(args...);
+    if (const entry* e = table_.find(key)) return e->cfg;
+    const stand_in_type* s = stand_ins_.find(key);
+    return s ? &s->cfg : nullptr;
+  }
+
   /// How many keys were tuned by measuring (not served from the result cache).
   [[nodiscard]] std::size_t measured_tunings() const noexcept { return core_.measured.load(); }
   /// How many keys were served from the tuning-result cache.
@@ -195,10 +222,201 @@ private:
   using keys = detail::tuned_keys<B, Bench, Cache>;
   using entry = typename keys::entry;
 
+  using stand_in_type = detail::stand_in<B>;
+
+  /// A call whose key is not in the table of tuned keys: its stand-in (first_call_mode::serve), else
+  /// its tuning (blocking), then the winner. Out of line: the tuned call stays a lookup and a launch.
+  void first_call(const tuning_key& key, Args&... args) {
+    if (stand_in_type* s = stand_in_for(key, args...)) {
+      serve(*s, [&] { launch_config(s->cfg, s->fn, args...); });
+      return;
+    }
+    const entry* e = table_.tune_blocking(core_.eng, key, job_for(args...));
+    arguments_.reset_buffers(args...); // Triton's reset-only pre-hook before the real launch
+    launch(*e, args...);
+  }
+
+  /// A config as this backend sees it (no launch options where it has none).
+  [[nodiscard]] static std::string shown(const config& c) {
+    return detail::uses_launch_options<B>() ? c.text() : c.params_text();
+  }
+
   void launch(const entry& e, Args&... args) const {
     arguments_.config_pre_hook(*e.cfg, args...);
     const launch_grid g = opts_.grid ? opts_.grid(*e.cfg, args...) : launch_grid{};
     core_.backend.launch(e.fn, g, args...);
+  }
+
+  void launch_config(const config& c, const function_type& fn, Args&... args) const {
+    arguments_.config_pre_hook(c, args...);
+    const launch_grid g = opts_.grid ? opts_.grid(c, args...) : launch_grid{};
+    core_.backend.launch(fn, g, args...);
+  }
+
+  /// Whether a call for a key not tuned yet launches a stand-in (the options, else COTUNE_FIRST_CALL).
+  [[nodiscard]] bool serves_first_calls() const {
+    if (opts_.first_call) return *opts_.first_call == first_call_mode::serve;
+    return knobs().autotuning.first_call.get() == "serve";
+  }
+
+  /// The stand-in of a key not tuned yet, when first calls are served: found (no lock), or chosen,
+  /// compiled and loaded now (the key's first call; its tuning starts in the background); null when
+  /// the call must wait for the tuning instead (first calls wait, no stand-in could be built, or the
+  /// stand-in was retired after a launch of it threw).
+  stand_in_type* stand_in_for(const tuning_key& key, Args&... args) {
+    bool known = false;
+    if (stand_in_type* s = stand_ins_.find(key, &known)) return s;
+    if (known || !serves_first_calls()) return nullptr;
+    return stand_ins_.get_or_make(
+        key, [&] { return make_stand_in(args...); }, [&](stand_in_type& s) { tune_in_background(key, s, args...); });
+  }
+
+  /// Launches a stand-in (`launch()`), counting the call. A launch that throws retires it: this call
+  /// gets the exception, later calls of the key wait for its tuning (which goes on, unaffected: the
+  /// stand-in is one candidate among the others there).
+  template <class Launch>
+  void serve(stand_in_type& s, Launch&& launch) {
+    s.served.fetch_add(1, std::memory_order_relaxed);
+    try {
+      launch();
+    } catch (const std::exception& e) {
+      if (!s.retired.exchange(true))
+        core_.emit(tuning_warning{core_.kernel.name,
+                                  fmt::format("the stand-in {{{}}} for key ({}) failed to launch ({}); later calls of "
+                                              "the key wait for its tuning",
+                                              shown(s.cfg), s.key_text, e.what())});
+      throw;
+    }
+  }
+
+  /// The stand-ins a key may take, best first: the shipped database's winner for it, the winners of
+  /// the nearest tuned keys (key_distance), default_config, the first candidate (each at most once).
+  struct stand_in_choice {
+    std::size_t index = 0; ///< into the key's pruned candidates
+    stand_in_source source = stand_in_source::first;
+    std::string neighbour;
+  };
+  [[nodiscard]] std::vector<stand_in_choice> stand_in_choices(const std::string& key_text,
+                                                              const std::vector<config>& pruned) const {
+    std::vector<stand_in_choice> out;
+    std::vector<std::string> heuristics;
+    for (const auto& h : opts_.heuristics) heuristics.push_back(h.first);
+    auto add = [&](const config& c, stand_in_source src, std::string neighbour) {
+      for (std::size_t i = 0; i < pruned.size(); ++i)
+        if (detail::same_choice(pruned[i], c, heuristics)) {
+          for (const auto& o : out)
+            if (o.index == i) return;
+          out.push_back({i, src, std::move(neighbour)});
+          return;
+        }
+    };
+    if (const auto& source = shipped_winner_source()) {
+      try {
+        const auto& dev = core_.devices[core_.settings.device];
+        if (auto shipped = source(core_.kernel.name, key_text, core_.backend.device_name(dev), pruned))
+          add(shipped->best(), stand_in_source::database, {});
+      } catch (const std::exception& e) {
+        core_.emit(tuning_warning{core_.kernel.name,
+                                  fmt::format("the shipped tuning database is unusable ({}); no stand-in from it", e.what())});
+      }
+    }
+    const key_shape shape = key_shape::of(key_text);
+    std::vector<std::pair<double, std::shared_ptr<const tuning_result>>> near;
+    for (auto& r : table_.results())
+      if (auto d = key_distance(shape, key_shape::of(r->key_text))) near.emplace_back(*d, std::move(r));
+    std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [d, r] : near) add(r->best(), stand_in_source::neighbour, r->key_text);
+    if (opts_.default_config) add(*opts_.default_config, stand_in_source::default_config, {});
+    add(pruned.front(), stand_in_source::first, {});
+    return out;
+  }
+
+  /// The winners of the nearest tuned keys of the same shape (key_distance), nearest first, as
+  /// indices into this key's candidates: a new key's search starts from them (transfer_neighbours of
+  /// them; none when the tuner has tuned no key of this shape).
+  [[nodiscard]] std::vector<std::size_t> transfer_seeds(const std::string& key_text,
+                                                        const std::vector<config>& pruned) const {
+    std::vector<std::string> heuristics;
+    for (const auto& h : opts_.heuristics) heuristics.push_back(h.first);
+    const key_shape shape = key_shape::of(key_text);
+    std::vector<std::pair<double, std::shared_ptr<const tuning_result>>> near;
+    for (auto& r : table_.results())
+      if (auto d = key_distance(shape, key_shape::of(r->key_text)); d && *d > 0) near.emplace_back(*d, std::move(r));
+    std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::size_t> seeds;
+    for (const auto& [d, r] : near) {
+      if (seeds.size() == transfer_neighbours) break;
+      for (std::size_t i = 0; i < pruned.size(); ++i)
+        if (detail::same_choice(pruned[i], r->best(), heuristics)) {
+          if (std::find(seeds.begin(), seeds.end(), i) == seeds.end()) seeds.push_back(i);
+          break;
+        }
+    }
+    return seeds;
+  }
+
+  /// How many neighbours' winners seed a new key's search. 4: a few starting points, not a restriction;
+  /// a search of 32 evaluations (the smallest default budget) keeps 28 of its own.
+  static constexpr std::size_t transfer_neighbours = 4;
+
+  /// The key's stand-in, compiled (or taken from the binary cache) and loaded on the launch device: the
+  /// first of its choices that compiles and loads; null when none does (the call then waits for the
+  /// tuning, which reports each candidate's failure).
+  std::unique_ptr<stand_in_type> make_stand_in(Args&... args) {
+    detail::ensure_process_setup<B>(); // the shipped database's lookup
+    call_description d = arguments_.describe(args...);
+    std::vector<config> pruned = arguments_.prune(core_.configs, d, args...);
+    const std::size_t dev = core_.settings.device;
+    for (const auto& choice : stand_in_choices(d.key_text, pruned)) {
+      const config& c = pruned[choice.index];
+      try {
+        const auto bin = core_.compile(c, core_.devices[dev], {});
+        const bound_call<B, Bench, Cache, Args...> call(core_, opts_, arguments_, args...);
+        auto loading = detail::run_on(core_.eng.device_executor(core_.device_ids[dev]),
+                                      [&] { return call.load(bin, c, dev); }); // on the device's thread
+        auto s = std::make_unique<stand_in_type>(c, detail::block_on(core_.eng.coordinator(), std::move(loading)),
+                                                 choice.source, d.key_text);
+        core_.emit(stand_in_served{core_.kernel.name, d.key_text, &s->cfg, choice.source, choice.neighbour});
+        return s;
+      } catch (const std::exception& e) {
+        core_.emit(tuning_warning{core_.kernel.name,
+                                  fmt::format("the stand-in {{{}}} ({}) for key ({}) could not be compiled or loaded: {}",
+                                              shown(c), to_string(choice.source), d.key_text, e.what())});
+      }
+    }
+    return nullptr;
+  }
+
+  /// Starts the key's tuning on the engine's coordinator (single flight with any caller that waits for
+  /// it); its winner enters the table of tuned keys, which later calls read first.
+  void tune_in_background(const tuning_key& key, stand_in_type& s, Args&... args) {
+    std::function<std::shared_ptr<typename keys::job>()> make;
+    if (opts_.tuning_args) {
+      std::tuple<Args...> own = opts_.tuning_args(args...);
+      make = std::apply([this](Args&... a) { return job_for(a...); }, own);
+    } else {
+      make = job_for(args...);
+    }
+    auto tuning = table_.ensure_tuned(key, std::move(make));
+    stand_ins_.begin_background();
+    boost::asio::co_spawn(core_.eng.coordinator(), std::move(tuning), [this, &s](std::exception_ptr error, entry* e) {
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s.since).count();
+      if (error) {
+        std::string why = "unknown error";
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& ex) {
+          why = ex.what();
+        } catch (...) {
+        }
+        core_.emit(tuning_warning{core_.kernel.name, fmt::format("the background tuning of key ({}) failed; its "
+                                                                 "stand-in {{{}}} goes on serving: {}",
+                                                                 s.key_text, shown(s.cfg), why)});
+      }
+      core_.emit(stand_in_replaced{core_.kernel.name, s.key_text, &s.cfg, e ? e->cfg : nullptr,
+                                   s.served.load(std::memory_order_relaxed), ms});
+      stand_ins_.end_background(); // last: the tuner may be destroyed from here on
+    });
   }
 
   template <class Stream>
@@ -206,6 +424,16 @@ private:
     const tuning_key key = arguments_.make_key(args...);
     entry* e = table_.find(key);
     if (!e) [[unlikely]] {
+      // first_call_mode::serve: the stand-in, also inside a capture (it is compiled and loaded on
+      // cotune's threads; the tuning runs in the background, never in the capture).
+      if (stand_in_type* s = stand_in_for(key, args...)) {
+        serve(*s, [&] {
+          arguments_.config_pre_hook(s->cfg, args...);
+          const launch_grid g = opts_.grid ? opts_.grid(s->cfg, args...) : launch_grid{};
+          core_.backend.launch_on(stream, s->fn, g, args...);
+        });
+        return;
+      }
       // Tuning allocates, synchronizes and launches on other streams: inside a capture that would
       // invalidate the caller's graph (or be captured into it), so it is refused with the fix.
       if (core_.backend.is_capturing(stream))
@@ -231,8 +459,10 @@ private:
     return [this, args...]() mutable {
       call_description d = arguments_.describe(args...);
       std::vector<config> pruned = arguments_.prune(core_.configs, d, args...);
+      std::vector<std::size_t> seeds = transfer_seeds(d.key_text, pruned);
       auto call = std::make_unique<bound_call<B, Bench, Cache, Args...>>(core_, opts_, arguments_, args...);
-      return std::make_shared<typename keys::job>(core_, std::move(d.key_text), std::move(pruned), std::move(call));
+      return std::make_shared<typename keys::job>(core_, std::move(d.key_text), std::move(pruned), std::move(call),
+                                                  std::move(seeds));
     };
   }
 
@@ -240,6 +470,7 @@ private:
   const kernel_arguments<Args...> arguments_; ///< points into opts_
   tuning_core<B, Bench, Cache> core_;
   keys table_;
+  detail::stand_ins<B> stand_ins_; ///< last: destroyed first, it waits for the background tunings
 };
 
 } // namespace cotune

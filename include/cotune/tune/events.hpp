@@ -55,6 +55,41 @@ struct cache_hit {
   std::string kernel, key_text, layer;
 };
 
+/// Where a stand-in came from (tune_options::first_call, first_call_mode::serve): the shipped tuning
+/// database's winner for the key, the winner of the nearest tuned key (key_distance), the config the
+/// options mark as the default, or the first candidate.
+enum class stand_in_source { database, neighbour, default_config, first };
+
+/// The name of a stand-in's source: "database", "neighbour", "default", "first".
+[[nodiscard]] constexpr const char* to_string(stand_in_source s) noexcept {
+  switch (s) {
+  case stand_in_source::database: return "database";
+  case stand_in_source::neighbour: return "neighbour";
+  case stand_in_source::default_config: return "default";
+  case stand_in_source::first: return "first";
+  }
+  return "?";
+}
+
+/// A key not tuned yet is served by a stand-in while it is tuned in the background (once per key,
+/// at its first call). `cfg` lives as long as the tuner.
+struct stand_in_served {
+  std::string kernel, key_text;
+  const config* cfg = nullptr;
+  stand_in_source source = stand_in_source::first;
+  std::string neighbour; ///< the tuned key whose winner it is (source neighbour), else empty
+};
+
+/// A key's background tuning ended and its winner replaced the stand-in for every later call.
+/// `winner` is null when the tuning failed: the stand-in goes on serving (tuning_warning says why).
+struct stand_in_replaced {
+  std::string kernel, key_text;
+  const config* stand_in = nullptr;
+  const config* winner = nullptr;
+  std::size_t calls_served = 0; ///< calls the stand-in served before it was replaced
+  double served_ms = 0;         ///< from the stand-in's first call to the replacement
+};
+
 /// Something went wrong that does not stop the tuning (the result cache is unusable, a result could
 /// not be stored): the tuning goes on, and observers decide what to tell whom.
 struct tuning_warning {
@@ -62,7 +97,7 @@ struct tuning_warning {
 };
 
 using tuning_event = std::variant<tuning_started, candidate_compiled, candidate_failed, candidate_measured,
-                                  tuning_selected, cache_hit, tuning_warning>;
+                                  tuning_selected, cache_hit, tuning_warning, stand_in_served, stand_in_replaced>;
 
 /// Receives tuning events. Events of one tuning arrive in order, from one thread at a time.
 class observer {
@@ -94,6 +129,8 @@ private:
   COTUNE_DECL void handle(const tuning_warning& e);
   COTUNE_DECL void handle(const cache_hit& e);
   COTUNE_DECL void handle(const tuning_selected& e);
+  COTUNE_DECL void handle(const stand_in_served& e);
+  COTUNE_DECL void handle(const stand_in_replaced& e);
 
 public:
   /// The candidate table: config, status, median/p20/p80 in ms, how each was measured and its noise

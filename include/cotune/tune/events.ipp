@@ -44,6 +44,21 @@ COTUNE_DECL void printing_observer::handle(const cache_hit& e) {
              database ? "" : " cache");
 }
 
+COTUNE_DECL void printing_observer::handle(const stand_in_served& e) {
+  if (!summary_) return;
+  fmt::print(out_, "cotune: {} [{}]: served by a stand-in ({}{}: {}) while it tunes in the background\n", e.kernel,
+             e.key_text, to_string(e.source), e.neighbour.empty() ? "" : " [" + e.neighbour + "]",
+             e.cfg ? e.cfg->text() : std::string("?"));
+  std::fflush(out_);
+}
+
+COTUNE_DECL void printing_observer::handle(const stand_in_replaced& e) {
+  if (!summary_ || !e.winner) return;
+  fmt::print(out_, "cotune: {} [{}]: the tuned winner {} replaced the stand-in after {} calls ({:.1f} ms)\n", e.kernel,
+             e.key_text, e.winner->text(), e.calls_served, e.served_ms);
+  std::fflush(out_);
+}
+
 COTUNE_DECL void printing_observer::handle(const tuning_selected& e) {
   if (progress_) fmt::print(out_, "\r\033[K");
   const auto& r = *e.result;

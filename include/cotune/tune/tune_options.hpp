@@ -29,6 +29,12 @@
 
 namespace cotune {
 
+/// What a call for a key not tuned yet does (tune_options::first_call, COTUNE_FIRST_CALL).
+enum class first_call_mode {
+  wait, ///< tune the key, then launch its winner (the default)
+  serve ///< launch a stand-in at once and tune the key in the background (docs/serving.md)
+};
+
 /// How to tune a kernel `void(Args...)`. Every member has a default except `arg_names`. Each callable
 /// (a `cotune::hook`) takes its arguments as listed, a generic lambda (`[](const cotune::config& c,
 /// const auto&... args)`), or a lambda taking only the leading arguments it names.
@@ -105,6 +111,21 @@ struct tune_options {
   /// nothing fails instead of passing on the previous candidate's outputs. Pass inputs as views of
   /// const elements (or name in-place buffers in restore_value), or set this to false.
   bool poison_outputs = true;
+  /// What a call for a key not tuned yet does; unset: COTUNE_FIRST_CALL (`wait` by default).
+  /// `serve`: it launches a stand-in at once (the shipped database's winner for the key, else the
+  /// nearest tuned key's winner, else default_config, else the first candidate), the key is tuned in
+  /// the background on the engine's threads, and its winner replaces the stand-in for every later call.
+  std::optional<first_call_mode> first_call{};
+  /// The config a stand-in falls back to before the first candidate (first_call_mode::serve); it is
+  /// used when it is among the call's candidates (after pruning; heuristics' values aside).
+  std::optional<config> default_config{};
+  /// With first_call_mode::serve: the arguments a key's background tuning measures with, made from
+  /// its first call's (e.g. views of scratch buffers the program keeps per problem size), on the first
+  /// caller's thread (inside its graph capture, if it captures: allocate nothing on the device there,
+  /// hand out buffers made before). Unset: the
+  /// first call's own arguments, so their buffers must stay valid, and their outputs unread (the
+  /// candidates overwrite them), until the key is tuned (autotuner::wait_tuned).
+  hook<std::tuple<Args...>(const Args&...)> tuning_args{};
 };
 
 } // namespace cotune

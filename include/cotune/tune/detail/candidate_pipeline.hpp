@@ -43,7 +43,26 @@ public:
                      std::size_t launch_device, bool overlaps_compile, measure_fn measure, report_fn report)
       : ctx_(ctx), state_(std::move(state)), launch_(launch_device), overlaps_(overlaps_compile),
         measure_(std::move(measure)), report_(std::move(report)), idle_(devices.rbegin(), devices.rend()),
-        taken_(state_->results.size(), false), done_(state_->results.size(), false) {}
+        taken_(state_->results.size(), false), done_(state_->results.size(), false), order_(state_->results.size()),
+        rank_(state_->results.size()) {
+    for (std::size_t i = 0; i < order_.size(); ++i) order_[i] = rank_[i] = i;
+  }
+
+  /// Candidates to compile and measure before the others (without a session: the seeds of a
+  /// transfer from tuned neighbours), in this order; the rest keep config order.
+  void measure_first(const std::vector<std::size_t>& first) {
+    std::vector<std::size_t> order;
+    std::vector<bool> placed(order_.size(), false);
+    for (auto i : first)
+      if (i < placed.size() && !placed[i]) {
+        placed[i] = true;
+        order.push_back(i);
+      }
+    for (std::size_t i = 0; i < placed.size(); ++i)
+      if (!placed[i]) order.push_back(i);
+    order_ = std::move(order);
+    for (std::size_t r = 0; r < order_.size(); ++r) rank_[order_[r]] = r;
+  }
 
   /// A candidate whose outcome is known already (resumed, quarantined): never compiled or measured.
   void skip(std::size_t i) {
@@ -134,8 +153,8 @@ private:
       std::vector<std::size_t> b;
       if (session_) b = session_->propose(batch_);
       else
-        for (std::size_t i = 0; i < taken_.size() && b.size() < batch_; ++i)
-          if (!taken_[i]) b.push_back(i);
+        for (std::size_t k = 0; k < order_.size() && b.size() < batch_; ++k)
+          if (!taken_[order_[k]]) b.push_back(order_[k]);
       if (b.empty()) break;
       for (auto i : b) post_compile(i);
       flight_.push_back(std::move(b));
@@ -149,9 +168,9 @@ private:
     report_(i, false);
   }
 
-  /// Sends ready candidates to idle devices, in config order.
+  /// Sends ready candidates to idle devices, in config order (seeds first: measure_first).
   void dispatch(const bench_options& o) {
-    std::sort(ready_.begin(), ready_.end(), std::greater<>());
+    std::sort(ready_.begin(), ready_.end(), [&](std::size_t a, std::size_t b) { return rank_[a] > rank_[b]; });
     while (!ready_.empty() && !idle_.empty()) {
       const std::size_t i = ready_.back(), d = idle_.back();
       ready_.pop_back();
@@ -168,6 +187,7 @@ private:
   report_fn report_;
   std::vector<std::size_t> ready_, idle_; ///< compiled, waiting for a device; free devices
   std::vector<bool> taken_, done_;        ///< per candidate: proposed (or skipped); has its outcome
+  std::vector<std::size_t> order_, rank_; ///< the order without a session, and each candidate's place in it
   std::vector<std::vector<std::size_t>> flight_; ///< proposed batches not complete yet
   search_session* session_ = nullptr;
   std::size_t batch_ = 1, depth_ = 1;

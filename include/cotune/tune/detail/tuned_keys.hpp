@@ -10,6 +10,7 @@
 #include <mutex>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
 
@@ -48,6 +49,13 @@ public:
   [[nodiscard]] entry* find(const tuning_key& key) noexcept { return table_.find(key); }
   [[nodiscard]] const entry* find(const tuning_key& key) const noexcept { return table_.find(key); }
 
+  /// The results of the keys tuned so far, in the order they were tuned (the nearest tuned key of a
+  /// new one: tune/key_distance.hpp). A copy, made under a lock: not for the hot path.
+  [[nodiscard]] std::vector<std::shared_ptr<const tuning_result>> results() const {
+    std::lock_guard lock(flights_mutex_);
+    return results_;
+  }
+
   /// The key's entry: found, or awaited from the tuning in flight, or tuned now by the job `make`
   /// makes (the first caller of a key leads; a failure reaches every waiter as its own copy).
   /// (Each awaitable is built in a named variable first: see detail/run_on.hpp for the GCC 12 reason.)
@@ -62,8 +70,10 @@ private:
   using flight = shared_result<entry*>;
 
   read_mostly_map<tuning_key, entry> table_;
-  std::mutex flights_mutex_;
+  mutable std::mutex flights_mutex_;
   std::unordered_map<tuning_key, std::shared_ptr<flight>, tuning_key_hasher> flights_;
+  std::vector<std::shared_ptr<const tuning_result>> results_; ///< with flights_mutex_
+
 };
 
 template <Backend B, class Bench, CacheManager Cache>
@@ -101,6 +111,7 @@ auto tuned_keys<B, Bench, Cache>::ensure_tuned(tuning_key key, std::function<std
     // failure, starts a new tuning) instead of joining a finished flight.
     std::lock_guard lock(flights_mutex_);
     flights_.erase(key);
+    if (result) results_.push_back(result->result);
   }
   if (error) {
     f->set_exception(error);

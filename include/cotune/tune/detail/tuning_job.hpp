@@ -74,9 +74,12 @@ public:
 
   /// The tuning of the key `key_text` over the candidates `pruned` (the tuner's, pruned for this call's
   /// arguments), with `call` for what needs the arguments.
-  tuning_job(core& ctx, std::string key_text, std::vector<config> pruned, std::unique_ptr<kernel_call<B>> call)
+  /// `seeds`: candidates to evaluate first (the winners of the nearest tuned keys, best first): a
+  /// budgeted search proposes them before its own choices, an exhaustive one measures them first.
+  tuning_job(core& ctx, std::string key_text, std::vector<config> pruned, std::unique_ptr<kernel_call<B>> call,
+             std::vector<std::size_t> seeds = {})
       : ctx_(ctx), key_text_(std::move(key_text)), pruned_(std::move(pruned)), call_(std::move(call)),
-        recovery_(ctx.kernel.name) {
+        recovery_(ctx.kernel.name), seeds_(std::move(seeds)) {
     detail::ensure_process_setup<B>();
   }
   tuning_job(const tuning_job&) = delete;
@@ -198,6 +201,7 @@ private:
   fork_context fork_context_{};
   std::unique_ptr<detail::fork_measurer> fork_measurer_; ///< while a fork-isolated tuning measures
   const tuning_timeline* timeline_ = nullptr; ///< the measured tuning's, from its end to its report
+  const std::vector<std::size_t> seeds_;       ///< evaluated first (transfer from tuned neighbours)
 };
 
 template <Backend B, class Bench, CacheManager Cache>
@@ -361,6 +365,7 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
   if (!whole) {
     session = search->start(space, budget, depth);
     for (auto i : skipped) session->known({i, state->results[i].time[0], state->results[i].status == candidate_status::ok});
+    session->seed(seeds_);
   }
   const bench_options full = ctx_.bench_settings();
   const screening_measure knob_screening = screening_measure::from_knobs();
@@ -380,6 +385,7 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
       },
       [this, state, n](std::size_t i, bool compiled) { report(state->results, i, n, compiled); });
   for (auto i : skipped) pipeline.skip(i);
+  if (whole) pipeline.measure_first(seeds_);
   auto first_pass = pipeline.run(session.get(), batch, depth, first_pass_options);
   co_await std::move(first_pass);
   for (std::size_t i = 0; i < n; ++i)
