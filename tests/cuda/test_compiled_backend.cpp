@@ -236,8 +236,10 @@ TEST_CASE("compiled candidates are tuned on the GPU, without NVRTC, and the winn
   if (!data) return;
   auto& [cache, d, xs, x, y, n] = *data;
   const cuda::compiled_backend<cotune_test::scale_signature> backend{cotune_test::scale_kernels()};
+  auto cached = scale_options();
+  cached.cache_results = true; // off by default: the second tuner below must find the first one's result
   {
-    scale_tuner tuner{backend.source("compiled_scale"), backend.configs(), scale_options(), backend};
+    scale_tuner tuner{backend.source("compiled_scale"), backend.configs(), cached, backend};
     const auto& result = tuner.tune_now(x, y, n);
     REQUIRE(result.candidates.size() == 10);
     for (const auto& c : result.candidates) {
@@ -253,7 +255,7 @@ TEST_CASE("compiled candidates are tuned on the GPU, without NVRTC, and the winn
   }
   CHECK_FALSE(nvrtc_loaded());
   // A second tuner of the same build finds the result in the cache.
-  scale_tuner again{backend.source("compiled_scale"), backend.configs(), scale_options(), backend};
+  scale_tuner again{backend.source("compiled_scale"), backend.configs(), cached, backend};
   y.zero();
   again(x, y, n);
   backend.synchronize(d);
