@@ -1,6 +1,7 @@
 #pragma once
 /// \file The `Backend` concept: compile a kernel for a config, load it on a device, launch it.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <concepts>
 #include <filesystem>
 #include <memory>

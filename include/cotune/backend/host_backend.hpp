@@ -2,6 +2,7 @@
 /// \file `cotune::host_backend`: CPU kernels built by the system C++ compiler into shared objects, then
 /// dlopen'ed. The C++ counterpart of Triton's compile_module_from_src (spec §7).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <filesystem>
 #include <memory>
 #include <optional>

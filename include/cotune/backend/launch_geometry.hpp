@@ -3,6 +3,7 @@
 /// the device limits it must respect, checks that name the dimension and the limit, and `grid()`,
 /// which builds a grid from expressions over a config (core/grid_expr.hpp).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <array>
 #include <cstdint>
 #include <optional>

@@ -13,6 +13,7 @@
 ///     cotune::module_view m(backend, fn); // a raw launch: fn = backend.load(...)
 ///     m.global<float>("filter").copy_from(filter);
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <concepts>
 #include <cstddef>
 #include <cstdint>

@@ -11,6 +11,7 @@
 /// The slots are what cuLaunchKernel takes for a CUDA kernel too. Copies share the data (the pack is a
 /// view, as every cotune buffer is).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <bit>
 #include <cstddef>

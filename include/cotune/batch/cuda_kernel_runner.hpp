@@ -13,6 +13,7 @@
 ///
 ///     cotune::batch::run_job<cotune::file_cache, cotune::batch::cuda_kernel_runner>(job, options);
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <cstdint>
 #include <memory>

@@ -6,6 +6,7 @@
 /// and the winner. Each key is a `<section class="key">` whose id is a valid fragment name, each
 /// candidate a `<tr class="candidate">` whose bar is an SVG `<g class="candidate">`.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <cmath>
 #include <filesystem>

@@ -6,6 +6,7 @@
 /// `job.max_candidates` (batch/job_knobs.hpp); the readers throw their own error (job_error,
 /// database_error) with the file, the field, the limit and the knob.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstdint>
 #include <filesystem>
 #include <fstream>

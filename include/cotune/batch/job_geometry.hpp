@@ -13,6 +13,7 @@
 /// shape; as it is compiled into the kernel (COTUNE_BLOCK_X, __launch_bounds__), it may use the config
 /// only. Grid and shared memory may also use the instance's variables, and are evaluated per launch.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <array>
 #include <cstdint>
 #include <optional>

@@ -3,6 +3,7 @@
 /// verified, what a tuner does for a key the database does not hold, and how large a file the job
 /// module reads (job files, databases, Triton files) may be and expand to (batch/input_limits.hpp).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstdint>
 #include <optional>
 #include <string>

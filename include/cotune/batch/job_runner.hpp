@@ -10,6 +10,7 @@
 /// pass and revisited at the end, where the autotuner's own lease waits for that process's result,
 /// or takes the key over once a dead holder's lease expires.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <chrono>
 #include <cstddef>
 #include <exception>

@@ -9,6 +9,7 @@
 ///     for (const auto& k : job.kernels)
 ///       for (const auto& inst : k.instances) { auto args = k.arguments_for(inst); auto cands = k.candidates(inst); }
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>

@@ -6,6 +6,7 @@
 ///
 ///     if (auto r = cotune::batch::database_result("matmul", key_text, device_name, candidates)) use(*r);
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <filesystem>
 #include <memory>
 #include <mutex>

@@ -27,6 +27,7 @@
 ///                          {"M"}, {"N"}, {"K"}}, .key = {"M", "N", "K"}, .device = "NVIDIA H200"};
 ///     database_entry e = import_triton(file_text, sig, "matmul.autotune.json");
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <filesystem>
 #include <string>
 #include <string_view>

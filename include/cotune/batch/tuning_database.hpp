@@ -10,6 +10,7 @@
 /// Both are computed over the parsed entries (names, key texts, config texts, shortest round-trip
 /// text of each time), not over the file's bytes, so re-indenting a database does not break it.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <cstddef>
 #include <filesystem>

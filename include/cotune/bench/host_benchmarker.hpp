@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::host_benchmarker`: do_bench's semantics (spec §8.2) on the CPU, with the host clock.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <cstring>
 #include <functional>

@@ -7,6 +7,7 @@
 ///       record(m.times, m.method, m.rsd);
 ///     }
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <concepts>
 #include <cstddef>

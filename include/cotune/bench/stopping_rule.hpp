@@ -10,6 +10,7 @@
 ///       if (rule.check(noise, ms_spent) != stop_reason::none) break;
 ///     }
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <cmath>
 #include <cstddef>

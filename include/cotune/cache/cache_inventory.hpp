@@ -7,6 +7,7 @@
 ///     for (const auto& f : inv.files())
 ///       if (f.status == cotune::cache_file_status::corrupt) std::puts(f.path.c_str());
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <cerrno>
 #include <chrono>

@@ -22,6 +22,7 @@
 /// bytes counted that a walk later takes off); files added behind cotune's back are found by the
 /// walk made after every `max_bytes` written. A torn or missing ledger is rebuilt by a walk.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstdint>
 #include <filesystem>
 #include <optional>

@@ -14,6 +14,7 @@
 /// - Only key directories (52 base32 characters) are entered, and nothing is followed: what is not
 ///   cotune's is left alone.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <chrono>
 #include <cstdint>
 #include <filesystem>

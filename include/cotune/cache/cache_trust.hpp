@@ -16,6 +16,7 @@
 /// a cache hit costs one open and one fstat of the root, and a fixed directory (chmod 700) is seen
 /// at once.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <filesystem>
 #include <map>
 #include <mutex>

@@ -22,6 +22,7 @@
 /// their magics differ from this one, and the format version is part of every cache key, so an entry
 /// written by either is never looked up, and would be a miss if it were.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <array>
 #include <cstdint>
 #include <cstring>

@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::file_cache`: the on-disk cache manager (spec §6.2, hardened), and `entry_pin`.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <chrono>
 #include <cstdint>
 #include <filesystem>

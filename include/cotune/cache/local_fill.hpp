@@ -8,6 +8,7 @@
 /// for at most `exit_drain_limit`; whatever is left then is dropped, never half-written (every put
 /// is an atomic rename). A child made by fork() inherits no thread: it starts its own.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>

@@ -9,6 +9,7 @@
 /// (as hex), mode 0600, in a 0700 directory; else there is none, and entries carry a checksum only.
 /// A key file is read once per process; one that others may read or write is refused.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <filesystem>
 #include <string>
 

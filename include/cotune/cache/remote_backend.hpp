@@ -6,6 +6,7 @@
 /// is the remote cache's business, so every backend, Redis or one a user brings, gets the same
 /// integrity checks.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <concepts>
 #include <map>
 #include <span>

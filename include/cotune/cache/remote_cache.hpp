@@ -16,6 +16,7 @@
 /// - a read-only client never writes to the remote store;
 /// - names are validated, and remote keys are built from validated parts only.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <concepts>
 #include <cstdint>
 #include <filesystem>

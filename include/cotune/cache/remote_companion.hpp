@@ -9,6 +9,7 @@
 /// and name would have served. The companion also carries the digest of the entry it accompanies, so
 /// one left over from an earlier write of that entry (another winner) is refused, not shelved.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <concepts>
 #include <cstddef>
 #include <deque>

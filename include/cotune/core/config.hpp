@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::config`: one candidate configuration (named parameters + launch options + pre-hook).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::config_space`: candidate lists as cartesian products of axes, filtered by predicates.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <functional>
 #include <string>

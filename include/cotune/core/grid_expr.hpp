@@ -7,6 +7,7 @@
 /// `+ - * / %`, `cdiv`, `min_of` and `max_of`; evaluating it allocates nothing and looks each parameter
 /// up once (a binary search over the config's sorted names), so it may sit on the tuned call's path.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <concepts>
 #include <cstddef>
 #include <cstdint>

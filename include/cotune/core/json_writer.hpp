@@ -6,6 +6,7 @@
 ///     w.begin_object().field("kernel", "saxpy").field("ms", 0.25).key("tags").begin_array().end_array();
 ///     w.end_object();   // {"kernel": "saxpy", "ms": 0.25, "tags": []}
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <concepts>
 #include <cstdint>
 #include <string>

@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::kernel_source`: what a backend compiles.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <string>
 #include <vector>
 

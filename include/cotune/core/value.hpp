@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::value`: one configuration parameter (integer, floating, bool or string).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <concepts>
 #include <cstdint>
 #include <string>

@@ -10,6 +10,7 @@
 /// `launch` does. Errors in the timed kernels surface as launch_error; a sticky one (an illegal
 /// address) says that the device's CUDA context is lost.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <string_view>
 
 #include <cuda.h>

@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::cuda::cuda_knobs()`: the CUDA module's settings, each bound to an environment variable.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <optional>
 #include <string>
 

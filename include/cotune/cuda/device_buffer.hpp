@@ -7,6 +7,7 @@
 /// `zero()` before a launch happens before the kernel runs. Copies to and from the host wait for
 /// the stream.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

@@ -5,6 +5,7 @@
 /// cuMemAllocFromPoolAsync) and cuMemCreate memory are not IPC-capable: a tuning with such an argument
 /// is measured in-process, with a warning naming the argument.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <array>
 #include <cstddef>
 #include <cstring>

@@ -10,6 +10,7 @@
 /// knows a dead writer's file at once, whatever its age; files of writers on other hosts (a shared
 /// mount, where a lock may not cross machines) are reclaimed by age alone.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <chrono>
 #include <cstdint>
 #include <filesystem>

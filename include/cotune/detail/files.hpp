@@ -2,6 +2,7 @@
 /// \file File helpers: private directories, whole-file reads (atomic writes: detail/dir_fd.hpp). A failed call throws
 /// std::system_error naming the path (the cache layer turns it into a cache_error with the fix).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <filesystem>
 #include <optional>
 #include <string>

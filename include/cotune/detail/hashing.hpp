@@ -2,6 +2,7 @@
 /// \file SHA-256 (Crypto++), HMAC-SHA256, hex and RFC 4648 base32. Crypto++ is included only by
 /// hashing.ipp: with COTUNE_SEPARATE_COMPILATION its headers stay out of every user file.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <array>
 #include <cstdint>
 #include <span>

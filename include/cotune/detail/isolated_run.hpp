@@ -5,6 +5,7 @@
 /// was killed at the deadline). The child is a copy-on-write image of the caller: it sees the caller's
 /// memory as it was at the fork, and nothing it writes comes back.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <chrono>
 #include <cstdint>
 #include <memory>

@@ -2,6 +2,7 @@
 /// \file A small JSON writer and the reading helpers cotune uses over simdjson (included by json.ipp;
 /// with COTUNE_SEPARATE_COMPILATION this header only declares `simdjson::dom::element`).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cmath>
 #include <string>
 #include <string_view>

@@ -22,6 +22,7 @@
 /// kernel's symbol. Where the image cannot be found, the candidate is measured in-process, with a
 /// warning saying why.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <cstddef>
 #include <map>

@@ -32,6 +32,7 @@
 /// tuning, where candidates follow one another on each device, that is every measurement but the
 /// first.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -29,6 +29,7 @@
 /// hooks (pre_hook, post_hook, a config's pre-hook, on_load) are host code that only the parent can
 /// run: a tuning with any is measured in-process (tune/isolated_measure.hpp says so once).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <array>
 #include <concepts>

@@ -5,6 +5,7 @@
 /// `isolation_pool`, the process's workers, one per device, replaced after each crash or hang, with
 /// the warnings for the backend's take_warnings(). The same for CUDA and HIP.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <cerrno>
 #include <chrono>

@@ -29,6 +29,7 @@
 ///     static void launch(const context&, function, const worker_job&, void** params);
 ///     static std::optional<std::string> lost(const context&);  // after a failure: the sticky error, if any
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <array>
 #include <chrono>

@@ -20,6 +20,7 @@
 ///     static result allow_shared(const context&, function, int bytes);  // opt into dynamic shared memory
 ///     static result launch(const context&, function, const launch_grid&, const block_dims&, stream, void** params);
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <atomic>
 #include <cstddef>

@@ -11,6 +11,7 @@
 /// size and sha256 of its image), then the images. Reading checks the header, the index's digest and
 /// every image's digest: a damaged or foreign file is refused whole, with the reason, never half read.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstdint>
 #include <filesystem>
 #include <optional>

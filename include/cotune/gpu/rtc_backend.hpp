@@ -30,6 +30,7 @@
 ///
 /// Every message names the runtime through `names`.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <chrono>
 #include <cstdint>
 #include <optional>

@@ -20,6 +20,7 @@
 ///     static void after_first_run(const context&);     // waits for what else the first run queued
 ///     static constexpr std::string_view create_call, record_call, elapsed_call, capture_call, graph_launch_call;
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <cstddef>
 #include <memory>

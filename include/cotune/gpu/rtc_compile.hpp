@@ -4,6 +4,7 @@
 /// error, the binary's meta as the binary cache stores it, the resource checks of a loaded kernel,
 /// and packing a launch's arguments. Each backend keeps only what its runtime names differently.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -3,6 +3,7 @@
 /// same way, written once: a failed call's error, waiting for a stream with a deadline, listing the
 /// devices and their launch limits, and keeping the library each path loads (tried once per process).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <chrono>
 #include <map>
 #include <memory>

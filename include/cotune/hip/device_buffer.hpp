@@ -9,6 +9,7 @@
 ///     tuner(x.span(), y, n);
 ///     std::vector<float> out = y.to_vector();        // waits for the stream
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

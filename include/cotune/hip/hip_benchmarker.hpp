@@ -8,6 +8,7 @@
 /// On an AMD GPU a memory fault usually ends the process from inside the runtime (ROCm reports it and
 /// aborts): in a worker that is a crash the parent records, as for a segfault.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <string_view>
 
 #include <cotune/bench/benchmarker.hpp>

@@ -4,6 +4,7 @@
 /// reaches it: HIP IPC memory handles of hipMalloc allocations (hip::device_buffer's). Memory that is
 /// not IPC-capable makes the tuning measured in-process, with a warning naming the argument.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <array>
 #include <atomic>
 #include <cstddef>

@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::knob<T>`: one setting bound to an environment variable, plus the knob registry.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <any>
 #include <cctype>

@@ -2,6 +2,7 @@
 /// \file `cotune::knobs()`: every core setting, grouped, each bound to an environment variable.
 /// docs/knobs.md lists them all, generated from this registry by tools/knob_reference.cpp (a test checks it).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstdint>
 #include <cstdlib>
 #include <optional>

@@ -7,6 +7,7 @@
 /// counting it would leave the key measured and uncounted, and a ledger that lists every key exactly
 /// once is how a fleet shows that no key was lost or measured twice.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <optional>
 #include <string>
 #include <string_view>

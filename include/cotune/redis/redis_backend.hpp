@@ -20,6 +20,7 @@
 /// - One connection, used by one call at a time (Redis serves one command at a time per connection
 ///   anyway); calls from coroutines run on a small pool owned by the backend (`async_run`).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <atomic>
 #include <cerrno>
 #include <chrono>

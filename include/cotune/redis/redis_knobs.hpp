@@ -2,6 +2,7 @@
 /// \file `cotune::redis::redis_knobs()`: the settings of the Redis remote cache and lease, each bound to
 /// an environment variable, and the Redis URL format they use.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <charconv>
 #include <cstdint>
 #include <optional>

@@ -18,6 +18,7 @@
 ///   }
 /// \endcode
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <atomic>
 #include <chrono>

@@ -2,6 +2,7 @@
 /// \file One tuning per key across processes and machines: the autotuner's coordination hook
 /// (tune/coordination.hpp) for the Redis remote cache, over a lease in Redis.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <functional>
 #include <memory>
 #include <string>

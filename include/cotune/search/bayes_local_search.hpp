@@ -2,6 +2,7 @@
 /// \file `cotune::bayes_local_search`: the default budgeted strategy: a TPE model that proposes both
 /// across the space and beside the best candidates found.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <cstddef>
 #include <memory>

@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::bayesian_search`: model-based search with a tree-structured Parzen estimator (TPE).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <cmath>
 #include <cstddef>

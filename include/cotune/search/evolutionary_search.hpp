@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::evolutionary_search`: a steady-state genetic algorithm over parameter positions.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <cstddef>
 #include <memory>

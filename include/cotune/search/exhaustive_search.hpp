@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::exhaustive_search` (the default) and `cotune::random_search`.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <memory>
 #include <numeric>

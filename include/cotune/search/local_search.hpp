@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::local_search`: best-first local search over neighbouring parameter values.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <cmath>
 #include <cstddef>

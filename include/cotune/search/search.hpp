@@ -1,6 +1,7 @@
 #pragma once
 /// \file Every shipped search strategy, and the one the knobs choose.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstdint>
 #include <memory>
 #include <optional>

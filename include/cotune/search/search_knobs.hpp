@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::search_knobs()`: which search strategy a tuning uses, its budget and its seed.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstdint>
 #include <string>
 

@@ -8,6 +8,7 @@
 ///                                                      "my own strategy");
 ///     // then COTUNE_SEARCH=mine picks it, as it picks a built-in.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <functional>
 #include <map>
 #include <memory>

@@ -14,6 +14,7 @@
 ///     cotune::search_space s(candidates);
 ///     for (std::size_t j : s.neighbours(i)) ...   // candidates one step away on one axis
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <cmath>
 #include <cstddef>

@@ -12,6 +12,7 @@
 ///     options.search = std::make_shared<cotune::random_search>();
 ///     options.search_settings = cotune::search_settings{.evaluations = 64, .seed = 7};
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <chrono>
 #include <cmath>

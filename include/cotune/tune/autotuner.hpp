@@ -7,6 +7,7 @@
 /// heuristics' values) and pruned; its tuning is a `tuning_job` (tune/tuning_job.hpp) that reaches the
 /// call's arguments through a `bound_call` (tune/kernel_call.hpp).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <chrono>
 #include <cstddef>

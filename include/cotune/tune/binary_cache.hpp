@@ -9,6 +9,7 @@
 ///     auto bin = binaries.get_or_compile(kernel, cfg, backend.devices()[0]);
 ///     auto fn = binaries.load(bin, kernel, cfg, backend.devices()[0]);
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <exception>
 #include <memory>

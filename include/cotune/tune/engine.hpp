@@ -10,6 +10,7 @@
 /// that includes cotune parses neither Asio's thread pool nor the conversion of its executor to
 /// `any_io_executor` (about a second of template instantiation per file).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <memory>
 #include <string>

@@ -1,6 +1,7 @@
 #pragma once
 /// \file Typed tuning events and the observers that receive them.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <cstdio>
 #include <memory>

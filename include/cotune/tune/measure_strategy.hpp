@@ -6,6 +6,7 @@
 ///
 ///     tuner_options.measure = std::make_shared<cotune::exhaustive_measure>();
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <memory>
 #include <vector>

@@ -11,6 +11,7 @@
 /// threads, processes 3, 4, ... one device thread each (with isolated measurements on a track of
 /// their own); every span is a complete event ("ph": "X", microseconds from the process's start).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <cstdio>
 #include <map>

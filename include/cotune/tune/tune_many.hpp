@@ -1,6 +1,7 @@
 #pragma once
 /// \file `cotune::tune_many`: runs many tuning jobs at once, across every device.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <exception>
 #include <functional>

@@ -3,6 +3,7 @@
 /// parameters of Triton's `autotune` decorator, plus what C++ needs). `autotuner<void(Args...)>::options`
 /// is this type.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <cstdint>
 #include <exception>

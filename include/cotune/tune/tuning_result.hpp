@@ -1,6 +1,7 @@
 #pragma once
 /// \file What one tuning found: every candidate's status and timings, the winner, provenance.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <array>
 #include <chrono>

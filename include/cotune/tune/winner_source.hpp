@@ -5,6 +5,7 @@
 /// (cotune/batch/shipped_database.hpp installs the `COTUNE_TUNING_DB` lookup; <cotune/cotune.hpp>
 /// includes it).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <functional>
 #include <optional>
 #include <string_view>

@@ -2,6 +2,7 @@
 /// \file How the tuner uses a backend's optional capabilities: which benchmarker it is measured with,
 /// whether measuring may overlap compiles, and a refusal of a capability that is spelt but does not fit.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <concepts>
 #include <memory>
 #include <type_traits>

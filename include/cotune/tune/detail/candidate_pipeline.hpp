@@ -7,6 +7,7 @@
 /// measurements report back through the tuning's event queue, so that only the tuning's coroutine
 /// touches the pipeline; the tasks hold the shared state, not the pipeline.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <chrono>
 #include <cstddef>

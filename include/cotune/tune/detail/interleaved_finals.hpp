@@ -5,6 +5,7 @@
 /// budget; its samples from every round are merged and summarised. A tie within the measured noise
 /// is then broken by steadiness, then by config order (`select_best`).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <chrono>
 #include <cmath>
 #include <cstddef>

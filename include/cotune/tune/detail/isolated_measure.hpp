@@ -4,6 +4,7 @@
 /// worker process (`worker_isolation`: CUDA and HIP, gpu/isolation.hpp), and how each ending becomes the
 /// candidate's status (crashed, hung, wrong result, launch error).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <memory>
 #include <chrono>

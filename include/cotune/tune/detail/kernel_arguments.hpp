@@ -4,6 +4,7 @@
 /// the heuristics' values) and pruning, and the hooks around one benchmark run. The autotuner's hot
 /// path is `make_key`; the rest runs while tuning.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <any>
 #include <array>

@@ -7,6 +7,7 @@
 /// rest of what the arguments decide (the key's text, the pruned candidates) is computed once, by
 /// the autotuner, before the job is made.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <any>
 #include <cstddef>
 #include <memory>

@@ -3,6 +3,7 @@
 /// candidate on every device it is measured on, the winner after a result-cache hit: see
 /// `bound_call::load` in tune/kernel_call.hpp), and the refusal of on_load over a backend that cannot find a module's globals.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <exception>
 #include <functional>

@@ -2,6 +2,7 @@
 /// \file Reading and storing one key's tuning result in a CacheManager (asynchronously where the
 /// cache can: remote reads and writes then run off the engine's threads).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <exception>
 #include <optional>

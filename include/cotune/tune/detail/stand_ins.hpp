@@ -7,6 +7,7 @@
 /// replacement: every call that starts after the insert finds the winner. Also the count of tunings
 /// running in the background, which the tuner awaits before it dies.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <atomic>
 #include <chrono>
 #include <condition_variable>

@@ -4,6 +4,7 @@
 /// knows nothing of the kernel's argument types, so that its coroutine and the co_spawn machinery
 /// around it are compiled once per backend, benchmarker and cache, not once per kernel signature.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <exception>
 #include <functional>
 #include <memory>

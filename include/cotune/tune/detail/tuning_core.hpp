@@ -6,6 +6,7 @@
 /// `kernel_call` alone, so they are compiled once per backend, benchmarker and cache, not once per
 /// kernel signature (a file with ten tuners of one backend compiles them once).
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <atomic>
 #include <cstddef>
 #include <exception>

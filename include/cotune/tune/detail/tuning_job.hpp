@@ -12,6 +12,7 @@
 /// (tune/kernel_call.hpp) for the four steps that need the arguments themselves. So its coroutines,
 /// the bulk of a tuner's code, are compiled once per backend, benchmarker and cache.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <atomic>
 #include <chrono>

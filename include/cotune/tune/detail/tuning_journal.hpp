@@ -6,6 +6,7 @@
 /// (its cache key already covers device, toolchain, kernel, knobs, tuning key and candidate list), the
 /// quarantine under a key of the toolchain and the kernel alone.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cstddef>
 #include <cstdint>
 #include <exception>

@@ -5,6 +5,7 @@
 /// as it completes, and adds this run's crashes to the quarantine. The formats are in
 /// tune/tuning_journal.hpp; the tuning job (tune/tuning_job.hpp) owns one and emits its warnings.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
 #include <cstddef>
 #include <optional>

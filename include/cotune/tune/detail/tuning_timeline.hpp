@@ -9,6 +9,7 @@
 ///       ...                       // a tuning_timeline::nested(trace_phase::verify) in here, on this
 ///     }                           // thread, is recorded as candidate i's verification
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <atomic>
 #include <chrono>
 #include <cstddef>

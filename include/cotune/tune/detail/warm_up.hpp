@@ -2,6 +2,7 @@
 /// \file `cotune::warm_up`: compiles every candidate a tuning would try (filling the binary cache),
 /// measuring nothing. It needs no argument types: one coroutine per backend, benchmarker and cache.
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <atomic>
 #include <chrono>
 #include <cstddef>
