@@ -98,7 +98,9 @@ public:
   tuning_core(kernel_source k, std::vector<config> candidates, tuning_settings s, B b, engine& engine_ref)
       : kernel(std::move(k)), configs(std::move(candidates)), settings(std::move(s)), backend(std::move(b)),
         eng(engine_ref), binaries(backend) {
-    if (configs.empty()) configs.push_back(config{}); // Triton's single default config
+    // Triton's single default config, made in place (g++ 13 -O2 -Werror took the moved-from temporary's
+    // hook name for maybe uninitialised)
+    if (configs.empty()) configs.emplace_back();
     devices = backend.devices();
     if (devices.empty())
       throw autotuner_error(fmt::format("autotuner for '{}': the backend has no device to run on", kernel.name));
