@@ -7,6 +7,7 @@
 #error "<cotune/impl/cuda_src.hpp> is for COTUNE_SEPARATE_COMPILATION builds: define it in every file of the program"
 #endif
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cotune/cuda/cuda_knobs.ipp>
 #include <cotune/cuda/availability.ipp>
 #include <cotune/cuda/device.ipp>

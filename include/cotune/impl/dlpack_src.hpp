@@ -7,4 +7,5 @@
 #error "<cotune/impl/dlpack_src.hpp> is for COTUNE_SEPARATE_COMPILATION builds: define it in every file of the program"
 #endif
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cotune/dlpack/tensor_facts.ipp>

@@ -7,6 +7,7 @@
 #error "<cotune/impl/gpu_src.hpp> is for COTUNE_SEPARATE_COMPILATION builds: define it in every file of the program"
 #endif
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cotune/gpu/rtc_compile.ipp>
 #include <cotune/gpu/precompiled_file.ipp>
 #include <cotune/gpu/runtime_library.ipp>

@@ -8,6 +8,7 @@
 #error "<cotune/impl/hip_src.hpp> is for COTUNE_SEPARATE_COMPILATION builds: define it in every file of the program"
 #endif
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cotune/hip/hip_knobs.ipp>
 #include <cotune/hip/availability.ipp>
 #include <cotune/hip/device.ipp>

@@ -7,6 +7,7 @@
 #error "<cotune/impl/redis_src.hpp> is for COTUNE_SEPARATE_COMPILATION builds: define it in every file of the program"
 #endif
 
+#include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cotune/redis/redis_knobs.ipp>
 #include <cotune/redis/redis_backend.ipp>
 #include <cotune/redis/redis_lease.ipp>
