@@ -17,6 +17,7 @@
 
 using namespace cotune;
 using cotune_test::cost_configs;
+using cotune_test::no_globals_backend;
 using cotune_test::private_cache;
 using cotune_test::quick_bench;
 
@@ -130,37 +131,6 @@ TEST_CASE("a constant of the wrong size or a missing global fails each candidate
                       {.arg_names = {"out", "n"}, .constants = {{"no_such_table", 7}}, .bench = quick_bench()}};
   CHECK_THROWS_WITH(missing(out, 4), Catch::Contains("no global variable 'no_such_table'"));
 }
-
-namespace {
-
-/// The host backend without module globals, as any backend that cannot find them.
-struct no_globals_backend {
-  using device = host_backend::device;
-  using binary = host_backend::binary;
-  using function = host_backend::function;
-  host_backend inner;
-  [[nodiscard]] std::vector<device> devices() const { return inner.devices(); }
-  [[nodiscard]] std::string fingerprint(const device& d) const { return inner.fingerprint(d); }
-  [[nodiscard]] std::string device_name(const device& d) const { return inner.device_name(d); }
-  [[nodiscard]] binary_recipe binary_key(const kernel_source& k, const config& c, const device& d) const {
-    return inner.binary_key(k, c, d);
-  }
-  [[nodiscard]] binary compile(const kernel_source& k, const config& c, const device& d) const {
-    return inner.compile(k, c, d);
-  }
-  [[nodiscard]] binary_image to_image(const binary& b) const { return inner.to_image(b); }
-  [[nodiscard]] std::optional<binary> from_image(binary_image i) const { return inner.from_image(std::move(i)); }
-  [[nodiscard]] function load(const binary& b, const kernel_source& k, const config& c, const device& d) const {
-    return inner.load(b, k, c, d);
-  }
-  template <class... A>
-  void launch(const function& f, const launch_grid& g, A&... a) const {
-    inner.launch(f, g, a...);
-  }
-};
-static_assert(Backend<no_globals_backend> && !FindsModuleGlobals<no_globals_backend>);
-
-} // namespace
 
 TEST_CASE("constants over a backend without module globals are refused at construction", "[tune][tune_options][constants]") {
   using plain_tuner = autotuner<void(host_span<int>, int), no_globals_backend>;

@@ -2,7 +2,9 @@
 // Shared pieces of the autotuner tests: small real CPU kernels (private caches: ../support/temp_dir.hpp).
 
 #include <initializer_list>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cotune/cotune.hpp>
@@ -50,5 +52,36 @@ inline std::vector<cotune::config> cost_configs(std::initializer_list<int> costs
 
 /// Small budgets: tests check choices, never timings.
 inline cotune::bench_options quick_bench() { return {.warmup_ms = 1.0, .rep_ms = 5.0}; }
+
+/// The host backend without module globals, as any backend that cannot find them.
+struct no_globals_backend {
+  using device = cotune::host_backend::device;
+  using binary = cotune::host_backend::binary;
+  using function = cotune::host_backend::function;
+  cotune::host_backend inner;
+  [[nodiscard]] std::vector<device> devices() const { return inner.devices(); }
+  [[nodiscard]] std::string fingerprint(const device& d) const { return inner.fingerprint(d); }
+  [[nodiscard]] std::string device_name(const device& d) const { return inner.device_name(d); }
+  [[nodiscard]] cotune::binary_recipe binary_key(const cotune::kernel_source& k, const cotune::config& c,
+                                                 const device& d) const {
+    return inner.binary_key(k, c, d);
+  }
+  [[nodiscard]] binary compile(const cotune::kernel_source& k, const cotune::config& c, const device& d) const {
+    return inner.compile(k, c, d);
+  }
+  [[nodiscard]] cotune::binary_image to_image(const binary& b) const { return inner.to_image(b); }
+  [[nodiscard]] std::optional<binary> from_image(cotune::binary_image i) const {
+    return inner.from_image(std::move(i));
+  }
+  [[nodiscard]] function load(const binary& b, const cotune::kernel_source& k, const cotune::config& c,
+                              const device& d) const {
+    return inner.load(b, k, c, d);
+  }
+  template <class... A>
+  void launch(const function& f, const cotune::launch_grid& g, A&... a) const {
+    inner.launch(f, g, a...);
+  }
+};
+static_assert(cotune::Backend<no_globals_backend> && !cotune::FindsModuleGlobals<no_globals_backend>);
 
 } // namespace cotune_test
