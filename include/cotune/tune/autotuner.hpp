@@ -242,15 +242,17 @@ private:
     return detail::uses_launch_options<B>() ? c.text() : c.params_text();
   }
 
-  void launch(const entry& e, Args&... args) const {
-    arguments_.config_pre_hook(*e.cfg, args...);
-    const launch_grid g = opts_.grid ? opts_.grid(*e.cfg, args...) : launch_grid{};
-    core_.backend.launch(e.fn, g, args...);
+  /// Runs config `c`'s pre-hook and returns its launch geometry: what every launch of a config does
+  /// first.
+  [[nodiscard]] launch_grid prepare(const config& c, Args&... args) const {
+    arguments_.config_pre_hook(c, args...);
+    return opts_.grid ? opts_.grid(c, args...) : launch_grid{};
   }
 
+  void launch(const entry& e, Args&... args) const { launch_config(*e.cfg, e.fn, args...); }
+
   void launch_config(const config& c, const function_type& fn, Args&... args) const {
-    arguments_.config_pre_hook(c, args...);
-    const launch_grid g = opts_.grid ? opts_.grid(c, args...) : launch_grid{};
+    const launch_grid g = prepare(c, args...);
     core_.backend.launch(fn, g, args...);
   }
 
@@ -429,8 +431,7 @@ private:
       // cotune's threads; the tuning runs in the background, never in the capture).
       if (stand_in_type* s = stand_in_for(key, args...)) {
         serve(*s, [&] {
-          arguments_.config_pre_hook(s->cfg, args...);
-          const launch_grid g = opts_.grid ? opts_.grid(s->cfg, args...) : launch_grid{};
+          const launch_grid g = prepare(s->cfg, args...);
           core_.backend.launch_on(stream, s->fn, g, args...);
         });
         return;
@@ -449,8 +450,7 @@ private:
       arguments_.reset_buffers(args...);
       core_.backend.synchronize(e->fn); // the zeroing, on cotune's stream, before the launch on the caller's
     }
-    arguments_.config_pre_hook(*e->cfg, args...);
-    const launch_grid g = opts_.grid ? opts_.grid(*e->cfg, args...) : launch_grid{};
+    const launch_grid g = prepare(*e->cfg, args...);
     core_.backend.launch_on(stream, e->fn, g, args...);
   }
 
