@@ -2,6 +2,14 @@
 //
 //     COTUNE_CACHE_DIR=$(mktemp -d) bench_cuda_search_spaces [plot.svg] [seeds]
 //     bench_cuda_search_spaces [plot.svg] [seeds] --from TABLE.json    (offline: no GPU needed)
+//     COTUNE_CACHE_DIR=$(mktemp -d) bench_cuda_search_spaces --sizes TABLE.json [--gemm-sizes 512,1024,...]
+//
+// --sizes (issue 37, item 3: transfer between keys) measures only the GEMM space, whole, at several
+// problem sizes (M = N = K; default 512, 1024, 2048, 3072, 4096: a tuner per size, so that no size's
+// order of measurement depends on another's; the binaries, compiled for the first size, come from the
+// binary cache for the others) and writes TABLE.json, one space per size with its tuning key ("key":
+// "M=512, N=512, K=512"), which benchmarks/search_suite/convert.py --table turns into the suite's
+// multi-size data files (benchmarks/search_suite/sizes_run.sh does both, then replays the transfer).
 //
 // Three kernels, each with a space of 736 to 900 configs (valid or not):
 //   gemm       example 04's fp16 tensor-core GEMM, 2048^3: block tile m/n/k, warps, pipeline stages
@@ -65,6 +73,7 @@ struct space {
   std::vector<double> device_ms;  ///< the device's time on it: load, warm-up, measurement
   double wall_ms = 0;             ///< the exhaustive tuning's wall time
   std::size_t from_cache = 0;     ///< binaries read from the cache instead of compiled
+  std::string key{};              ///< the tuning key of a space measured at one of several sizes (--sizes)
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -332,6 +341,43 @@ std::vector<space> measure_all(const cuda::cuda_backend& backend, const cuda::de
   return out;
 }
 
+/// The GEMM space measured whole at each size n (M = N = K = n), in the order given.
+std::vector<space> measure_gemm_sizes(const cuda::cuda_backend& backend, const cuda::device& d, const std::vector<int>& sizes) {
+  using namespace example04;
+  std::vector<space> out;
+  for (int n : sizes) {
+    const auto t0 = clock_type::now();
+    cuda::device_buffer<cuda::float16> a(d, random_halves(std::size_t(n) * n, 1)), b(d, random_halves(std::size_t(n) * n, 2));
+    cuda::device_buffer<float> c(d, std::size_t(n) * n);
+    const A_span as = a.span(), bs = b.span();
+    out.push_back(measure<gemm_tuner>("gemm (block m/n/k, warps, stages)", fmt::format("{0}x{0}x{0} fp16 GEMM", n),
+                                      gemm_kernel("search_spaces_gemm"), gemm_space(), gemm_options(), backend, as, bs,
+                                      C_span(c.span()), n, n, n));
+    out.back().key = fmt::format("M={0}, N={0}, K={0}", n);
+    const auto& s = out.back();
+    fmt::print("  {}: {} configs, {} failed, optimum {:.4f} ms, {} binaries from the cache, {:.1f} s\n", s.key,
+               s.configs.size(), std::count_if(s.truth.begin(), s.truth.end(), [](double t) { return !std::isfinite(t); }),
+               *std::min_element(s.truth.begin(), s.truth.end()), s.from_cache,
+               std::chrono::duration<double>(clock_type::now() - t0).count());
+    std::fflush(stdout);
+  }
+  return out;
+}
+
+/// "512,1024,2048" -> {512, 1024, 2048}; empty when any item is not a size from 256 to 16384 divisible
+/// by 256 (every tile of the space divides it: example 04's prune keeps all 736 configs).
+std::vector<int> parse_sizes(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 256 || v > 16384 || v % 256 != 0) return {};
+    out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
 // ------------------------------------------------------------------------------------------------
 // The table as JSON, and back.
 
@@ -342,6 +388,7 @@ std::string table_json(const std::vector<space>& spaces, const std::string& devi
   w.key("spaces").begin_array();
   for (const auto& s : spaces) {
     w.begin_object().field("name", s.name).field("problem", s.problem).field("wall_ms", s.wall_ms);
+    if (!s.key.empty()) w.field("key", s.key);
     w.field("binaries_from_cache", s.from_cache).key("candidates").begin_array();
     for (std::size_t i = 0; i < s.configs.size(); ++i) {
       w.begin_object().key("config").raw(s.configs[i].json()).field("status", s.status[i]);
@@ -376,6 +423,7 @@ std::vector<space> read_table(const std::string& path, std::string& device, std:
     space s;
     s.name = std::string(js["name"].get_string().value());
     s.problem = std::string(js["problem"].get_string().value());
+    if (std::string_view key; js["key"].get(key) == SUCCESS) s.key = key;
     s.wall_ms = js["wall_ms"].get_double().value();
     s.from_cache = static_cast<std::size_t>(js["binaries_from_cache"].get_uint64().value());
     const dom::array candidates = js["candidates"].get_array().value();
@@ -495,7 +543,9 @@ void print_ground_truth(const space& s) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: bench_cuda_search_spaces [plot.svg] [seeds] [--from TABLE.json]\n");
+  std::fprintf(stderr, "usage: bench_cuda_search_spaces [plot.svg] [seeds] [--from TABLE.json]\n"
+                       "       bench_cuda_search_spaces --sizes TABLE.json [--gemm-sizes N,N,...]  (N: 256 to 16384, "
+                       "multiples of 256)\n");
   return 2;
 }
 
@@ -503,12 +553,39 @@ int usage() {
 
 int main(int argc, char** argv) {
   std::vector<std::string> pos;
-  std::string from;
+  std::string from, sizes_table;
+  std::vector<int> sizes{512, 1024, 2048, 3072, 4096};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--from" && i + 1 < argc) from = argv[++i];
-    else if (a.starts_with("-")) return usage();
+    else if (a == "--sizes" && i + 1 < argc) sizes_table = argv[++i];
+    else if (a == "--gemm-sizes" && i + 1 < argc) {
+      sizes = parse_sizes(argv[++i]);
+      if (sizes.size() < 2) return usage();
+    } else if (a.starts_with("-")) return usage();
     else pos.push_back(a);
+  }
+  if (!sizes_table.empty()) {
+    if (!from.empty() || !pos.empty()) return usage();
+    cuda::cuda_backend backend;
+    const auto devices = backend.devices();
+    if (devices.empty()) {
+      std::printf("no CUDA device: skipping (%s)\n", cuda::availability().message.c_str());
+      return 0;
+    }
+    const cuda::device& d = devices.front();
+    const auto threads = cotune::engine::shared().compile_threads();
+    warm_up(backend, d);
+    fmt::print("measuring every config of the GEMM space at {} sizes on {} ({} compile threads, cache {})\n",
+               sizes.size(), backend.device_name(d), threads, cotune::knobs().cache.dir.get());
+    std::fflush(stdout);
+    const auto t0 = clock_type::now();
+    const auto spaces = measure_gemm_sizes(backend, d, sizes);
+    std::ofstream out(sizes_table);
+    out << table_json(spaces, backend.device_name(d), threads);
+    fmt::print("ground truth table: {} ({:.1f} s)\n", sizes_table,
+               std::chrono::duration<double>(clock_type::now() - t0).count());
+    return out ? 0 : 1;
   }
   const std::string plot = pos.size() > 0 ? pos[0] : "cuda_search_spaces.svg";
   const int seeds = pos.size() > 1 ? std::max(5, std::atoi(pos[1].c_str())) : 10;

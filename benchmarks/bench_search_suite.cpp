@@ -5,6 +5,17 @@
 //     bench_search_suite [--data DIR] [--out DIR] [--seeds N] [--large-seeds N] [--large SIZE]
 //                        [--strategies a,b,...] [--spaces a,b,...] [--batch N] [--depth N]
 //                        [--with OTHER_RESULTS.json ...] [--from RESULTS.json ...]
+//     bench_search_suite --transfer [--data DIR] [--out DIR] [--seeds N] [--strategies a,b] [--budget SHARE]
+//
+// --transfer (issue 37, item 3) replays transfer between tuned keys on the multi-size spaces (data files
+// with a "multi_size" object; search_suite/transfer_replay.hpp): each size in turn is the new key, the
+// other sizes of its group are tuned, and the new key's search is seeded with their winners (the up to 4
+// nearest keys', as a tuner does). Per strategy (default bayes-local, the default with a budget, and
+// random) and size, over `seeds` seeds: the evaluations until a config within 2% of the new key's
+// optimum is evaluated, without and with the seeds (mean and median), and an exhaustive tuning's (the
+// seeds measured first). The budget is SHARE of the space (default 1: the whole space, so that every
+// search gets there); a search that does not get there within a smaller one counts its budget and is
+// reported as a miss. Writes OUT/transfer.json.
 //
 // For each space, strategy (every registered name but exhaustive, by default) and budget (5%, 10%, 25%
 // and 50% of the space's configs, invalid ones included: a failed config costs an evaluation, as it
@@ -48,9 +59,11 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include <cotune/core/json_writer.hpp>
 #include <cotune/search/search.hpp>
 
 #include "search_suite/suite_data.hpp"
+#include "search_suite/transfer_replay.hpp"
 
 #if __has_include(<cotune/core/param_kind.hpp>)
 #include <cotune/core/param_kind.hpp>
@@ -338,9 +351,124 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+// ------------------------------------------------------------------------------------------------
+// Transfer between sizes (--transfer).
+
+struct transfer_figure {
+  double mean = 0, median = 0;
+  std::size_t misses = 0; ///< searches that did not get within 2% in their budget (counted at the budget)
+};
+
+transfer_figure summarise(std::vector<double> evals, std::size_t misses) {
+  std::sort(evals.begin(), evals.end());
+  transfer_figure f{0, 0, misses};
+  for (double e : evals) f.mean += e / static_cast<double>(evals.size());
+  const std::size_t m = evals.size() / 2;
+  f.median = evals.size() % 2 ? evals[m] : (evals[m - 1] + evals[m]) / 2;
+  return f;
+}
+
+int run_transfer(const std::vector<suite_space>& spaces, const std::vector<std::string>& names, int seeds,
+                 double budget_share, std::size_t batch, std::size_t depth, const std::string& out) {
+  const auto groups = cotune_bench::size_groups(spaces);
+  if (groups.empty()) throw std::runtime_error("no multi-size spaces (data files with a \"multi_size\" object of 2 or "
+                                               "more sizes in one group): nothing to transfer between");
+  cotune::json_writer w;
+  w.begin_object().field("format", "cotune-search-suite-transfer-1").field("seeds", seeds).field("budget_share", budget_share);
+  w.field("batch", batch).field("depth", depth).key("groups").begin_array();
+  std::map<std::string, std::vector<double>> ratios; // per strategy: with / without, mean evaluations, per size
+  for (const auto& [group, sizes] : groups) {
+    fmt::print("\n{}: {} sizes; each the new key, the others tuned; {} seeds, budget {:.0f}% of the space; "
+               "evaluations to within 2% of the new key's optimum\n",
+               group, sizes.size(), seeds, 100 * budget_share);
+    fmt::print("| new key | configs (in 2%) | transfer seeds in 2% | strategy | without: mean / median (misses) | "
+               "with: mean / median (misses) | with / without (means) |\n|---|---:|---:|---|---:|---:|---:|\n");
+    w.begin_object().field("group", group).key("sizes").begin_array();
+    for (const auto* target : sizes) {
+      const auto geometry = geometry_of(*target);
+      const auto seeds_of = cotune_bench::transfer_seeds(*target, sizes);
+      const double bound = target->optimum() * 1.02 * (1 + 1e-12);
+      const auto good = static_cast<std::size_t>(
+          std::count_if(target->truth.begin(), target->truth.end(), [&](double t) { return t <= bound; }));
+      const auto good_seeds = static_cast<std::size_t>(
+          std::count_if(seeds_of.begin(), seeds_of.end(), [&](std::size_t i) { return target->truth[i] <= bound; }));
+      const std::size_t budget = evaluations_at(budget_share, target->configs.size());
+      w.begin_object().field("key", target->size_key).field("space", target->name).field("configs", target->configs.size());
+      w.field("within_2pct", good).field("budget", budget).key("seeds").begin_array();
+      for (auto i : seeds_of) w.raw(target->configs[i].json());
+      w.end_array().field("seeds_within_2pct", good_seeds).key("strategies").begin_array();
+      const auto row = [&](const std::string& name, const transfer_figure& a, const transfer_figure& b) {
+        fmt::print("| {} | {} ({}) | {} of {} | {} | {:.1f} / {:.0f} ({}) | {:.1f} / {:.0f} ({}) | {:.2f} |\n",
+                   target->size_key, target->configs.size(), good, good_seeds, seeds_of.size(), name, a.mean, a.median,
+                   a.misses, b.mean, b.median, b.misses, b.mean / a.mean);
+        w.begin_object().field("name", name);
+        w.key("without").begin_object().field("mean", a.mean).field("median", a.median).field("misses", a.misses).end_object();
+        w.key("with").begin_object().field("mean", b.mean).field("median", b.median).field("misses", b.misses).end_object();
+        w.end_object();
+        ratios[name].push_back(b.mean / a.mean);
+      };
+      for (const auto& name : names) {
+        const auto st = cotune::search_named(name);
+        if (!st) throw std::runtime_error(fmt::format("no search strategy named \"{}\"", name));
+        // per seed: evaluations without and with the transfer seeds (0: a miss)
+        std::vector<std::array<std::size_t, 2>> evals(static_cast<std::size_t>(seeds));
+        std::atomic<int> next{0};
+        auto work = [&] {
+          for (int k; (k = next++) < seeds;) {
+            const cotune::search_settings settings{.evaluations = budget, .seed = static_cast<std::uint64_t>(k + 1)};
+            for (int with = 0; with < 2; ++with)
+              evals[static_cast<std::size_t>(k)][static_cast<std::size_t>(with)] =
+                  cotune_bench::evaluations_to_near(*target, geometry, *st, settings,
+                                                    with ? seeds_of : std::vector<std::size_t>{}, batch, depth)
+                      .value_or(0);
+          }
+        };
+        std::vector<std::thread> pool;
+        for (unsigned t = 0; t < std::max(1u, std::thread::hardware_concurrency()); ++t) pool.emplace_back(work);
+        for (auto& t : pool) t.join();
+        transfer_figure f[2];
+        for (std::size_t with = 0; with < 2; ++with) {
+          std::vector<double> v;
+          std::size_t misses = 0;
+          for (const auto& e : evals) {
+            misses += e[with] == 0 ? 1 : 0;
+            v.push_back(static_cast<double>(e[with] == 0 ? budget : e[with]));
+          }
+          f[with] = summarise(std::move(v), misses);
+        }
+        row(name, f[0], f[1]);
+      }
+      const auto plain = static_cast<double>(cotune_bench::exhaustive_evaluations_to_near(*target, {}));
+      const auto seeded = static_cast<double>(cotune_bench::exhaustive_evaluations_to_near(*target, seeds_of));
+      row("exhaustive (file order)", {plain, plain, 0}, {seeded, seeded, 0});
+      w.end_array().end_object();
+      std::fflush(stdout);
+    }
+    w.end_array().end_object();
+  }
+  w.end_array().key("ratio_of_means").begin_object();
+  fmt::print("\nwith / without transfer, ratio of mean evaluations to within 2%, over every new key (target: at most 0.5)\n");
+  for (const auto& [name, rs] : ratios) {
+    double mean = 0;
+    for (double r : rs) mean += r / static_cast<double>(rs.size());
+    const double worst = *std::max_element(rs.begin(), rs.end());
+    fmt::print("  {:<24} mean {:.2f}, worst {:.2f} over {} keys: {}\n", name, mean, worst, rs.size(),
+               mean <= 0.5 ? "target met (mean)" : "target not met (mean)");
+    w.key(name).begin_object().field("mean", mean).field("worst", worst).end_object();
+  }
+  w.end_object().end_object();
+  std::filesystem::create_directories(out);
+  const auto file = std::filesystem::path(out) / "transfer.json";
+  std::ofstream(file) << std::move(w).take() << "\n";
+  fmt::print("figures: {}\n", file.string());
+  return 0;
+}
+
 int usage() {
   std::fprintf(stderr, "usage: bench_search_suite [--data DIR] [--out DIR] [--seeds N] [--large-seeds N] [--large SIZE] [--strategies a,b] "
-                       "[--spaces a,b] [--batch N] [--depth N] [--with RESULTS.json]... [--from RESULTS.json]...\n");
+                       "[--spaces a,b] [--batch N] [--depth N] [--with RESULTS.json]... [--from RESULTS.json]...\n"
+                       "       bench_search_suite --transfer [--data DIR] [--out DIR] [--seeds N] [--strategies a,b] "
+                       "[--budget SHARE]\n");
   return 2;
 }
 
@@ -351,8 +479,14 @@ int main(int argc, char** argv) try {
   int seeds = 100, large_seeds = -1;
   std::size_t batch = 8, depth = 2, large = 10000;
   std::vector<std::string> names = default_strategies(), only, with, from;
+  bool transfer = false, named = false;
+  double budget_share = 1.0; // --transfer: the whole space, so that every search gets within 2%
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--transfer") {
+      transfer = true;
+      continue;
+    }
     if (i + 1 >= argc) return usage();
     const std::string v = argv[++i];
     if (a == "--data") data = v;
@@ -360,7 +494,11 @@ int main(int argc, char** argv) try {
     else if (a == "--seeds") seeds = std::max(1, std::atoi(v.c_str()));
     else if (a == "--large-seeds") large_seeds = std::max(1, std::atoi(v.c_str()));
     else if (a == "--large") large = static_cast<std::size_t>(std::max(1, std::atoi(v.c_str())));
-    else if (a == "--strategies") names = split(v);
+    else if (a == "--strategies") names = split(v), named = true;
+    else if (a == "--budget") {
+      budget_share = std::atof(v.c_str());
+      if (!(budget_share > 0 && budget_share <= 1)) return usage();
+    }
     else if (a == "--spaces") only = split(v);
     else if (a == "--batch") batch = static_cast<std::size_t>(std::max(1, std::atoi(v.c_str())));
     else if (a == "--depth") depth = static_cast<std::size_t>(std::max(1, std::atoi(v.c_str())));
@@ -382,6 +520,9 @@ int main(int argc, char** argv) try {
     if (only.empty() || std::find(only.begin(), only.end(), s.name) != only.end()) spaces.push_back(std::move(s));
   }
   if (spaces.empty()) throw std::runtime_error(fmt::format("no space found under {} (or none of --spaces)", data));
+  if (transfer)
+    return run_transfer(spaces, named ? names : std::vector<std::string>{"bayes-local", "random"}, seeds, budget_share,
+                        batch, depth, out);
   std::filesystem::create_directories(out);
   fmt::print("search suite: {} spaces from {}; strategies {}; {} seeds ({} from {} configs); batches of {}, {} in flight; no added noise{}\n",
              spaces.size(), data, fmt::join(names, ", "), seeds, large_seeds > 0 ? large_seeds : seeds, large, batch, depth,

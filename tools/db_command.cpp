@@ -5,10 +5,12 @@
 //   cotune db diff A B [--json] [--tolerance PCT]                           which winners changed (exit 1 if any
 //                                                                           changed beyond the measured noise)
 //   cotune db show FILE [--json]                                            list its winners
-//   cotune db predict FILE --kernel K (--key KEY | --held-out) [--device D] [--json]
+//   cotune db predict FILE --kernel K (--key KEY | --held-out [--html PAGE]) [--device D] [--json]
 //                                                                           a config for a key nobody tuned, from
 //                                                                           its nearest tuned neighbour; or every
 //                                                                           key predicted from the others, with regret
+//                                                                           (and a page: a grid of sizes, tuned beside
+//                                                                           predicted, the regrets)
 //   cotune db from-triton FILE... --args A,B:tensor,.. --key K,.. --device D -o FILE
 //                                                                           Triton's autotune files as a database
 //
@@ -32,6 +34,7 @@
 #include <cotune/batch/job_knobs.hpp>
 #include <cotune/batch/job_spec.hpp>
 #include <cotune/batch/prediction.hpp>
+#include <cotune/batch/prediction_report.hpp>
 #include <cotune/batch/triton_import.hpp>
 #include <cotune/batch/tuning_database.hpp>
 #include <cotune/knobs/knobs.hpp>
@@ -98,7 +101,7 @@ std::string ms(double v) { return std::isfinite(v) ? fmt::format("{:.4f} ms", v)
 
 command add_db_command(CLI::App& app) {
   struct state {
-    std::string cache_dir, job, out, file, a, b, dir, args, key, device, kernel;
+    std::string cache_dir, job, out, file, a, b, dir, args, key, device, kernel, html;
     std::vector<std::string> files;
     bool from_cache = false, winners_only = false, json = false, redis = false, no_redis = false, held_out = false;
     double tolerance_pct = 0;
@@ -156,24 +159,23 @@ command add_db_command(CLI::App& app) {
   pre->add_option("--kernel", s->kernel, "the kernel's name (every kernel with --held-out when left out)");
   pre->add_option("--key", s->key, "the key's text, as the tuner writes it (e.g. \"x: float32[3000], n=3000\")");
   pre->add_option("--device", s->device, "the device's name, as `cotune db show` lists it (any, when left out)");
-  pre->add_flag("--held-out", s->held_out, "predict each key of the database from the others and report the regret");
+  auto* held_opt = pre->add_flag("--held-out", s->held_out, "predict each key of the database from the others and "
+                                                            "report the regret");
+  pre->add_option("--html", s->html, "with --held-out: also write an HTML page: per kernel a grid of the keys' "
+                                     "problem sizes, the tuned winner beside the prediction and its regret")
+      ->needs(held_opt);
   pre->add_flag("--json", s->json, "one JSON object per line");
 
   auto run = [s, exp, imp, dif, show, tri, pre]() -> int {
             if (pre->parsed()) {
               const auto d = cj::tuning_database::load(s->file, secret());
               if (s->held_out) {
-                std::size_t known = 0, exact = 0;
-                double sum = 0, worst = 0;
-                for (const auto& h : cj::held_out_regret(d)) {
-                  if (!s->kernel.empty() && h.kernel != s->kernel) continue;
-                  if (!s->device.empty() && h.device != s->device) continue;
-                  if (h.regret) {
-                    ++known;
-                    sum += *h.regret;
-                    worst = std::max(worst, *h.regret);
-                    exact += *h.regret == 0 ? 1 : 0;
-                  }
+                cj::tuning_database kept; // the keys of --kernel and --device
+                for (const auto& e : d.entries())
+                  if ((s->kernel.empty() || e.kernel == s->kernel) && (s->device.empty() || e.device == s->device))
+                    kept.add(e);
+                const auto held = cj::held_out_regret(kept);
+                for (const auto& h : held) {
                   const std::string regret = h.regret ? fmt::format("{:.1f}%", 100 * *h.regret) : std::string("-");
                   if (s->json) {
                     cotune::json_writer w;
@@ -186,9 +188,16 @@ command add_db_command(CLI::App& app) {
                                h.device, h.shown(h.tuned), h.shown(h.predicted), h.neighbour, regret);
                   }
                 }
+                const auto sum = cj::held_out_summary::of(held);
                 if (!s->json)
-                  fmt::print("{} keys with a known regret: {} predicted exactly, mean regret {:.1f}%, worst {:.1f}%\n",
-                             known, exact, known ? 100 * sum / static_cast<double>(known) : 0.0, 100 * worst);
+                  fmt::print("{} keys with a known regret: {} predicted exactly, mean regret {:.1f}%, median {:.1f}%, "
+                             "worst {:.1f}%, {} within 2%\n",
+                             sum.measured, sum.exact, 100 * sum.mean, 100 * sum.median, 100 * sum.worst, sum.within);
+                if (!s->html.empty()) {
+                  cj::write_prediction_report(s->html, kept, fmt::format("cotune predictions for {}", s->file));
+                  fmt::print(stderr, "cotune: wrote {} ({} of {} predicted)\n", s->html,
+                             sum.keys == 1 ? std::string("1 key") : fmt::format("{} keys", sum.keys), kept.size());
+                }
                 return 0;
               }
               if (s->kernel.empty() || s->key.empty()) {

@@ -6,7 +6,8 @@
 --hub: a checkout (or bare git directory) of github.com/AutoTuningAssociation/benchmark_hub; files are
 read with `git show COMMIT:PATH`, so the commit named below is the one converted. --repo: this repository
 (for the H200 table, benchmarks/cuda_search_spaces.json at the commit named below); --table: a table that
-bench_cuda_search_suite wrote on the GPU machine (new H200 spaces). Writes one
+bench_cuda_search_suite (or bench_cuda_search_spaces --sizes, with --table-tool) wrote on the GPU machine
+(new H200 spaces; a table's spaces with a "key" become multi-size spaces of one group). Writes one
 JSON file per space; see README.md beside this script for the format and the sources. Standard library only.
 """
 import argparse, gzip, json, math, os, subprocess, sys
@@ -94,7 +95,7 @@ def write(out_dir, space):
     space["optimum"] = min(valid)
     space["near_optimal"] = near_optimal(space["params"], rows)
     keys = ["format", "name", "description", "source", "objective", "size", "valid", "optimum", "near_optimal",
-            "params", "fixed", "results"]
+            "multi_size", "params", "fixed", "results"]
     ordered = {k: space[k] for k in keys if k in space}
     path = os.path.join(out_dir, space["name"] + ".json")
     with open(path, "w") as f:
@@ -143,6 +144,8 @@ def main():
     ap.add_argument("--table", action="append", default=[],
                     help="a table written by bench_cuda_search_suite (suite_h200_spaces.json); repeatable")
     ap.add_argument("--table-commit", default="", help="the commit of this repository that measured --table")
+    ap.add_argument("--table-tool", default="bench_cuda_search_suite",
+                    help="the program that wrote --table (bench_cuda_search_spaces for its --sizes tables)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if a.hub:
@@ -157,7 +160,7 @@ def main():
                                                 "(bench_cuda_search_spaces, CUDA backend)",
                                          "commit": H200_COMMIT, "licence": "this repository's"})
     for t in a.table:
-        from_cotune_table(a.out, json.load(open(t)), {"url": "this repository, measured by bench_cuda_search_suite "
+        from_cotune_table(a.out, json.load(open(t)), {"url": f"this repository, measured by {a.table_tool} "
                                                              "(CUDA backend)", "file": os.path.basename(t),
                                                       "commit": a.table_commit, "licence": "this repository's"})
 
@@ -177,12 +180,20 @@ def from_cotune_table(out, table, source):
         for c in cands:
             if c["status"] != "ok":
                 failures[c["status"]] = failures.get(c["status"], 0) + 1
-        write(out, {"format": "cotune-search-suite-1", "name": f"h200-{short}",
-                    "description": f"{sp['name']}: {sp['problem']}, measured whole by cotune on the H200",
-                    "source": dict(source, kernel=f"{sp['name']} ({sp['problem']})", family=short, gpu=table["device"],
-                                   date=table["date"], failures=failures),
-                    "objective": "time in ms (cotune's median); null: failed", "params": params, "fixed": {},
-                    "results": rows})
+        space = {"format": "cotune-search-suite-1", "name": f"h200-{short}",
+                 "description": f"{sp['name']}: {sp['problem']}, measured whole by cotune on the H200",
+                 "source": dict(source, kernel=f"{sp['name']} ({sp['problem']})", family=short, gpu=table["device"],
+                                date=table["date"], failures=failures),
+                 "objective": "time in ms (cotune's median); null: failed", "params": params, "fixed": {},
+                 "results": rows}
+        if "key" in sp:
+            # One of several problem sizes (bench_cuda_search_spaces --sizes): named by the key's numbers
+            # ("M=512, N=512, K=512" -> h200-gemm-512x512x512), grouped for the transfer replay.
+            numbers = [part.split("=", 1)[1] for part in sp["key"].split(", ") if "=" in part]
+            space["name"] = f"h200-{short}-{'x'.join(numbers)}"
+            space["multi_size"] = {"group": f"h200-{short}-sizes", "key": sp["key"]}
+            space["source"]["problem_size"] = sp["problem"]
+        write(out, space)
 
 if __name__ == "__main__":
     sys.exit(main())

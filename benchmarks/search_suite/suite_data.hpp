@@ -39,6 +39,10 @@ struct suite_space {
   double stated_optimum = 0;      ///< the header's "optimum"
   std::size_t near_optimal_regions = 0; ///< the header's near_optimal.regions
   double near_optimal_distance = 0;     ///< the header's near_optimal.max_region_distance
+  /// One of several problem sizes of a kernel's space (the optional "multi_size" object): the spaces of
+  /// one group are the same kernel and configs at other sizes, each named by its tuning key's text
+  /// ("M=512, N=512, K=512"). Empty for a space of one size.
+  std::string size_group{}, size_key{};
 
   [[nodiscard]] double optimum() const {
     double best = std::numeric_limits<double>::infinity();
@@ -118,6 +122,11 @@ inline suite_space load_suite_space(const std::filesystem::path& path) {
   s.near_optimal_regions = count(near, "regions");
   if (field(near, "max_region_distance").get(s.near_optimal_distance))
     throw std::runtime_error(fmt::format("{}: near_optimal.max_region_distance must be a number", file));
+
+  if (dom::element multi; doc.at_key("multi_size").get(multi) == SUCCESS) {
+    s.size_group = text(multi, "group");
+    s.size_key = text(multi, "key");
+  }
 
   dom::array params;
   if (field(doc, "params").get(params)) throw std::runtime_error(fmt::format("{}: \"params\" must be an array", file));

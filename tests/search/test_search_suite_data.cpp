@@ -1,11 +1,14 @@
 // Tests for the search suite's data files (benchmarks/search_suite/data, read by
 // benchmarks/search_suite/suite_data.hpp): every file parses and holds what its header states, and the
 // suite as a whole is what issue 35 asks for (8+ spaces of 500-20,000 configs, 5+ kernels, 3+ with
-// categorical parameters, 2+ with near-optimal regions far apart). No timings.
+// categorical parameters, 2+ with near-optimal regions far apart), and the transfer replay between the
+// sizes of a multi-size space (transfer_replay.hpp) on synthetic files. No timings.
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstddef>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -17,6 +20,7 @@
 #include <cotune/search/search.hpp>
 
 #include "../../benchmarks/search_suite/suite_data.hpp"
+#include "../../benchmarks/search_suite/transfer_replay.hpp"
 
 #ifndef COTUNE_SEARCH_SUITE_DATA
 #error "tests/CMakeLists.txt defines COTUNE_SEARCH_SUITE_DATA (the data folder)"
@@ -102,4 +106,84 @@ TEST_CASE("a malformed data file is refused with the file and the field named", 
   std::ofstream(file) << R"({"format": "cotune-search-suite-1", "name": "bad"})";
   CHECK_THROWS_WITH(load_suite_space(file), Catch::Contains("missing field \"description\""));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the transfer replay seeds a new size's search with the nearest tuned sizes' winners, and a seed "
+          "that is the new optimum is found at the first evaluation",
+          "[search][search_suite][transfer]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("cotune_suite_sizes_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  // One kernel at three sizes: a 24 x 25 bowl whose bottom is at (10, 10) for n=256 and n=512, and at
+  // (12, 14) for n=1024; within 2% of each optimum: its bottom only.
+  const auto write = [&](int n, int a0, int b0) {
+    std::ofstream f(dir / ("sizes-" + std::to_string(n) + ".json"));
+    f << R"({"format": "cotune-search-suite-1", "name": "sizes-)" << n << R"(", "description": "d",
+      "source": {"url": "u", "licence": "l", "kernel": "k", "family": "bowl", "gpu": "g"}, "size": 600, "valid": 600,
+      "optimum": 1.0, "near_optimal": {"within_2pct": 1, "regions": 1, "max_region_distance": 0},
+      "multi_size": {"group": "bowl-sizes", "key": "n=)" << n << R"("},
+      "params": [{"name": "A", "kind": "ordered", "values": [)";
+    for (int a = 0; a < 24; ++a) f << (a ? ", " : "") << a;
+    f << R"(]}, {"name": "B", "kind": "ordered", "values": [)";
+    for (int b = 0; b < 25; ++b) f << (b ? ", " : "") << b;
+    f << "]}], \"results\": [";
+    for (int a = 0; a < 24; ++a)
+      for (int b = 0; b < 25; ++b)
+        f << (a || b ? ", " : "") << "[" << a << ", " << b << ", " << 1 + 0.05 * ((a - a0) * (a - a0) + (b - b0) * (b - b0)) << "]";
+    f << "]}";
+  };
+  write(256, 10, 10);
+  write(512, 10, 10);
+  write(1024, 12, 14);
+  std::vector<cotune_bench::suite_space> spaces;
+  for (const auto& f : suite_files(dir)) spaces.push_back(load_suite_space(f));
+  std::filesystem::remove_all(dir);
+  REQUIRE(spaces.size() == 3); // sizes-1024, sizes-256, sizes-512: file order
+  CHECK(spaces[0].size_key == "n=1024");
+  CHECK(spaces[1].size_group == "bowl-sizes");
+  const auto groups = cotune_bench::size_groups(spaces);
+  REQUIRE(groups.size() == 1);
+  const auto& sizes = groups.at("bowl-sizes");
+  REQUIRE(sizes.size() == 3);
+  CHECK(sizes[0]->size_key == "n=256"); // by size, not by file name
+  CHECK(sizes[2]->size_key == "n=1024");
+  const auto& n1024 = spaces[0];
+  const auto& n512 = spaces[2];
+  const auto index = [](const cotune_bench::suite_space&, int a, int b) {
+    return static_cast<std::size_t>(a * 25 + b);
+  };
+  CHECK(n512.configs[index(n512, 10, 10)] == cotune::config{{"A", 10}, {"B", 10}});
+
+  // n=512: n=256 and n=1024 are one doubling away (a tie: the order given, n=256 first).
+  CHECK(cotune_bench::transfer_seeds(n512, sizes) == std::vector<std::size_t>{index(n512, 10, 10), index(n512, 12, 14)});
+  // n=1024: n=512 is nearer than n=256; their winners are the same config, seeded once.
+  CHECK(cotune_bench::transfer_seeds(n1024, sizes) == std::vector<std::size_t>{index(n1024, 10, 10)});
+  CHECK(cotune_bench::transfer_seeds(n512, sizes, 1).size() == 1);
+
+  for (const char* name : {"bayes-local", "random"}) {
+    INFO(name);
+    const auto st = cotune::search_named(name);
+    REQUIRE(st);
+    const cotune::search_space g512(n512.configs), g1024(n1024.configs);
+    double plain = 0;
+    for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+      const cotune::search_settings settings{.evaluations = 600, .seed = seed};
+      // The first seed is n=512's optimum: found at the first evaluation (seeds are proposed first).
+      CHECK(cotune_bench::evaluations_to_near(n512, g512, *st, settings, cotune_bench::transfer_seeds(n512, sizes), 8, 2) ==
+            std::optional<std::size_t>(1));
+      const auto without = cotune_bench::evaluations_to_near(n512, g512, *st, settings, {}, 8, 2);
+      REQUIRE(without); // a budget of the whole space finds it
+      plain += static_cast<double>(*without) / 10;
+      // Seeded, not restricted: n=1024's only seed is twice as slow as its optimum, which is still found.
+      CHECK(cotune_bench::evaluations_to_near(n1024, g1024, *st, settings, cotune_bench::transfer_seeds(n1024, sizes), 8, 2));
+      // A budget too small to get there: a miss, not a count.
+      CHECK_FALSE(cotune_bench::evaluations_to_near(n1024, g1024, *st, {.evaluations = 1, .seed = seed},
+                                                    cotune_bench::transfer_seeds(n1024, sizes), 8, 2));
+    }
+    CHECK(plain > 2); // one config of 600 within 2%: no strategy finds it at the second evaluation every time
+  }
+  // Exhaustive: the seeds first, then the file's order ((10, 10) is the 261st config of n=512).
+  CHECK(cotune_bench::exhaustive_evaluations_to_near(n512, {}) == index(n512, 10, 10) + 1);
+  CHECK(cotune_bench::exhaustive_evaluations_to_near(n512, cotune_bench::transfer_seeds(n512, sizes)) == 1);
+  CHECK(cotune_bench::exhaustive_evaluations_to_near(n1024, cotune_bench::transfer_seeds(n1024, sizes)) ==
+        index(n1024, 12, 14) + 1); // its seed is not within 2%, then the file's order
 }

@@ -113,6 +113,9 @@ COTUNE_DECL void phase_table(std::string& out, const tuning_phases& p, std::stri
 /// time), then the failures, each summarised by its compiler's first error line.
 COTUNE_DECL void key_section(std::string& out, const tuning_result& r, std::set<std::string>& ids);
 
+/// A page's head and the report's style sheet, `extra_css` appended, up to the opened `<body>`.
+COTUNE_DECL void page_start(std::string& out, std::string_view title, std::string_view extra_css = {});
+
 } // namespace detail
 
 /// The page. Deterministic for given results (no clock is read).

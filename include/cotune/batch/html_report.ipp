@@ -267,12 +267,9 @@ COTUNE_DECL void key_section(std::string& out, const tuning_result& r, std::set<
   out += "</section>\n";
 }
 
-} // namespace detail
-
-COTUNE_DECL std::string html_report(const report_input& in) {
-  std::string out;
+COTUNE_DECL void page_start(std::string& out, std::string_view title, std::string_view extra_css) {
   out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  out += fmt::format("<title>{}</title>\n", detail::html_escape(in.title));
+  out += fmt::format("<title>{}</title>\n", html_escape(title));
   out += "<style>\nbody{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}"
          "h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;margin-top:32px}h3{font-size:15px}"
          "section.key{margin:12px 0 20px}.meta{color:#555}.label,.axis,.value,.failed{font:12px monospace;fill:#222}"
@@ -285,7 +282,16 @@ COTUNE_DECL std::string html_report(const report_input& in) {
          "pre{white-space:pre-wrap;max-width:900px}ul.legend{list-style:none;padding:0}"
          ".swatch{display:inline-block;width:12px;height:12px;margin-right:6px}"
          "table.phases{border-collapse:collapse;margin:6px 0}table.phases caption{text-align:left;color:#555;"
-         "font-size:12px}table.phases td,table.phases th{padding:1px 8px;text-align:left}\n</style>\n</head>\n<body>\n";
+         "font-size:12px}table.phases td,table.phases th{padding:1px 8px;text-align:left}";
+  out += extra_css;
+  out += "\n</style>\n</head>\n<body>\n";
+}
+
+} // namespace detail
+
+COTUNE_DECL std::string html_report(const report_input& in) {
+  std::string out;
+  detail::page_start(out, in.title);
   out += fmt::format("<h1>{}</h1>\n", detail::html_escape(in.title));
   if (!in.subtitle.empty()) out += fmt::format("<p class=\"meta\">{}</p>\n", detail::html_escape(in.subtitle));
   std::vector<std::string> kernels;

@@ -9,6 +9,7 @@
 
 #include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,6 +48,8 @@ struct held_out_key {
   /// without candidates, or the config was not measured).
   std::optional<double> regret;
   bool launch_options = true; ///< as in the database's entry
+  double tuned_ms = 0;                 ///< the tuned winner's median
+  std::optional<double> predicted_ms{}; ///< the predicted config's median, where the key's entry holds it
 
   /// A config as its backend sees it.
   [[nodiscard]] std::string shown(const config& c) const { return launch_options ? c.text() : c.params_text(); }
@@ -55,6 +58,20 @@ struct held_out_key {
 /// Every key of `db` predicted from the others of its kernel and device (leave one out). Keys without
 /// a neighbour of their shape are left out.
 [[nodiscard]] COTUNE_DECL std::vector<held_out_key> held_out_regret(const tuning_database& db);
+
+/// What held-out predictions cost, over the keys whose regret is known.
+struct held_out_summary {
+  /// A prediction within 2% of the tuned winner counts as good: about the run-to-run spread of a GPU
+  /// kernel's median (the search suite's "near optimal" uses the same bound).
+  static constexpr double near = 0.02;
+  std::size_t keys = 0;     ///< predicted keys
+  std::size_t measured = 0; ///< of those, with a known regret
+  std::size_t exact = 0;    ///< the tuned winner predicted (regret 0)
+  std::size_t within = 0;   ///< regret at most `near`
+  double mean = 0, median = 0, worst = 0;
+
+  [[nodiscard]] static COTUNE_DECL held_out_summary of(const std::vector<held_out_key>& keys);
+};
 
 } // namespace cotune::batch
 

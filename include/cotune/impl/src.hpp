@@ -70,6 +70,7 @@
 #include <cotune/batch/job_spec.ipp>
 #include <cotune/batch/triton_import.ipp>
 #include <cotune/batch/html_report.ipp>
+#include <cotune/batch/prediction_report.ipp>
 #include <cotune/batch/job_runner.ipp>
 
 // The default (host) tuner's job and table of keys: declared `extern template` by <cotune/defaults.hpp>.
