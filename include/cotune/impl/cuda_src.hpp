@@ -11,6 +11,7 @@
 #include <cotune/cuda/cuda_knobs.ipp>
 #include <cotune/cuda/availability.ipp>
 #include <cotune/cuda/device.ipp>
+#include <cotune/cuda/device_buffer.ipp>
 #include <cotune/cuda/driver_api.ipp>
 #include <cotune/cuda/nvrtc_api.ipp>
 #include <cotune/cuda/cuda_backend.ipp>
