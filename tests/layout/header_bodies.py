@@ -25,6 +25,11 @@ Exempt, because the language wants them in the header:
 - files in EXEMPT_FILES, each with its reason;
 - `.ipp` files (they are the bodies) and impl/ (the files that compile them).
 
+--compiled-by FILE... (the last option) checks that the bodies are compiled in separate mode: every `.ipp`
+under the include dir is reached from impl/*.hpp (a program without CMake compiles those) and from
+each FILE given (cotune_separate's sources, src/*.cpp), following the includes of `.ipp` files and of
+impl/ (a header includes its `.ipp` only when header-only, so a header's includes are not followed).
+
 --pending FILE names the bodies not moved yet (`<file under include/cotune> <function>` a line; `#`
 comments): they are listed but do not fail. An entry that no longer matches a body fails (take it off
 the list), so the list only shrinks; a new body in a listed file fails as any other.
@@ -201,6 +206,35 @@ def check_file(path, rel, max_lines):
     return problems
 
 
+def reached(root, starts):
+    """The `.ipp` files under `root` that `starts` include, through `.ipp` and impl/ files."""
+    seen, todo = set(), list(starts)
+    while todo:
+        f = todo.pop()
+        for m in re.finditer(r'^\s*#\s*include\s*<cotune/([^>]+)>', f.read_text(encoding="utf-8"), re.M):
+            rel = m.group(1)
+            if rel in seen or not (rel.endswith(".ipp") or rel.startswith("impl/")):
+                continue
+            seen.add(rel)
+            if (root / rel).exists():
+                todo.append(root / rel)
+    return {r for r in seen if r.endswith(".ipp")}
+
+
+def uncompiled(root, compiled_by):
+    """Problems: `.ipp` files that separate compilation would not compile."""
+    every = {p.relative_to(root).as_posix() for p in root.rglob("*.ipp")}
+    problems = []
+    for what, starts in [("impl/*.hpp", sorted(root.glob("impl/*.hpp"))),
+                         (" ".join(Path(f).name for f in compiled_by), [Path(f) for f in compiled_by])]:
+        if not starts:
+            continue
+        for rel in sorted(every - reached(root, starts)):
+            problems.append(f"include/cotune/{rel} is not compiled in separate mode: no file of {what} includes "
+                            f"it (add `#include <cotune/{rel}>` beside its folder's other .ipp files)")
+    return problems
+
+
 def main(argv):
     if not argv:
         print(__doc__)
@@ -208,10 +242,14 @@ def main(argv):
     root = Path(argv[0])
     max_lines = MAX_LINES
     pending = set()
+    compiled_by = []
     args = argv[1:]
     while args:
         if args[0] == "--max-lines" and len(args) > 1:
             max_lines = int(args[1])
+        elif args[0] == "--compiled-by":
+            compiled_by = args[1:]
+            break
         elif args[0] == "--pending" and len(args) > 1:
             for entry in Path(args[1]).read_text(encoding="utf-8").splitlines():
                 entry = entry.split("#")[0].split()
@@ -240,8 +278,9 @@ def main(argv):
     for rel, name in stale:
         problems.append(f"include/cotune/{rel}: {name}() is on the pending list but no longer a body of more than "
                         f"{max_lines} lines there: take it off the list")
+    problems += uncompiled(root, compiled_by) if compiled_by else []
     if problems:
-        print(f"{len(problems)} function bodies of more than {max_lines} lines in headers (issue 34, item 5):")
+        print(f"{len(problems)} problems with bodies in headers (issue 34, item 5; at most {max_lines} lines a body):")
         for p in problems:
             print("  " + p)
         return 1
