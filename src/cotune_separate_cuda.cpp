@@ -10,3 +10,4 @@
 #include <cotune/cuda/nvrtc_api.ipp>
 #include <cotune/cuda/cuda_backend.ipp>
 #include <cotune/cuda/compiled_backend.ipp>
+#include <cotune/cuda/isolation.ipp>

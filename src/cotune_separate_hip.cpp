@@ -10,3 +10,4 @@
 #include <cotune/hip/hiprtc_api.ipp>
 #include <cotune/hip/hip_backend.ipp>
 #include <cotune/hip/compiled_backend.ipp>
+#include <cotune/hip/isolation.ipp>

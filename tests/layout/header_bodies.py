@@ -22,6 +22,9 @@ Exempt, because the language wants them in the header:
   and abbreviated templates (an `auto` parameter);
 - `constexpr` and `consteval` functions (the compiler evaluates them where they are used);
 - `__device__`/`__global__`/`__host__` functions (nvcc compiles them from the header);
+- coroutines (a body with `co_await`, `co_return` or `co_yield`): g++ 12 and 13 warn (-Wsubobject-linkage,
+  an error under -Werror) when a coroutine compiled out of line in an included `.ipp` keeps a lambda in
+  its frame (redis_backend::async_put did);
 - files in EXEMPT_FILES, each with its reason;
 - `.ipp` files (they are the bodies) and impl/ (the files that compile them).
 
@@ -30,9 +33,10 @@ under the include dir is reached from impl/*.hpp (a program without CMake compil
 each FILE given (cotune_separate's sources, src/*.cpp), following the includes of `.ipp` files and of
 impl/ (a header includes its `.ipp` only when header-only, so a header's includes are not followed).
 
---pending FILE names the bodies not moved yet (`<file under include/cotune> <function>` a line; `#`
-comments): they are listed but do not fail. An entry that no longer matches a body fails (take it off
-the list), so the list only shrinks; a new body in a listed file fails as any other.
+--pending FILE names bodies not moved yet (`<file under include/cotune> <function>` a line; `#`
+comments), for a rule brought to a tree that breaks it: they are listed but do not fail. An entry that
+no longer matches a body fails (take it off the list), so such a list only shrinks. cotune's own tree
+needs none (every body was moved when the rule came, issue 34).
 """
 import re
 import sys
@@ -132,8 +136,10 @@ def classify(head, in_template):
     return "function", templ
 
 
-def exempt_function(head, templ):
+def exempt_function(head, templ, body=""):
     h = " ".join(head.split())
+    if re.search(r"\bco_(await|return|yield)\b", body):
+        return True
     if templ:
         return True
     if re.search(r"\b(constexpr|consteval)\b", h.split("(")[0]) or re.search(r"\bconsteval\b", h):
@@ -166,7 +172,7 @@ def check_file(path, rel, max_lines):
                     # Lines of the body that hold code (blank and comment lines do not count).
                     inner = text[opened + 1:pos].split("\n")[1:-1]
                     body = sum(1 for l in inner if l.strip())
-                    if body > max_lines and not exempt_function(h, templ):
+                    if body > max_lines and not exempt_function(h, templ, text[opened + 1:pos]):
                         ipp = rel[:-4] + ".ipp"
                         name = re.sub(r"\s*\(.*", "", " ".join(h.split())).split(" ")[-1]
                         problems.append((rel, name,

@@ -26,7 +26,8 @@ COTUNE_DECL const nvrtc_entry& current_nvrtc_entry() {
 
 namespace cotune::cuda {
 
-COTUNE_DECL std::unique_ptr<nvrtc_library> nvrtc_library::open(const std::vector<std::string>& paths, std::string& why) {
+COTUNE_DECL std::unique_ptr<nvrtc_library> nvrtc_library::open(const std::vector<std::string>& paths,
+                                                               std::string& why) {
   std::string tried;
   auto lib = gpu::open_first<nvrtc_library>(
       paths, tried,

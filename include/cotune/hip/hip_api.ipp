@@ -19,7 +19,8 @@ COTUNE_DECL void device_context::make_current() const {
   current = this;
 }
 
-COTUNE_DECL std::unique_ptr<runtime_library> runtime_library::open(const std::vector<std::string>& paths, std::string& why) {
+COTUNE_DECL std::unique_ptr<runtime_library> runtime_library::open(const std::vector<std::string>& paths,
+                                                                   std::string& why) {
   std::string tried;
   auto lib = gpu::open_first<runtime_library>(
       paths, tried,

@@ -22,7 +22,8 @@ COTUNE_DECL const hiprtc_entry& current_hiprtc_entry() {
 
 namespace cotune::hip {
 
-COTUNE_DECL std::unique_ptr<hiprtc_library> hiprtc_library::open(const std::vector<std::string>& paths, std::string& why) {
+COTUNE_DECL std::unique_ptr<hiprtc_library> hiprtc_library::open(const std::vector<std::string>& paths,
+                                                                 std::string& why) {
   std::string tried;
   auto lib = gpu::open_first<hiprtc_library>(
       paths, tried,

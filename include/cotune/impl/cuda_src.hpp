@@ -16,6 +16,7 @@
 #include <cotune/cuda/nvrtc_api.ipp>
 #include <cotune/cuda/cuda_backend.ipp>
 #include <cotune/cuda/compiled_backend.ipp>
+#include <cotune/cuda/isolation.ipp>
 
 // The CUDA tuners' jobs and tables of keys over the file cache (declared `extern template` by
 // <cotune/cuda/cuda.hpp> and <cotune/batch/cuda_kernel_runner.hpp>).

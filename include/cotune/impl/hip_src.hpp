@@ -17,5 +17,6 @@
 #include <cotune/hip/hiprtc_api.ipp>
 #include <cotune/hip/hip_backend.ipp>
 #include <cotune/hip/compiled_backend.ipp>
+#include <cotune/hip/isolation.ipp>
 
 #include <cotune/impl/hip_jobs_src.hpp>
