@@ -5,7 +5,7 @@
 #     JOB <job.json>            a job file (docs/jobs.md): its "cuda" and "hip" kernels, their sources and spaces
 #     ARCHS <arch>...           sm_90, sm_80 (CUDA kernels, built by nvcc), gfx90a, gfx942 (HIP kernels, by hipcc)
 #     OUTPUT <file>             the file to write (relative: to the current binary directory)
-#     [NVCC <path>] [HIPCC <path>]  the compilers (default: found on PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)
+#     [NVCC <path>] [HIPCC <path>]  the compilers (default: cotune_find_nvcc() and cotune_find_hipcc() below)
 #     [JOBS <n>]                compiles at once (default: one per hardware thread)
 #     [DEPENDS <file>...])      more files the kernels include (the job's sources are dependencies already)
 #
@@ -13,6 +13,40 @@
 # source or the tool changed, and sets its property COTUNE_PRECOMPILED_FILE to the output's path.
 # The tool is the `cotune` program: this build's (target cotune_tool), else the installed one beside
 # this file's package, else `cotune` on PATH.
+
+# cotune_find_nvcc(<var>) and cotune_find_hipcc(<var>): the one lookup of each compiler, shared by
+# cotune_precompile() and cotune's own build (CMakeLists.txt, tests/). nvcc: COTUNE_NVCC when set, else
+# the CUDA language's compiler when it is nvcc (CMAKE_CUDA_COMPILER, from check_language(CUDA) or
+# enable_language(CUDA)), else a search ($CUDA_HOME/bin, /usr/local/cuda/bin, PATH) cached in COTUNE_NVCC.
+# hipcc: COTUNE_HIPCC when set, else a search ($ROCM_PATH/bin, /opt/rocm/bin, PATH) cached there. A
+# found search is not repeated (find_program keeps its result in the cache); <var> is empty when none.
+function(cotune_find_nvcc var)
+  set(nvcc "")
+  if(COTUNE_NVCC)
+    set(nvcc "${COTUNE_NVCC}")
+  elseif(CMAKE_CUDA_COMPILER)
+    get_filename_component(name "${CMAKE_CUDA_COMPILER}" NAME)
+    if(CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA" OR (NOT CMAKE_CUDA_COMPILER_ID AND name MATCHES "^nvcc"))
+      set(nvcc "${CMAKE_CUDA_COMPILER}")
+    endif()
+  endif()
+  if(NOT nvcc)
+    find_program(COTUNE_NVCC nvcc HINTS "$ENV{CUDA_HOME}/bin" /usr/local/cuda/bin DOC "nvcc for cotune_precompile")
+    if(COTUNE_NVCC)
+      set(nvcc "${COTUNE_NVCC}")
+    endif()
+  endif()
+  set(${var} "${nvcc}" PARENT_SCOPE)
+endfunction()
+
+function(cotune_find_hipcc var)
+  find_program(COTUNE_HIPCC hipcc HINTS "$ENV{ROCM_PATH}/bin" /opt/rocm/bin DOC "hipcc (cotune_precompile, HIP kernels built ahead)")
+  if(COTUNE_HIPCC)
+    set(${var} "${COTUNE_HIPCC}" PARENT_SCOPE)
+  else()
+    set(${var} "" PARENT_SCOPE)
+  endif()
+endfunction()
 
 # Where an installed package's `cotune` program lies: <prefix>/bin, this file being in <prefix>/share/cmake/cotune.
 get_filename_component(_cotune_precompile_bin_hint "${CMAKE_CURRENT_LIST_DIR}/../../../bin" ABSOLUTE)
@@ -65,8 +99,7 @@ function(cotune_precompile target)
   if(needs_nvcc)
     set(nvcc "${arg_NVCC}")
     if(NOT nvcc)
-      find_program(COTUNE_NVCC nvcc HINTS "$ENV{CUDA_HOME}/bin" /usr/local/cuda/bin DOC "nvcc for cotune_precompile")
-      set(nvcc "${COTUNE_NVCC}")
+      cotune_find_nvcc(nvcc)
     endif()
     if(NOT nvcc)
       message(FATAL_ERROR "cotune_precompile(${target}): nvcc was not found (CUDA_HOME, /usr/local/cuda/bin, PATH); "
@@ -77,8 +110,7 @@ function(cotune_precompile target)
   if(needs_hipcc)
     set(hipcc "${arg_HIPCC}")
     if(NOT hipcc)
-      find_program(COTUNE_HIPCC hipcc HINTS "$ENV{ROCM_PATH}/bin" /opt/rocm/bin DOC "hipcc for cotune_precompile")
-      set(hipcc "${COTUNE_HIPCC}")
+      cotune_find_hipcc(hipcc)
     endif()
     if(NOT hipcc)
       message(FATAL_ERROR "cotune_precompile(${target}): hipcc was not found (ROCM_PATH, /opt/rocm/bin, PATH); "

@@ -533,6 +533,27 @@ bool all_equal(const std::vector<float>& v, float expected) {
   return std::all_of(v.begin(), v.end(), [&](float f) { return f == expected; });
 }
 
+/// The capture tests' set-up: the first device, its context made current on this thread, and a
+/// non-blocking stream of the caller's (destroyed by the test). Empty, after the skip message, without a device.
+struct capture_device {
+  cuda::device device;
+  const cuda::driver_api* api = nullptr;
+  CUstream stream = nullptr;
+};
+
+std::optional<capture_device> capture_device_or_skip() {
+  const auto devices = cuda::devices();
+  if (devices.empty()) {
+    WARN(skip_reason());
+    return std::nullopt;
+  }
+  const auto& ctx = cuda::driver().context(devices.front().ordinal);
+  ctx.make_current();
+  capture_device setup{devices.front(), &ctx.api()};
+  REQUIRE(setup.api->stream_create(&setup.stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  return setup;
+}
+
 } // namespace
 
 TEST_CASE("a tuner takes the caller's stream only over a backend that launches on streams", "[cuda][autotune]") {
@@ -573,21 +594,15 @@ TEST_CASE("a 2-D kernel with derived blocks and expression grids is tuned and co
 
 TEST_CASE("a tuned call on the caller's stream is captured into a CUDA graph and replayed",
           "[cuda][autotune][gpu][graph]") {
-  const auto devices = cuda::devices();
-  if (devices.empty()) {
-    WARN(skip_reason());
-    return;
-  }
+  const auto setup = capture_device_or_skip();
+  if (!setup) return;
   cotune_test::private_cache cache;
-  const auto& d = devices.front();
-  const auto& ctx = cuda::driver().context(d.ordinal);
-  const auto& api = ctx.api();
-  ctx.make_current();
+  const auto& d = setup->device;
+  const auto& api = *setup->api;
+  CUstream stream = setup->stream;
   const int w = 777, h = 129;
   cuda::device_buffer<float> out(d, std::size_t(w) * h);
   out.zero();
-  CUstream stream = nullptr;
-  REQUIRE(api.stream_create(&stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
 
   add_one_tuner tuner{add_one_2d, add_one_2d_configs(), add_one_options()};
   (void)tuner.tune_now(out, w, h); // tuned before the capture, as a capture requires
@@ -620,22 +635,16 @@ TEST_CASE("a tuned call on the caller's stream is captured into a CUDA graph and
 
 TEST_CASE("a first call for an untuned key inside a capture is an error that says to tune first",
           "[cuda][autotune][gpu][graph]") {
-  const auto devices = cuda::devices();
-  if (devices.empty()) {
-    WARN(skip_reason());
-    return;
-  }
+  const auto setup = capture_device_or_skip();
+  if (!setup) return;
   cotune_test::private_cache cache;
-  const auto& d = devices.front();
-  const auto& ctx = cuda::driver().context(d.ordinal);
-  const auto& api = ctx.api();
-  ctx.make_current();
+  const auto& d = setup->device;
+  const auto& api = *setup->api;
+  CUstream stream = setup->stream;
   const int w = 64, h = 64;
   cuda::device_buffer<float> out(d, std::size_t(w) * h);
   out.zero();
   cuda::cuda_backend{}.synchronize(d);
-  CUstream stream = nullptr;
-  REQUIRE(api.stream_create(&stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
   add_one_tuner tuner{add_one_2d, add_one_2d_configs(), add_one_options()};
 
   REQUIRE(api.stream_begin_capture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
@@ -658,23 +667,17 @@ TEST_CASE("a first call for an untuned key inside a capture is an error that say
 
 TEST_CASE("with first calls served, a call inside a capture launches the stand-in into the graph and the key "
           "tunes in the background", "[cuda][autotune][gpu][graph][serving]") {
-  const auto devices = cuda::devices();
-  if (devices.empty()) {
-    WARN(skip_reason());
-    return;
-  }
+  const auto setup = capture_device_or_skip();
+  if (!setup) return;
   cotune_test::private_cache cache;
-  const auto& d = devices.front();
-  const auto& ctx = cuda::driver().context(d.ordinal);
-  const auto& api = ctx.api();
-  ctx.make_current();
+  const auto& d = setup->device;
+  const auto& api = *setup->api;
+  CUstream stream = setup->stream;
   const int w = 300, h = 70;
   cuda::device_buffer<float> out(d, std::size_t(w) * h), scratch(d, std::size_t(w) * h);
   out.zero();
   scratch.zero();
   cuda::cuda_backend{}.synchronize(d);
-  CUstream stream = nullptr;
-  REQUIRE(api.stream_create(&stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
   auto opts = add_one_options();
   opts.first_call = cotune::first_call_mode::serve;
   // The background tuning measures on its own buffer: `out` belongs to the graph.

@@ -199,16 +199,11 @@ struct module_constant {
 
   /// Writes the data into the module's global of this name; throws cotune::error naming both sizes
   /// when they differ (or the fix when the module has no such global).
-  void write_to(const module_view& m) const {
-    const auto g = m.global<std::byte>(name);
-    if (g.size() != bytes.size())
-      throw error(fmt::format("constant '{}': {} bytes were given ({} elements of {} bytes), but the module's global "
-                              "'{}' holds {} bytes; give exactly {} elements of {} bytes, or declare the global with "
-                              "the size of the data",
-                              name, bytes.size(), bytes.size() / element_size, element_size, name, g.size(),
-                              g.size() / element_size, element_size));
-    g.copy_from(bytes);
-  }
+  void write_to(const module_view& m) const;
 };
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/backend/module_view.ipp>
+#endif

@@ -77,22 +77,7 @@ struct bar_scale {
   double top_ms = 1;
   bool clips = false;
 
-  [[nodiscard]] static bar_scale of(const tuning_result& r) {
-    std::vector<double> medians;
-    double slowest = 0;
-    for (const auto& c : r.candidates)
-      if (c.status == candidate_status::ok && std::isfinite(c.time[0])) {
-        medians.push_back(c.time[0]);
-        slowest = std::max(slowest, std::isfinite(c.time[2]) ? std::max(c.time[0], c.time[2]) : c.time[0]);
-      }
-    bar_scale s;
-    if (medians.empty() || slowest <= 0) return s;
-    std::sort(medians.begin(), medians.end());
-    const double cap = outlier_factor * medians[medians.size() / 2];
-    s.clips = cap > 0 && slowest > cap;
-    s.top_ms = s.clips ? cap : slowest;
-    return s;
-  }
+  [[nodiscard]] static bar_scale of(const tuning_result& r);
   [[nodiscard]] bool clipped(double ms) const { return clips && ms > top_ms; }
   /// The pixel offset of `ms` on a bar `width` pixels wide.
   [[nodiscard]] int at(double ms, int width) const {

@@ -321,3 +321,24 @@ COTUNE_DECL void write_html_report(const std::filesystem::path& file, const repo
 }
 
 } // namespace cotune::batch
+
+namespace cotune::batch::detail {
+
+COTUNE_DECL bar_scale bar_scale::of(const tuning_result& r) {
+  std::vector<double> medians;
+  double slowest = 0;
+  for (const auto& c : r.candidates)
+    if (c.status == candidate_status::ok && std::isfinite(c.time[0])) {
+      medians.push_back(c.time[0]);
+      slowest = std::max(slowest, std::isfinite(c.time[2]) ? std::max(c.time[0], c.time[2]) : c.time[0]);
+    }
+  bar_scale s;
+  if (medians.empty() || slowest <= 0) return s;
+  std::sort(medians.begin(), medians.end());
+  const double cap = outlier_factor * medians[medians.size() / 2];
+  s.clips = cap > 0 && slowest > cap;
+  s.top_ms = s.clips ? cap : slowest;
+  return s;
+}
+
+} // namespace cotune::batch::detail

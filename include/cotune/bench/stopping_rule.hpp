@@ -54,13 +54,7 @@ public:
   explicit noise_tracker(std::size_t window = 16) : recent_(std::max<std::size_t>(window, 2), 0.0) {}
 
   /// Adds one sample (milliseconds, or any unit: the rsd has none).
-  void add(double x) noexcept {
-    ++n_;
-    const double d = x - mean_;
-    mean_ += d / static_cast<double>(n_);
-    m2_ += d * (x - mean_);
-    recent_[(n_ - 1) % recent_.size()] = rsd();
-  }
+  void add(double x) noexcept;
 
   [[nodiscard]] std::size_t count() const noexcept { return n_; }
   [[nodiscard]] double mean() const noexcept { return mean_; }
@@ -72,13 +66,7 @@ public:
   }
   /// The rsd's own relative spread over the last `window` samples (nvbench's convergence test); only
   /// meaningful once `count() >= window()`.
-  [[nodiscard]] double rsd_drift() const noexcept {
-    const double now = rsd();
-    if (!(now > 0.0)) return 0.0;
-    double ss = 0.0;
-    for (double v : recent_) ss += (v - now) * (v - now);
-    return std::sqrt(ss / static_cast<double>(recent_.size())) / now;
-  }
+  [[nodiscard]] double rsd_drift() const noexcept;
   [[nodiscard]] std::size_t window() const noexcept { return recent_.size(); }
 
 private:
@@ -108,34 +96,17 @@ struct stopping_rule {
 
   /// The rule for `opts` (its noise_target and min_samples, else the bench.* knobs), with at most
   /// `max_samples` samples (or opts.required_samples, if more) and `opts.rep_ms` of wall time.
-  [[nodiscard]] static stopping_rule from(const bench_options& opts, std::size_t max_samples) {
-    stopping_rule r;
-    r.noise_target = opts.noise_target.value_or(knobs().bench.noise_target.get());
-    r.min_samples = opts.min_samples.value_or(static_cast<std::size_t>(knobs().bench.min_samples.get()));
-    if (!(r.noise_target >= 0.0))
-      throw error(fmt::format("bench_options::noise_target={} is out of range; it must be at least 0 (0 = off)",
-                              r.noise_target));
-    r.required_samples = std::max<std::size_t>(1, opts.required_samples.value_or(1));
-    r.max_samples = std::max({std::size_t{1}, max_samples, r.required_samples});
-    r.budget_ms = opts.rep_ms;
-    return r;
-  }
+  [[nodiscard]] static stopping_rule from(const bench_options& opts, std::size_t max_samples);
 
   /// A tracker with this rule's stability window.
   [[nodiscard]] noise_tracker tracker() const { return noise_tracker(stable_window); }
 
   /// Whether to stop after the samples in `noise`, `spent_ms` into the sampling.
-  [[nodiscard]] stop_reason check(const noise_tracker& noise, double spent_ms) const noexcept {
-    const std::size_t n = noise.count();
-    if (n == 0 || n < required_samples) return stop_reason::none;
-    if (n >= max_samples) return stop_reason::cap;
-    if (noise_target > 0.0 && n >= std::max<std::size_t>(min_samples, 2)) {
-      if (noise.rsd() <= noise_target) return stop_reason::noise;
-      if (n >= 2 * noise.window() && noise.rsd_drift() < stable_drift) return stop_reason::stable;
-    }
-    if (spent_ms >= budget_ms) return stop_reason::budget;
-    return stop_reason::none;
-  }
+  [[nodiscard]] stop_reason check(const noise_tracker& noise, double spent_ms) const noexcept;
 };
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/bench/stopping_rule.ipp>
+#endif

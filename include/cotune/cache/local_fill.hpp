@@ -53,51 +53,15 @@ public:
   local_filler() = default;
   local_filler(const local_filler&) = delete;
   local_filler& operator=(const local_filler&) = delete;
-  ~local_filler() {
-    if (!s_) return;
-    if (s_->pid != ::getpid()) {
-      (void)s_.release(); // the parent's thread: not ours to join
-      return;
-    }
-    {
-      std::unique_lock lock(s_->mutex);
-      s_->closing = true;
-      s_->deadline = std::chrono::steady_clock::now() + exit_drain_limit;
-    }
-    s_->wake.notify_all();
-    if (s_->thread.joinable()) s_->thread.join();
-  }
+  ~local_filler();
 
   /// Runs `fill` on the background thread; an exception it throws is counted as a failed fill.
-  void post(std::function<void()> fill) {
-    std::unique_lock lock(mutex_);
-    if (s_ && s_->pid != ::getpid()) (void)s_.release(); // inherited through fork(): no thread behind it
-    if (!s_) {
-      s_ = std::make_unique<state>();
-      s_->thread = std::thread([s = s_.get()] { run(*s); });
-    }
-    {
-      std::lock_guard queue(s_->mutex);
-      s_->tasks.push_back(std::move(fill));
-      ++s_->stats.queued;
-    }
-    s_->wake.notify_all();
-  }
+  void post(std::function<void()> fill);
 
   /// Waits until no fill is pending or running, at most `limit`; true if none is.
-  bool wait_idle(std::chrono::milliseconds limit) {
-    state* s = current();
-    if (!s) return true;
-    std::unique_lock lock(s->mutex);
-    return s->idle.wait_for(lock, limit, [s] { return s->tasks.empty() && !s->busy; });
-  }
+  bool wait_idle(std::chrono::milliseconds limit);
 
-  [[nodiscard]] local_fill_stats stats() {
-    state* s = current();
-    if (!s) return {};
-    std::lock_guard lock(s->mutex);
-    return s->stats;
-  }
+  [[nodiscard]] local_fill_stats stats();
 
 private:
   struct state {
@@ -116,35 +80,7 @@ private:
     return s_ && s_->pid == ::getpid() ? s_.get() : nullptr;
   }
 
-  static void run(state& s) {
-    std::unique_lock lock(s.mutex);
-    for (;;) {
-      s.wake.wait(lock, [&] { return s.closing || !s.tasks.empty(); });
-      if (s.tasks.empty()) break; // closing, nothing left
-      if (s.closing && std::chrono::steady_clock::now() > s.deadline) {
-        s.stats.dropped += s.tasks.size();
-        s.tasks.clear();
-        break;
-      }
-      auto task = std::move(s.tasks.front());
-      s.tasks.pop_front();
-      s.busy = true;
-      lock.unlock();
-      bool ok = true;
-      try {
-        task();
-      } catch (...) {
-        ok = false;
-      }
-      task = nullptr; // what it holds is released off the lock too
-      lock.lock();
-      s.busy = false;
-      ++(ok ? s.stats.done : s.stats.failed);
-      if (s.tasks.empty()) s.idle.notify_all();
-    }
-    s.busy = false;
-    s.idle.notify_all();
-  }
+  static void run(state& s);
 
   std::mutex mutex_; // s_ itself
   std::unique_ptr<state> s_;
@@ -163,3 +99,7 @@ inline bool wait_for_local_fills(std::chrono::milliseconds limit = std::chrono::
 [[nodiscard]] inline local_fill_stats local_fills() { return detail::local_filler::instance().stats(); }
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/cache/local_fill.ipp>
+#endif

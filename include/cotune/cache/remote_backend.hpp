@@ -28,15 +28,7 @@ namespace detail {
 
 /// Shows a refused name with control characters escaped, so an error message cannot itself carry
 /// a line break or a terminal escape.
-[[nodiscard]] inline std::string shown_name(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7F) out += fmt::format("\\x{:02x}", u);
-    else out.push_back(c);
-  }
-  return out;
-}
+[[nodiscard]] COTUNE_DECL std::string shown_name(std::string_view name);
 
 } // namespace detail
 
@@ -52,45 +44,18 @@ namespace detail {
 }
 
 /// Throws cache_error unless `prefix` is a valid remote key prefix ([A-Za-z0-9_.-], 1 to 64 characters).
-inline void validate_remote_prefix(std::string_view prefix) {
-  if (!is_valid_remote_prefix(prefix))
-    throw cache_error(fmt::format("remote key prefix '{}' is refused: use 1 to 64 characters of [A-Za-z0-9_.-] "
-                                  "(set COTUNE_REDIS_PREFIX accordingly)",
-                                  detail::shown_name(prefix)));
-}
+COTUNE_DECL void validate_remote_prefix(std::string_view prefix);
 
 /// Throws cache_error unless `key` is a lower-case hex digest (what every cache key is).
-inline void validate_remote_key(std::string_view key) {
-  if (!detail::is_hex(key) || key.size() > 128)
-    throw cache_error(fmt::format("remote cache key '{}' is refused: a key must be a lower-case hex digest of at "
-                                  "most 128 digits",
-                                  detail::shown_name(key)));
-}
+COTUNE_DECL void validate_remote_key(std::string_view key);
 
 /// Throws cache_error unless `name` is a plain cache file name (validate_cache_file_name's rule)
 /// that also holds no ':' (the remote key separator), no whitespace and no control character, so a
 /// name can never reach another key or, printed, forge a log line.
-inline void validate_remote_file_name(std::string_view name) {
-  validate_cache_file_name(name);
-  for (char c : name) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == ':' || c == ' ' || u < 0x20 || u == 0x7F)
-      throw cache_error(fmt::format("remote cache file name '{}' is refused: a remote name may not hold ':', "
-                                    "spaces or control characters",
-                                    detail::shown_name(name)));
-  }
-}
+COTUNE_DECL void validate_remote_file_name(std::string_view name);
 
 /// The remote key `<prefix>:<hex key>:<file name>`, every part validated (throws cache_error).
-[[nodiscard]] inline std::string remote_key(std::string_view prefix, std::string_view key, std::string_view name) {
-  validate_remote_prefix(prefix);
-  validate_remote_key(key);
-  validate_remote_file_name(name);
-  std::string out;
-  out.reserve(prefix.size() + key.size() + name.size() + 2);
-  out.append(prefix).append(":").append(key).append(":").append(name);
-  return out;
-}
+[[nodiscard]] COTUNE_DECL std::string remote_key(std::string_view prefix, std::string_view key, std::string_view name);
 
 /// Reads many names under one key in one request: the found values, misses absent. Must not throw
 /// for an unreachable store (a miss instead); throws cache_error for an invalid key or name.
@@ -129,3 +94,7 @@ template <class R>
 concept RemoteRefusalCounter = requires(R& r) { r.count_refused(); };
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/cache/remote_backend.ipp>
+#endif

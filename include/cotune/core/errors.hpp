@@ -105,33 +105,10 @@ public:
 /// rethrows the very object an exception_ptr holds, and the count that decides which thread destroys
 /// it lives in the uninstrumented runtime, so threads sharing one object look like a race to
 /// ThreadSanitizer. Each thread that throws its own copy needs no such count.
-inline std::exception_ptr copy_error(const std::exception_ptr& e) {
-  if (!e) return e;
-  try {
-    std::rethrow_exception(e);
-  } catch (const compiler_crashed& x) {
-    return std::make_exception_ptr(compiler_crashed(x.what(), x.log()));
-  } catch (const compile_error& x) {
-    return std::make_exception_ptr(compile_error(x.what(), x.log()));
-  } catch (const out_of_resources& x) {
-    return std::make_exception_ptr(out_of_resources(x.resource(), x.required(), x.limit()));
-  } catch (const knob_error& x) {
-    return std::make_exception_ptr(knob_error(x.what()));
-  } catch (const cache_error& x) {
-    return std::make_exception_ptr(cache_error(std::string(x.what())));
-  } catch (const launch_error& x) {
-    return std::make_exception_ptr(launch_error(x.what()));
-  } catch (const timeout_error& x) {
-    return std::make_exception_ptr(timeout_error(x.what()));
-  } catch (const candidate_crashed& x) {
-    return std::make_exception_ptr(candidate_crashed(x.what()));
-  } catch (const candidate_hung& x) {
-    return std::make_exception_ptr(candidate_hung(x.what()));
-  } catch (const autotuner_error& x) {
-    return std::make_exception_ptr(autotuner_error(x.what()));
-  } catch (...) {
-  }
-  return e;
-}
+COTUNE_DECL std::exception_ptr copy_error(const std::exception_ptr& e);
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/core/errors.ipp>
+#endif

@@ -26,12 +26,7 @@ namespace detail {
 /// Marks expression types (found by `grid_expression`).
 struct expr_tag {};
 
-[[nodiscard]] inline std::int64_t checked_div(std::int64_t a, std::int64_t b, const config& c, const char* op) {
-  if (b == 0)
-    throw error(fmt::format("grid expression: {} by zero under config {{{}}}; give the parameter a non-zero value",
-                            op, c.text()));
-  return a / b;
-}
+[[nodiscard]] COTUNE_DECL std::int64_t checked_div(std::int64_t a, std::int64_t b, const config& c, const char* op);
 
 } // namespace detail
 
@@ -44,13 +39,7 @@ concept grid_expression = std::derived_from<std::remove_cvref_t<E>, detail::expr
 struct param_ref : detail::expr_tag {
   std::string_view name;
 
-  [[nodiscard]] std::int64_t operator()(const config& c) const {
-    const value& v = c.at(name);
-    if (v.is_int()) return v.as_int();
-    if (v.is_bool()) return v.as_bool() ? 1 : 0;
-    throw error(fmt::format("config {{{}}}: parameter '{}' is {}, but a grid or derived value needs an integer",
-                            c.text(), name, v.text()));
-  }
+  [[nodiscard]] std::int64_t operator()(const config& c) const;
 };
 
 /// An integer constant (a size taken from the call's arguments, a literal).
@@ -134,12 +123,7 @@ struct mod_op {
   }
 };
 struct cdiv_op {
-  std::int64_t operator()(std::int64_t a, std::int64_t b, const config& c) const {
-    if (b <= 0)
-      throw error(fmt::format("grid expression: cdiv({}, {}) under config {{{}}}: the divisor must be positive", a, b,
-                              c.text()));
-    return a <= 0 ? 0 : (a + b - 1) / b;
-  }
+  std::int64_t operator()(std::int64_t a, std::int64_t b, const config& c) const;
 };
 struct min_op { std::int64_t operator()(std::int64_t a, std::int64_t b, const config&) const { return a < b ? a : b; } };
 struct max_op { std::int64_t operator()(std::int64_t a, std::int64_t b, const config&) const { return a < b ? b : a; } };
@@ -190,3 +174,7 @@ using cotune::min_of;
 } // namespace expr
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/core/grid_expr.ipp>
+#endif

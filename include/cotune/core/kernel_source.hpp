@@ -18,15 +18,11 @@ struct kernel_source {
   std::vector<std::string> include_dirs{};
 
   /// SHA-256 hex over everything above: the kernel's part of every cache key.
-  [[nodiscard]] std::string digest() const {
-    detail::sha256_hasher h;
-    h.field("kernel_source").field(name).field(code).field(entry);
-    h.field(std::to_string(options.size()));
-    for (const auto& o : options) h.field(o);
-    h.field(std::to_string(include_dirs.size()));
-    for (const auto& d : include_dirs) h.field(d);
-    return detail::to_hex(h.digest());
-  }
+  [[nodiscard]] std::string digest() const;
 };
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/core/kernel_source.ipp>
+#endif

@@ -30,14 +30,7 @@ struct availability_report {
   [[nodiscard]] bool can_compile() const noexcept { return nvrtc_loaded; }
 
   /// One line per library, for logs and `cotune` tool output.
-  [[nodiscard]] std::string text() const {
-    std::string out = driver_loaded ? fmt::format("CUDA driver {} from '{}': {} device(s)", driver_version, driver_path,
-                                                  device_count)
-                                    : fmt::format("CUDA driver: not loaded ('{}')", driver_path);
-    out += nvrtc_loaded ? fmt::format("\nNVRTC {} from '{}'", nvrtc_version, nvrtc_path) : "\nNVRTC: not loaded";
-    if (!message.empty()) out += "\n" + message;
-    return out;
-  }
+  [[nodiscard]] std::string text() const;
 };
 
 /// Loads (once per library path) the driver and NVRTC as the knobs say, and reports.

@@ -32,4 +32,14 @@ COTUNE_DECL availability_report availability() {
   return r;
 }
 
+
+COTUNE_DECL std::string availability_report::text() const {
+  std::string out = driver_loaded ? fmt::format("CUDA driver {} from '{}': {} device(s)", driver_version, driver_path,
+                                                device_count)
+                                  : fmt::format("CUDA driver: not loaded ('{}')", driver_path);
+  out += nvrtc_loaded ? fmt::format("\nNVRTC {} from '{}'", nvrtc_version, nvrtc_path) : "\nNVRTC: not loaded";
+  if (!message.empty()) out += "\n" + message;
+  return out;
+}
+
 } // namespace cotune::cuda

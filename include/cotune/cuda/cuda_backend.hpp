@@ -70,14 +70,7 @@ struct kernel_calls {
   static CUresult entry(const device_context& ctx, CUfunction* f, CUmodule m, const char* symbol) {
     return ctx.api().module_get_function(f, m, symbol);
   }
-  static CUresult attribute(const device_context& ctx, int* v, gpu::kernel_attribute a, CUfunction f) {
-    using gpu::kernel_attribute;
-    const CUfunction_attribute which = a == kernel_attribute::registers             ? CU_FUNC_ATTRIBUTE_NUM_REGS
-                                       : a == kernel_attribute::static_shared_bytes ? CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
-                                       : a == kernel_attribute::local_bytes         ? CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
-                                                                                    : CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
-    return ctx.api().func_get_attribute(v, which, f);
-  }
+  static CUresult attribute(const device_context& ctx, int* v, gpu::kernel_attribute a, CUfunction f);
   static CUresult global(const device_context& ctx, CUdeviceptr* p, std::size_t* bytes, CUmodule m, const char* name) {
     return ctx.api().module_get_global(p, bytes, m, name);
   }
@@ -146,13 +139,7 @@ struct backend_api {
     if (const auto& launch = c.launch(); launch.maxnreg) out.push_back(fmt::format("--maxrregcount={}", *launch.maxnreg));
   }
   /// NVRTC must know the device's own architecture; a virtual or other one the options name is theirs.
-  static void check_target(const nvrtc_library& nv, const device& d, const std::string& arch, std::string_view name) {
-    if (arch == d.arch() && !nv.supports(d.cc.major * 10 + d.cc.minor))
-      throw compile_error(fmt::format("cuda backend: NVRTC {} cannot compile for {} (device {}); it supports {}; use "
-                                      "a CUDA toolkit that supports this GPU (COTUNE_LIBNVRTC_PATH)",
-                                      nv.version_text(), arch, name, supported_text(nv)),
-                          "");
-  }
+  static void check_target(const nvrtc_library& nv, const device& d, const std::string& arch, std::string_view name);
   static void add_compile_options(const nvrtc_library& nv, std::vector<std::string>& opts) {
     if (!nv.toolkit_include_dir().empty()) opts.push_back("--include-path=" + nv.toolkit_include_dir().string());
   }
@@ -169,12 +156,7 @@ struct backend_api {
   [[nodiscard]] static gpu::device_resources resources(const device& d) {
     return {d.max_threads_per_block, std::int64_t{d.max_registers_per_block}, d.max_shared_per_block_optin};
   }
-  [[nodiscard]] static CUresult is_capturing(const driver_library& lib, CUstream stream, bool* capturing) {
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    const CUresult r = lib.api().stream_is_capturing(stream, &status);
-    *capturing = r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT || (r == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE);
-    return r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT ? CUDA_SUCCESS : r;
-  }
+  [[nodiscard]] static CUresult is_capturing(const driver_library& lib, CUstream stream, bool* capturing);
   template <class... Args>
   static constexpr void check_arguments() {
     static_assert((!HostRange<std::remove_cvref_t<Args>> && ...),
@@ -206,16 +188,7 @@ public:
   };
 
   cuda_backend() : cuda_backend(options{}) {}
-  explicit cuda_backend(options o) {
-    // COTUNE_PRECOMPILED=only: every binary comes from the precompiled file, and NVRTC is never loaded.
-    if (o.preload_nvrtc && gpu::current_precompiled_mode() != gpu::precompiled_mode::only) {
-      // Started once the driver is open (now, or when it opens): dlopen holds the loader's lock, so
-      // opening NVRTC while libcuda is being opened would delay the driver instead of overlapping
-      // with cuInit and context creation.
-      cuda::detail::driver_opened_hook().store(&cuda::preload_nvrtc);
-      if (cuda::detail::driver_opened().load()) cuda::preload_nvrtc();
-    }
-  }
+  explicit cuda_backend(options o);
 };
 
 // The optional capabilities the CUDA backend means to offer (a misspelt member fails here).

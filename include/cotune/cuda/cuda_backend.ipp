@@ -35,4 +35,45 @@ COTUNE_DECL std::optional<std::pair<std::int64_t, std::int64_t>> shared_overflow
   return std::pair<std::int64_t, std::int64_t>{required, limit};
 }
 
+
+COTUNE_DECL CUresult kernel_calls::attribute(const device_context& ctx, int* v, gpu::kernel_attribute a, CUfunction f) {
+  using gpu::kernel_attribute;
+  const CUfunction_attribute which = a == kernel_attribute::registers             ? CU_FUNC_ATTRIBUTE_NUM_REGS
+                                     : a == kernel_attribute::static_shared_bytes ? CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+                                     : a == kernel_attribute::local_bytes         ? CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
+                                                                                  : CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
+  return ctx.api().func_get_attribute(v, which, f);
+}
+
+COTUNE_DECL void backend_api::check_target(const nvrtc_library& nv, const device& d, const std::string& arch,
+                                           std::string_view name) {
+  if (arch == d.arch() && !nv.supports(d.cc.major * 10 + d.cc.minor))
+    throw compile_error(fmt::format("cuda backend: NVRTC {} cannot compile for {} (device {}); it supports {}; use "
+                                    "a CUDA toolkit that supports this GPU (COTUNE_LIBNVRTC_PATH)",
+                                    nv.version_text(), arch, name, supported_text(nv)),
+                        "");
+}
+
+COTUNE_DECL CUresult backend_api::is_capturing(const driver_library& lib, CUstream stream, bool* capturing) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  const CUresult r = lib.api().stream_is_capturing(stream, &status);
+  *capturing = r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT || (r == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE);
+  return r == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT ? CUDA_SUCCESS : r;
+}
+
 } // namespace cotune::cuda::detail
+
+namespace cotune::cuda {
+
+COTUNE_DECL cuda_backend::cuda_backend(options o) {
+  // COTUNE_PRECOMPILED=only: every binary comes from the precompiled file, and NVRTC is never loaded.
+  if (o.preload_nvrtc && gpu::current_precompiled_mode() != gpu::precompiled_mode::only) {
+    // Started once the driver is open (now, or when it opens): dlopen holds the loader's lock, so
+    // opening NVRTC while libcuda is being opened would delay the driver instead of overlapping
+    // with cuInit and context creation.
+    cuda::detail::driver_opened_hook().store(&cuda::preload_nvrtc);
+    if (cuda::detail::driver_opened().load()) cuda::preload_nvrtc();
+  }
+}
+
+} // namespace cotune::cuda

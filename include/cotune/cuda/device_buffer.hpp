@@ -30,13 +30,7 @@ struct memory_runtime {
   static constexpr std::string_view name = "CUDA";
 
   [[nodiscard]] static const context& context_of(int ordinal) { return driver().context(ordinal); }
-  [[nodiscard]] static bool allocate(const context& ctx, pointer* out, std::size_t bytes) {
-    ctx.make_current();
-    const CUresult r = ctx.api().mem_alloc(out, bytes);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY) return false;
-    ctx.check(r, fmt::format("cuMemAlloc of {} bytes", bytes));
-    return true;
-  }
+  [[nodiscard]] static bool allocate(const context& ctx, pointer* out, std::size_t bytes);
   static void release(const context& ctx, pointer p) noexcept {
     (void)ctx.try_make_current();
     (void)ctx.api().mem_free(p);
@@ -97,3 +91,7 @@ static_assert(Buffer<device_span<const float>> && !WritableBuffer<device_span<co
 static_assert(WritableBuffer<device_buffer<float>>);
 
 } // namespace cotune::cuda
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/cuda/device_buffer.ipp>
+#endif

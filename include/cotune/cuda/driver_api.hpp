@@ -188,45 +188,7 @@ public:
 
   /// Opens `path` (a file name searched by the loader, or a path) and resolves every function.
   /// On failure, returns nothing and sets `why` to a message saying what to do.
-  [[nodiscard]] static std::unique_ptr<driver_library> open(const std::string& path, std::string& why) {
-    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      const char* e = ::dlerror();
-      why = fmt::format("cannot load the CUDA driver library '{}': {}; install the NVIDIA driver, or set "
-                        "COTUNE_LIBCUDA_PATH (cotune::cuda::cuda_knobs().libcuda_path) to libcuda.so.1's path",
-                        path, e ? e : "unknown error");
-      return nullptr;
-    }
-    std::unique_ptr<driver_library> lib(new driver_library(handle, path));
-    std::string missing;
-#define COTUNE_CUDA_RESOLVE(member, name)                                                                   \
-  lib->api_.member = reinterpret_cast<decltype(&::name)>(::dlsym(handle, COTUNE_CUDA_SYMBOL(name)));        \
-  if (!lib->api_.member) missing += std::string(missing.empty() ? "" : ", ") + COTUNE_CUDA_SYMBOL(name);
-    COTUNE_CUDA_DRIVER_FUNCTIONS(COTUNE_CUDA_RESOLVE)
-#undef COTUNE_CUDA_RESOLVE
-    if (!missing.empty()) {
-      int version = 0;
-      if (lib->api_.driver_get_version) lib->api_.driver_get_version(&version);
-      why = fmt::format("the CUDA driver library '{}' (CUDA {}.{}) lacks {}; cotune was built against the CUDA "
-                        "{}.{} headers: update the NVIDIA driver to one that supports CUDA {}.{} or newer",
-                        path, version / 1000, version % 1000 / 10, missing, CUDA_VERSION / 1000,
-                        CUDA_VERSION % 1000 / 10, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
-      return nullptr;
-    }
-    lib->api_.driver_get_version(&lib->version_);
-    detail::driver_opened().store(true);
-    if (auto hook = detail::driver_opened_hook().load()) hook();
-    if (CUresult r = lib->api_.init(0); r != CUDA_SUCCESS) {
-      lib->init_error_ = fmt::format("cuInit failed: {}", lib->error_text(r));
-    } else if (CUresult c = lib->api_.device_get_count(&lib->device_count_); c != CUDA_SUCCESS) {
-      lib->init_error_ = fmt::format("cuDeviceGetCount failed: {}", lib->error_text(c));
-      lib->device_count_ = 0;
-    }
-    lib->contexts_.reserve(static_cast<std::size_t>(lib->device_count_));
-    for (int i = 0; i < lib->device_count_; ++i)
-      lib->contexts_.emplace_back(new device_context(*lib, lib->api_, i));
-    return lib;
-  }
+  [[nodiscard]] static std::unique_ptr<driver_library> open(const std::string& path, std::string& why);
 
   [[nodiscard]] const driver_api& api() const noexcept { return api_; }
   /// The dlopen handle (for looking up functions cotune does not use).
@@ -243,38 +205,24 @@ public:
   [[nodiscard]] const std::string& init_error() const noexcept { return init_error_; }
 
   /// "CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)".
-  [[nodiscard]] std::string error_text(CUresult r) const {
-    const char* name = nullptr;
-    const char* text = nullptr;
-    if (api_.get_error_name) api_.get_error_name(r, &name);
-    if (api_.get_error_string) api_.get_error_string(r, &text);
-    return fmt::format("{} ({})", name ? name : fmt::format("CUresult {}", static_cast<int>(r)),
-                       text ? text : "no description");
-  }
+  [[nodiscard]] std::string error_text(CUresult r) const;
 
   /// Device `ordinal`'s context, created on first use: the primary context is retained (and kept
   /// for the life of the process) and a non-blocking stream is created in it.
-  [[nodiscard]] const device_context& context(int ordinal) const {
-    if (ordinal < 0 || ordinal >= device_count_)
-      throw error(fmt::format("CUDA device {} does not exist: the driver reports {} device(s)", ordinal,
-                              device_count_));
-    device_context& ctx = *contexts_[static_cast<std::size_t>(ordinal)];
-    std::call_once(ctx.once_, [&] {
-      auto fail = [&](CUresult r, const char* what) {
-        throw error(fmt::format("CUDA device {}: {} failed: {}", ordinal, what, error_text(r)));
-      };
-      if (CUresult r = api_.device_get(&ctx.device_, ordinal); r != CUDA_SUCCESS) fail(r, "cuDeviceGet");
-      if (CUresult r = api_.device_primary_ctx_retain(&ctx.context_, ctx.device_); r != CUDA_SUCCESS)
-        fail(r, "cuDevicePrimaryCtxRetain");
-      if (CUresult r = api_.ctx_set_current(ctx.context_); r != CUDA_SUCCESS) fail(r, "cuCtxSetCurrent");
-      if (CUresult r = api_.stream_create(&ctx.stream_, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS)
-        fail(r, "cuStreamCreate");
-    });
-    return ctx;
-  }
+  [[nodiscard]] const device_context& context(int ordinal) const;
 
 private:
   driver_library(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+
+  /// Resolves every function of the list from `handle_`, naming the symbols it lacks in `missing`. Its
+  /// body is the list, expanded here, where the list is defined (the header undefines it at its end).
+  void resolve(std::string& missing) {
+#define COTUNE_CUDA_RESOLVE(member, name)                                                                   \
+  api_.member = reinterpret_cast<decltype(&::name)>(::dlsym(handle_, COTUNE_CUDA_SYMBOL(name)));            \
+  if (!api_.member) missing += std::string(missing.empty() ? "" : ", ") + COTUNE_CUDA_SYMBOL(name);
+    COTUNE_CUDA_DRIVER_FUNCTIONS(COTUNE_CUDA_RESOLVE)
+#undef COTUNE_CUDA_RESOLVE
+  }
 
   void* handle_; // never closed: contexts, modules and memory live until the process ends
   std::string path_;

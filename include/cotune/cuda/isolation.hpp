@@ -43,21 +43,8 @@ struct ipc_calls {
   static CUresult address_range(const device_context& ctx, CUdeviceptr* base, std::size_t* size, CUdeviceptr p) {
     return ctx.api().mem_get_address_range(base, size, p);
   }
-  static CUresult get_handle(const device_context& ctx, std::array<char, 64>* handle, CUdeviceptr base) {
-    CUipcMemHandle h{};
-    static_assert(sizeof h == sizeof *handle);
-    const CUresult r = ctx.api().ipc_get_mem_handle(&h, base);
-    std::memcpy(handle->data(), &h, sizeof h);
-    return r;
-  }
-  [[nodiscard]] static CUdeviceptr open(const device_context& ctx, const std::array<char, 64>& handle) {
-    CUipcMemHandle h{};
-    std::memcpy(&h, handle.data(), sizeof h);
-    CUdeviceptr base = 0;
-    ctx.check(ctx.api().ipc_open_mem_handle(&base, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
-              "mapping an argument's memory (cuIpcOpenMemHandle)");
-    return base;
-  }
+  static CUresult get_handle(const device_context& ctx, std::array<char, 64>* handle, CUdeviceptr base);
+  [[nodiscard]] static CUdeviceptr open(const device_context& ctx, const std::array<char, 64>& handle);
   static void close(const device_context& ctx, CUdeviceptr p) noexcept { (void)ctx.api().ipc_close_mem_handle(p); }
 };
 
@@ -66,3 +53,7 @@ using ipc_sharing = gpu::detail::ipc_sharing<ipc_calls>;
 static_assert(gpu::detail::Shares<ipc_sharing, device_context>);
 
 } // namespace cotune::cuda::detail
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/cuda/isolation.ipp>
+#endif

@@ -96,12 +96,7 @@ struct job_result {
 
 /// `fd` moved to a descriptor >= 3 (close-on-exec): a caller that closed stdin, stdout or stderr
 /// would otherwise get pipe and socket ends there, where the server keeps whatever it inherits.
-[[nodiscard]] inline int above_standard_streams(int fd) {
-  if (fd < 0 || fd >= 3) return fd;
-  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
-  ::close(fd);
-  return moved;
-}
+[[nodiscard]] COTUNE_DECL int above_standard_streams(int fd);
 
 /// Persistent workers a fork_server keeps (see the file comment).
 struct warm_workers {
@@ -123,28 +118,14 @@ public:
 
   /// Forks the server now, holding `fork_lock` (if any) exclusively while forking. Throws
   /// std::system_error if the socket or the fork fails.
-  fork_server(job_function job, const void* context, std::shared_mutex* fork_lock = nullptr, warm_workers warm = {})
-      : job_(job), context_(context), fork_lock_(fork_lock), warm_(warm) {
-    {
-      std::lock_guard lock(mutex_);
-      start();
-    }
-    prestart_workers();
-  }
+  fork_server(job_function job, const void* context, std::shared_mutex* fork_lock = nullptr, warm_workers warm = {});
 
   fork_server(const fork_server&) = delete;
   fork_server& operator=(const fork_server&) = delete;
 
   /// Ends the server (its socket is shut down) and reaps it. Monitors kill their workers once the
   /// callers waiting on them stop listening.
-  ~fork_server() {
-    {
-      std::lock_guard pool(pool_mutex_);
-      idle_.clear(); // each closes its channel: the worker sees its end of file and exits
-    }
-    std::lock_guard lock(mutex_);
-    stop_server();
-  }
+  ~fork_server();
 
   /// Persistent workers alive now (idle or busy), and jobs they have served (for tests and figures).
   [[nodiscard]] std::size_t warm_worker_count() const {
@@ -174,40 +155,7 @@ public:
 private:
   /// One job in a worker forked for it alone.
   [[nodiscard]] job_result run_forked(std::string_view request, std::chrono::steady_clock::time_point deadline,
-                                      std::stop_token stop) {
-    job_result result;
-    // A server that died just after taking a request (killed, out of memory) never started its job:
-    // that is safe to retry, once, on a new server.
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      result = job_result{};
-      int pipe_fds[2];
-      if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-        result.detail = fmt::format("pipe: {}", std::strerror(errno));
-        return result;
-      }
-      unique_fd in(above_standard_streams(pipe_fds[0]));
-      unique_fd out(above_standard_streams(pipe_fds[1]));
-      if (in.get() < 0 || out.get() < 0) {
-        result.detail = fmt::format("fcntl: {}", std::strerror(errno));
-        return result;
-      }
-      std::string why;
-      std::uint64_t generation = 0;
-      const bool sent = send(request.size(), request, out.get(), why, generation);
-      out.reset(); // the server holds its own copy now; ours would hide the end of file
-      if (!sent) {
-        result.detail = std::move(why);
-        return result;
-      }
-      receive(in.get(), deadline, stop, result);
-      if (result.outcome != job_outcome::lost || result.worker > 0) return result;
-      std::lock_guard lock(mutex_);
-      if (generation_ != generation) continue; // another caller has already replaced it
-      if (server_alive()) return result;       // alive but could not fork (EAGAIN): do not re-fork the caller
-      stop_server();
-    }
-    return result;
-  }
+                                      std::stop_token stop);
 
   /// The caller's side of one persistent worker: its channel, and the records read on it.
   struct warm_worker {
@@ -222,161 +170,25 @@ private:
   };
 
   /// Asks the server for a new persistent worker; null if the server cannot be reached.
-  [[nodiscard]] std::unique_ptr<warm_worker> spawn(std::string& why) {
-    int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-      why = fmt::format("socketpair: {}", std::strerror(errno));
-      return nullptr;
-    }
-    auto w = std::make_unique<warm_worker>();
-    w->channel.reset(above_standard_streams(sv[0]));
-    unique_fd theirs(above_standard_streams(sv[1]));
-    if (w->channel.get() < 0 || theirs.get() < 0) {
-      why = fmt::format("fcntl: {}", std::strerror(errno));
-      return nullptr;
-    }
-    std::uint64_t generation = 0;
-    if (!send(fork_process::spawn_marker, {}, theirs.get(), why, generation)) return nullptr;
-    return w;
-  }
+  [[nodiscard]] std::unique_ptr<warm_worker> spawn(std::string& why);
 
   /// Forks the `prestart` workers. Call with neither mutex held.
-  void prestart_workers() {
-    const std::size_t n = std::min(warm_.prestart, warm_.count);
-    for (std::size_t i = 0; i < n; ++i) {
-      {
-        std::lock_guard pool(pool_mutex_);
-        if (live_ >= warm_.count) return;
-        ++live_;
-      }
-      std::string why;
-      auto w = spawn(why);
-      std::lock_guard pool(pool_mutex_);
-      if (!w) {
-        --live_;
-        return;
-      }
-      idle_.push_back(std::move(w));
-    }
-  }
+  void prestart_workers();
 
   /// Whether an idle worker is still there: reads what it sent while idle (its pid, or its end).
-  static bool still_alive(warm_worker& w) {
-    char chunk[4096];
-    for (;;) {
-      pollfd pfd{w.channel.get(), POLLIN | POLLRDHUP, 0};
-      const int ready = ::poll(&pfd, 1, 0);
-      if (ready == 0) break;
-      if (ready < 0) {
-        if (errno == EINTR) continue;
-        return false;
-      }
-      if (pfd.revents & (POLLERR | POLLHUP | POLLNVAL)) return false;
-      const ssize_t got = ::read(w.channel.get(), chunk, sizeof chunk);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) return false;
-      w.records.append(chunk, static_cast<std::size_t>(got));
-    }
-    return !w.records.ended();
-  }
+  static bool still_alive(warm_worker& w);
 
   /// Takes an idle live worker, or spawns one while fewer than `count` live; null when all are busy
   /// (or none can be spawned).
-  [[nodiscard]] std::unique_ptr<warm_worker> take_worker() {
-    {
-      std::lock_guard pool(pool_mutex_);
-      while (!idle_.empty()) {
-        auto w = std::move(idle_.back());
-        idle_.pop_back();
-        if (still_alive(*w)) return w;
-        --live_; // died while idle (killed from outside, or its server's restart): drop it
-      }
-      if (live_ >= warm_.count) return nullptr;
-      ++live_;
-    }
-    std::string why;
-    auto w = spawn(why);
-    if (!w) {
-      std::lock_guard pool(pool_mutex_);
-      --live_;
-    }
-    return w;
-  }
+  [[nodiscard]] std::unique_ptr<warm_worker> take_worker();
 
   /// Gives a worker back (kept for the next job) or drops it (stopped, dead, or retired).
-  void release_worker(std::unique_ptr<warm_worker> w, bool keep) {
-    std::lock_guard pool(pool_mutex_);
-    if (keep && w->jobs < warm_.jobs_per_worker) {
-      idle_.push_back(std::move(w));
-      return;
-    }
-    --live_;
-    w.reset();
-  }
+  void release_worker(std::unique_ptr<warm_worker> w, bool keep);
 
   /// One job on a persistent worker; nullopt when none is free (the caller forks one for the job).
   [[nodiscard]] std::optional<job_result> run_warm(std::string_view request,
                                                    std::chrono::steady_clock::time_point deadline,
-                                                   const std::stop_token& stop) {
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      auto w = take_worker();
-      if (!w) return std::nullopt;
-      job_result result;
-      auto& rec = w->records;
-      rec.next_job();
-      const std::uint64_t size = request.size();
-      if (!write_all_nosignal(w->channel.get(), &size, sizeof size) ||
-          !write_all_nosignal(w->channel.get(), request.data(), request.size())) {
-        release_worker(std::move(w), false); // gone before it took the job: safe to try another
-        continue;
-      }
-      ++w->jobs;
-      bool gone = false; // the channel ended without the monitor's last record
-      char chunk[65536];
-      while (!rec.answered() && !rec.ended() && !gone) {
-        const bool late = std::chrono::steady_clock::now() >= deadline;
-        if (late || stop.stop_requested()) {
-          // Dropping the worker shuts its channel down: its monitor kills it.
-          result.outcome = late ? job_outcome::timed_out : job_outcome::cancelled;
-          result.detail = late ? "killed at its deadline" : "killed on a stop request";
-          result.worker = rec.pid;
-          release_worker(std::move(w), false);
-          return result;
-        }
-        pollfd pfd{w->channel.get(), POLLIN, 0};
-        const int ready = ::poll(&pfd, 1, wait_ms(deadline));
-        if (ready < 0 && errno != EINTR) gone = true;
-        if (ready <= 0) continue;
-        const ssize_t got = ::read(w->channel.get(), chunk, sizeof chunk);
-        if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (got <= 0) gone = true; // worker and monitor both gone without a status
-        else rec.append(chunk, static_cast<std::size_t>(got));
-      }
-      result.worker = rec.pid;
-      warm_jobs_.fetch_add(1, std::memory_order_relaxed);
-      if (rec.answered()) {
-        if (rec.reply) {
-          result.outcome = job_outcome::ok;
-          result.reply = std::move(*rec.reply);
-        } else {
-          result.outcome = job_outcome::failed;
-          result.detail = std::move(*rec.exception);
-        }
-        release_worker(std::move(w), true);
-        return result;
-      }
-      if (!rec.accepted) {
-        release_worker(std::move(w), false); // it died before it took the job: try another worker
-        continue;
-      }
-      result.outcome = job_outcome::crashed;
-      result.detail = rec.status ? wait_status_text(*rec.status) + " before replying"
-                                 : std::string("ended before replying (its exit status was not reported)");
-      release_worker(std::move(w), false);
-      return result;
-    }
-    return std::nullopt;
-  }
+                                                   const std::stop_token& stop);
 
   /// How long to wait for the next record: 20 ms (how quickly a deadline or a stop request is noticed
   /// while a job runs), less when the deadline is nearer.
@@ -386,193 +198,27 @@ private:
     return static_cast<int>(std::clamp<std::int64_t>(left.count() + 1, 1, 20));
   }
 
-  static bool write_all_nosignal(int fd, const void* data, std::size_t size) {
-    const char* p = static_cast<const char*>(data);
-    while (size > 0) {
-      const ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      p += n;
-      size -= static_cast<std::size_t>(n);
-    }
-    return true;
-  }
+  static bool write_all_nosignal(int fd, const void* data, std::size_t size);
 
   /// Forks the server. Call with `mutex_` held.
-  void start() {
-    int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-      throw std::system_error(errno, std::generic_category(), "fork_server: socketpair");
-    sv[0] = above_standard_streams(sv[0]);
-    sv[1] = above_standard_streams(sv[1]);
-    if (sv[0] < 0 || sv[1] < 0) {
-      const int e = errno;
-      if (sv[0] >= 0) ::close(sv[0]);
-      if (sv[1] >= 0) ::close(sv[1]);
-      throw std::system_error(e, std::generic_category(), "fork_server: fcntl");
-    }
-    pid_t pid;
-    {
-      std::unique_lock<std::shared_mutex> exclusive;
-      if (fork_lock_) exclusive = std::unique_lock(*fork_lock_);
-      pid = ::fork();
-    }
-    if (pid < 0) {
-      const int e = errno;
-      ::close(sv[0]);
-      ::close(sv[1]);
-      throw std::system_error(e, std::generic_category(), "fork_server: fork");
-    }
-    if (pid == 0) {
-      ::close(sv[0]);
-      fork_process::serve(sv[1], job_, context_, warm_.warm_up);
-    }
-    ::close(sv[1]);
-    socket_ = sv[0];
-    server_ = pid;
-    ++generation_;
-  }
+  void start();
 
   /// Whether the server process still runs. Call with `mutex_` held.
-  [[nodiscard]] bool server_alive() const {
-    if (server_ <= 0 || socket_ < 0) return false;
-    // The server never writes to its socket, so any event on ours means its end is closed. A dying
-    // server closes its descriptors before it can be waited for, and the pipe end it held (which
-    // told the caller) is closed after its socket: this sees the death the caller just saw.
-    pollfd pfd{socket_, POLLIN | POLLRDHUP, 0};
-    if (::poll(&pfd, 1, 0) != 0) return false;
-    siginfo_t info{};
-    return ::waitid(P_PID, static_cast<id_t>(server_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0;
-  }
+  [[nodiscard]] bool server_alive() const;
 
   /// Ends and reaps the server. Call with `mutex_` held.
-  void stop_server() {
-    if (socket_ >= 0) {
-      // shutdown, not just close: a child the caller forked (without exec) may hold a copy of the
-      // socket, and the server must see its end of file all the same.
-      ::shutdown(socket_, SHUT_RDWR);
-      ::close(socket_);
-    }
-    socket_ = -1;
-    if (server_ > 0) {
-      // It ends on its socket's end of file; one that does not (stopped, wedged) is killed after 1 s.
-      bool reaped = false;
-      for (int i = 0; i < 100 && !reaped; ++i) {
-        const pid_t r = ::waitpid(server_, nullptr, WNOHANG);
-        reaped = r == server_ || (r < 0 && errno != EINTR); // ECHILD: someone else reaped it
-        if (!reaped) ::usleep(10'000);
-      }
-      if (!reaped) {
-        ::kill(server_, SIGKILL);
-        while (::waitpid(server_, nullptr, 0) < 0 && errno == EINTR) {
-        }
-      }
-    }
-    server_ = -1;
-  }
+  void stop_server();
 
   /// Sends one request with `fd` attached; restarts a dead server once. `generation` says which
   /// server took it.
-  bool send(std::uint64_t header, std::string_view request, int fd, std::string& why, std::uint64_t& generation) {
-    std::lock_guard lock(mutex_);
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      if (socket_ < 0) {
-        try {
-          start();
-        } catch (const std::system_error& e) {
-          why = e.what();
-          return false;
-        }
-      }
-      generation = generation_;
-      if (send_locked(header, request, fd, why)) return true;
-      stop_server(); // the server is gone (or the stream is out of step): start another
-    }
-    return false;
-  }
+  bool send(std::uint64_t header, std::string_view request, int fd, std::string& why, std::uint64_t& generation);
 
-  bool send_locked(std::uint64_t header, std::string_view request, int fd, std::string& why) const {
-    std::uint64_t size = header;
-    fork_process::header_message m(size);
-    msghdr& msg = m.msg;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    ssize_t n;
-    do n = ::sendmsg(socket_, &msg, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
-    if (n != static_cast<ssize_t>(sizeof size)) {
-      why = fmt::format("the server is gone (sendmsg: {})", n < 0 ? std::strerror(errno) : "short write");
-      return false;
-    }
-    std::size_t done = 0;
-    while (done < request.size()) {
-      ssize_t w = ::send(socket_, request.data() + done, request.size() - done, MSG_NOSIGNAL);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        why = fmt::format("the server is gone (send: {})", w < 0 ? std::strerror(errno) : "closed");
-        return false;
-      }
-      done += static_cast<std::size_t>(w);
-    }
-    return true;
-  }
+  bool send_locked(std::uint64_t header, std::string_view request, int fd, std::string& why) const;
 
   /// Reads the records of one job from `in` until the job has replied and its exit status is in, or
   /// the pipe ends, or the caller gives up (deadline, stop request).
   static void receive(int in, std::chrono::steady_clock::time_point deadline, const std::stop_token& stop,
-                      job_result& result) {
-    fork_process::job_records rec;
-    char chunk[65536];
-    while (!rec.ended()) { // the monitor's record is the last one
-      const bool late = std::chrono::steady_clock::now() >= deadline;
-      // Once the job has answered, only its exit status is missing, and the monitor sends it next.
-      if (!rec.answered() && (late || stop.stop_requested())) {
-        // Stop listening: closing the pipe (the caller does) tells the monitor to kill the worker.
-        result.worker = rec.pid;
-        result.outcome = late ? job_outcome::timed_out : job_outcome::cancelled;
-        result.detail = late ? "killed at its deadline" : "killed on a stop request";
-        return;
-      }
-      pollfd pfd{in, POLLIN, 0};
-      const int ready = ::poll(&pfd, 1, wait_ms(deadline));
-      if (ready < 0 && errno != EINTR) {
-        result.worker = rec.pid;
-        result.outcome = job_outcome::lost;
-        result.detail = fmt::format("poll: {}", std::strerror(errno));
-        return;
-      }
-      if (ready <= 0) continue;
-      const ssize_t got = ::read(in, chunk, sizeof chunk);
-      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (got <= 0) break; // every writer (worker, monitor) has ended
-      rec.append(chunk, static_cast<std::size_t>(got));
-    }
-    result.worker = rec.pid;
-    const bool clean_exit = rec.status && WIFEXITED(*rec.status) && WEXITSTATUS(*rec.status) == 0;
-    if (rec.exception && clean_exit) {
-      result.outcome = job_outcome::failed;
-      result.detail = std::move(*rec.exception);
-      return;
-    }
-    if (rec.reply && clean_exit) {
-      result.outcome = job_outcome::ok;
-      result.reply = std::move(*rec.reply);
-      return;
-    }
-    if (result.worker <= 0) {
-      result.outcome = job_outcome::lost;
-      result.detail = rec.fork_errno
-                          ? fmt::format("the server could not start a worker: fork: {}", std::strerror(*rec.fork_errno))
-                          : std::string("the server ended before starting the job");
-      return;
-    }
-    result.outcome = job_outcome::crashed;
-    result.detail = rec.status ? wait_status_text(*rec.status) + " before replying"
-                               : std::string("ended before replying (its exit status was not reported)");
-  }
+                      job_result& result);
 
   job_function job_;
   const void* context_;
@@ -589,3 +235,7 @@ private:
 };
 
 } // namespace cotune::detail
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/detail/fork_server.ipp>
+#endif

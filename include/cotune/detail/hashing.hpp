@@ -41,16 +41,7 @@ private:
 
 [[nodiscard]] inline sha256_digest sha256(std::string_view bytes) { return sha256_hasher{}.update(bytes).digest(); }
 
-[[nodiscard]] inline std::string to_hex(std::span<const std::uint8_t> bytes) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (auto b : bytes) {
-    out.push_back(digits[b >> 4]);
-    out.push_back(digits[b & 0xF]);
-  }
-  return out;
-}
+[[nodiscard]] COTUNE_DECL std::string to_hex(std::span<const std::uint8_t> bytes);
 
 [[nodiscard]] inline std::string sha256_hex(std::string_view bytes) { return to_hex(sha256(bytes)); }
 
@@ -83,23 +74,7 @@ template <class Range>
 
 /// RFC 4648 base32 (no padding) back to bytes; nothing unless `text` is exactly what `base32` writes
 /// for them (no leftover bits set, upper case only).
-[[nodiscard]] inline std::optional<std::string> base32_decode(std::string_view text) {
-  std::string out;
-  std::uint32_t buffer = 0;
-  int bits = 0;
-  for (char c : text) {
-    const int v = c >= 'A' && c <= 'Z' ? c - 'A' : c >= '2' && c <= '7' ? c - '2' + 26 : -1;
-    if (v < 0) return std::nullopt;
-    buffer = (buffer << 5) | static_cast<std::uint32_t>(v);
-    bits += 5;
-    if (bits >= 8) {
-      out.push_back(static_cast<char>((buffer >> (bits - 8)) & 0xFF));
-      bits -= 8;
-    }
-  }
-  if (base32(out) != text) return std::nullopt;
-  return out;
-}
+[[nodiscard]] COTUNE_DECL std::optional<std::string> base32_decode(std::string_view text);
 
 /// HMAC-SHA256 of `message` under `secret`.
 [[nodiscard]] COTUNE_DECL sha256_digest hmac_sha256(std::string_view secret, std::string_view message);
@@ -110,12 +85,7 @@ template <class Range>
 }
 
 /// Compares two strings in time independent of where they differ (for signatures).
-[[nodiscard]] inline bool constant_time_equal(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
+[[nodiscard]] COTUNE_DECL bool constant_time_equal(std::string_view a, std::string_view b) noexcept;
 
 } // namespace cotune::detail
 

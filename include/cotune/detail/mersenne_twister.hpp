@@ -27,30 +27,21 @@ public:
   [[nodiscard]] static constexpr result_type min() noexcept { return 0; }
   [[nodiscard]] static constexpr result_type max() noexcept { return ~result_type{0}; }
 
-  result_type operator()() noexcept {
-    if (i_ >= n) twist();
-    result_type y = x_[i_++];
-    y ^= (y >> 29) & 0x5555555555555555u;
-    y ^= (y << 17) & 0x71d67fffeda60000u;
-    y ^= (y << 37) & 0xfff7eee000000000u;
-    return y ^ (y >> 43);
-  }
+  result_type operator()() noexcept;
 
 private:
   static constexpr std::size_t n = 312, m = 156;
   static constexpr result_type f = 6364136223846793005u, a = 0xb5026f5aa96619e9u;
   static constexpr result_type upper = ~result_type{0} << 31, lower = ~upper; // r = 31
 
-  void twist() noexcept {
-    for (std::size_t i = 0; i < n; ++i) {
-      const result_type y = (x_[i] & upper) | (x_[(i + 1) % n] & lower);
-      x_[i] = x_[(i + m) % n] ^ (y >> 1) ^ ((y & 1) ? a : 0);
-    }
-    i_ = 0;
-  }
+  void twist() noexcept;
 
   std::array<result_type, n> x_{};
   std::size_t i_ = n; ///< the next word to temper; n: twist first
 };
 
 } // namespace cotune::detail
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/detail/mersenne_twister.ipp>
+#endif

@@ -59,21 +59,7 @@ namespace detail {
 
 /// The config of a compiled candidate; the parameter `threads_param` (if any) is also its block's
 /// thread count.
-[[nodiscard]] inline config config_of(const compiled_entry& e, const std::string& threads_param) {
-  config c;
-  for (const auto& p : e.params)
-    if (!threads_param.empty() && p.name == threads_param && p.type == compiled_param::kind::integer)
-      c.with_launch({.threads_per_block = static_cast<int>(p.integer)});
-  for (const auto& p : e.params) {
-    switch (p.type) {
-    case compiled_param::kind::integer: c.set(p.name, value(p.integer)); break;
-    case compiled_param::kind::boolean: c.set(p.name, value(p.integer != 0)); break;
-    case compiled_param::kind::real: c.set(p.name, value(p.real)); break;
-    case compiled_param::kind::text: c.set(p.name, value(p.text)); break;
-    }
-  }
-  return c;
-}
+[[nodiscard]] COTUNE_DECL config config_of(const compiled_entry& e, const std::string& threads_param);
 
 /// A kernel argument of type `A` fits kernel parameter `P` when the kernel receives as many bytes as
 /// the parameter has (`cotune::kernel_arg`: a device span passes its address).
@@ -286,3 +272,7 @@ private:
 };
 
 } // namespace cotune::gpu
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/gpu/compiled_backend.ipp>
+#endif

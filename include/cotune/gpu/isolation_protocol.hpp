@@ -113,13 +113,7 @@ public:
     in_.remove_prefix(sizeof v);
     return v;
   }
-  std::string get_text() {
-    const auto n = get<std::uint64_t>();
-    need(n);
-    std::string s(in_.substr(0, n));
-    in_.remove_prefix(n);
-    return s;
-  }
+  std::string get_text();
   [[nodiscard]] bool done() const noexcept { return in_.empty(); }
 
 private:

@@ -156,4 +156,13 @@ COTUNE_DECL frame receive_frame(int fd, std::chrono::steady_clock::time_point de
   f.end = frame::ending::ok;
   return f;
 }
+
+COTUNE_DECL std::string wire_reader::get_text() {
+  const auto n = get<std::uint64_t>();
+  need(n);
+  std::string s(in_.substr(0, n));
+  in_.remove_prefix(n);
+  return s;
+}
+
 } // namespace cotune::gpu::detail

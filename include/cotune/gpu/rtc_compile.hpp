@@ -72,12 +72,7 @@ struct rtc_meta {
   std::string log;
   bool is_ptx = false;
 
-  [[nodiscard]] std::string json() const {
-    json_writer w;
-    w.begin_object().field("lowered_name", lowered_name).field("arch", arch).field("is_ptx", is_ptx);
-    w.field("log", log).end_object();
-    return w.str();
-  }
+  [[nodiscard]] std::string json() const;
   /// Nothing when `text` is not meta written by `json()` (`is_ptx` may be missing: false).
   [[nodiscard]] static std::optional<rtc_meta> from_json(std::string_view text);
 };

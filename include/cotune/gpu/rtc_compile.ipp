@@ -121,4 +121,12 @@ COTUNE_DECL std::string launch_text(std::string_view kernel, std::string_view co
                      "shared memory)",
                      kernel, config_text, grid.x, grid.y, grid.z, b.x, b.y, b.z, grid.shared_bytes);
 }
+
+COTUNE_DECL std::string rtc_meta::json() const {
+  json_writer w;
+  w.begin_object().field("lowered_name", lowered_name).field("arch", arch).field("is_ptx", is_ptx);
+  w.field("log", log).end_object();
+  return w.str();
+}
+
 } // namespace cotune::gpu

@@ -28,14 +28,7 @@ struct availability_report {
   /// Kernels can be compiled (no GPU needed).
   [[nodiscard]] bool can_compile() const noexcept { return hiprtc_loaded; }
 
-  [[nodiscard]] std::string text() const {
-    std::string out = runtime_loaded ? fmt::format("HIP runtime {} from '{}': {} device(s)", runtime_version,
-                                                   runtime_path, device_count)
-                                     : std::string("HIP runtime: not loaded");
-    out += hiprtc_loaded ? fmt::format("\nhiprtc {} from '{}'", hiprtc_version, hiprtc_path) : "\nhiprtc: not loaded";
-    if (!message.empty()) out += "\n" + message;
-    return out;
-  }
+  [[nodiscard]] std::string text() const;
 };
 
 /// Loads (once per library path) the runtime and hiprtc as the knobs say, and reports.

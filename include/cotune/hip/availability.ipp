@@ -32,4 +32,14 @@ COTUNE_DECL availability_report availability() {
   return r;
 }
 
+
+COTUNE_DECL std::string availability_report::text() const {
+  std::string out = runtime_loaded ? fmt::format("HIP runtime {} from '{}': {} device(s)", runtime_version,
+                                                 runtime_path, device_count)
+                                   : std::string("HIP runtime: not loaded");
+  out += hiprtc_loaded ? fmt::format("\nhiprtc {} from '{}'", hiprtc_version, hiprtc_path) : "\nhiprtc: not loaded";
+  if (!message.empty()) out += "\n" + message;
+  return out;
+}
+
 } // namespace cotune::hip

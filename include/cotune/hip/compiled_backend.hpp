@@ -52,26 +52,9 @@ struct address_calls {
 struct compiled_kernel_calls : kernel_calls {
   static constexpr std::string_view attribute_call = "hipFuncGetAttributes";
 
-  static hip_error attribute(const device_context& ctx, int* v, gpu::kernel_attribute a, hip_function f) {
-    const auto& calls = address_calls_of(ctx.library());
-    if (!calls.get_attributes) return hip_error_not_found;
-    address_calls::attributes attrs{};
-    const hip_error r = calls.get_attributes(&attrs, f);
-    using gpu::kernel_attribute;
-    *v = a == kernel_attribute::registers             ? attrs.num_regs
-         : a == kernel_attribute::static_shared_bytes ? static_cast<int>(attrs.shared_size_bytes)
-         : a == kernel_attribute::local_bytes         ? static_cast<int>(attrs.local_size_bytes)
-                                                      : attrs.max_threads_per_block;
-    return r;
-  }
+  static hip_error attribute(const device_context& ctx, int* v, gpu::kernel_attribute a, hip_function f);
   static hip_error launch(const device_context& ctx, hip_function f, const launch_grid& g, const block_dims& b,
-                          hip_stream stream, void** params) {
-    const auto& calls = address_calls_of(ctx.library());
-    if (!calls.launch) return hip_error_not_found;
-    return calls.launch(f, {g.x, g.y, g.z},
-                        {static_cast<unsigned>(b.x), static_cast<unsigned>(b.y), static_cast<unsigned>(b.z)}, params,
-                        g.shared_bytes, stream);
-  }
+                          hip_stream stream, void** params);
 };
 
 /// What gpu::compiled_backend needs of HIP beyond the GPU backend's table.

@@ -31,24 +31,12 @@ struct memory_runtime {
   static constexpr std::string_view name = "HIP";
 
   [[nodiscard]] static const context& context_of(int ordinal) { return runtime().context(ordinal); }
-  [[nodiscard]] static bool allocate(const context& ctx, pointer* out, std::size_t bytes) {
-    ctx.make_current();
-    const hip_error r = ctx.api().malloc(out, bytes);
-    if (r == hip_error_out_of_memory) return false;
-    ctx.check(r, fmt::format("hipMalloc of {} bytes", bytes));
-    return true;
-  }
+  [[nodiscard]] static bool allocate(const context& ctx, pointer* out, std::size_t bytes);
   static void release(const context& ctx, pointer p) noexcept {
     (void)ctx.try_make_current(); // hipFree needs no current device, but frees on the right one
     (void)ctx.api().free(p);
   }
-  static void zero(const context& ctx, pointer p, std::size_t bytes) {
-    ctx.make_current();
-    // 32-bit stores fill memory faster than byte stores; use them whenever the range allows.
-    if (reinterpret_cast<std::uintptr_t>(p) % 4 == 0 && bytes % 4 == 0)
-      ctx.check(ctx.api().memset_d32_async(p, 0, bytes / 4, ctx.stream()), "hipMemsetD32Async");
-    else ctx.check(ctx.api().memset_async(p, 0, bytes, ctx.stream()), "hipMemsetAsync");
-  }
+  static void zero(const context& ctx, pointer p, std::size_t bytes);
   static void fill32(const context& ctx, pointer p, std::uint32_t value, std::size_t words) {
     ctx.make_current();
     ctx.check(ctx.api().memset_d32_async(p, static_cast<int>(value), words, ctx.stream()), "hipMemsetD32Async");
@@ -93,3 +81,7 @@ static_assert(Buffer<device_span<const float>> && !WritableBuffer<device_span<co
 static_assert(WritableBuffer<device_buffer<float>>);
 
 } // namespace cotune::hip
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/hip/device_buffer.ipp>
+#endif

@@ -66,14 +66,7 @@ struct kernel_calls {
   static hip_error entry(const device_context& ctx, hip_function* f, hip_module m, const char* symbol) {
     return ctx.api().module_get_function(f, m, symbol);
   }
-  static hip_error attribute(const device_context& ctx, int* v, gpu::kernel_attribute a, hip_function f) {
-    using gpu::kernel_attribute;
-    const int which = a == kernel_attribute::registers             ? hip_func_attribute_num_regs
-                      : a == kernel_attribute::static_shared_bytes ? hip_func_attribute_shared_size_bytes
-                      : a == kernel_attribute::local_bytes         ? hip_func_attribute_local_size_bytes
-                                                                   : hip_func_attribute_max_threads_per_block;
-    return ctx.api().func_get_attribute(v, which, f);
-  }
+  static hip_error attribute(const device_context& ctx, int* v, gpu::kernel_attribute a, hip_function f);
   static hip_error global(const device_context& ctx, device_ptr* p, std::size_t* bytes, hip_module m, const char* name) {
     return ctx.api().module_get_global(p, bytes, m, name);
   }
@@ -146,12 +139,7 @@ struct backend_api {
   [[nodiscard]] static gpu::device_resources resources(const device& d) {
     return {d.max_threads_per_block, std::nullopt, d.max_shared_per_block};
   }
-  [[nodiscard]] static hip_error is_capturing(const runtime_library& lib, hip_stream stream, bool* capturing) {
-    int status = hip_stream_capture_status_none;
-    const hip_error r = lib.api().stream_is_capturing(stream, &status);
-    *capturing = r == hip_error_stream_capture_implicit || (r == hip_success && status != hip_stream_capture_status_none);
-    return r == hip_error_stream_capture_implicit ? hip_success : r;
-  }
+  [[nodiscard]] static hip_error is_capturing(const runtime_library& lib, hip_stream stream, bool* capturing);
   template <class... Args>
   static constexpr void check_arguments() {
     static_assert((!HostRange<std::remove_cvref_t<Args>> && ...),

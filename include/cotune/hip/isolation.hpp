@@ -39,30 +39,8 @@ struct ipc_calls {
   static hip_error address_range(const device_context& ctx, device_ptr* base, std::size_t* size, device_ptr p) {
     return ctx.api().mem_get_address_range(base, size, p);
   }
-  static hip_error get_handle(const device_context& ctx, std::array<char, 64>* handle, device_ptr base) {
-    ipc_mem_handle h{};
-    static_assert(sizeof h == sizeof *handle);
-    const hip_error r = ctx.api().ipc_get_mem_handle(&h, base);
-    std::memcpy(handle->data(), &h, sizeof h);
-    return r;
-  }
-  [[nodiscard]] static device_ptr open(const device_context& ctx, const std::array<char, 64>& handle) {
-    ipc_mem_handle h{};
-    std::memcpy(&h, handle.data(), sizeof h);
-    // hipIpcMemLazyEnablePeerAccess is 0 in HIP 5.2's headers and 1 in later ones, and the runtime
-    // refuses any other value: the one that worked is kept, the other tried on hipErrorInvalidValue.
-    static std::atomic<unsigned> lazy_peer_access{ctx.library().version() >= 60000000 ? 1u : 0u};
-    void* base = nullptr;
-    unsigned flags = lazy_peer_access.load(std::memory_order_relaxed);
-    hip_error r = ctx.api().ipc_open_mem_handle(&base, h, flags);
-    if (r == hip_error_invalid_value) {
-      flags ^= 1u;
-      if ((r = ctx.api().ipc_open_mem_handle(&base, h, flags)) == hip_success)
-        lazy_peer_access.store(flags, std::memory_order_relaxed);
-    }
-    ctx.check(r, "mapping an argument's memory (hipIpcOpenMemHandle)");
-    return base;
-  }
+  static hip_error get_handle(const device_context& ctx, std::array<char, 64>* handle, device_ptr base);
+  [[nodiscard]] static device_ptr open(const device_context& ctx, const std::array<char, 64>& handle);
   static void close(const device_context& ctx, device_ptr p) noexcept { (void)ctx.api().ipc_close_mem_handle(p); }
 };
 
@@ -71,3 +49,7 @@ using ipc_sharing = gpu::detail::ipc_sharing<ipc_calls>;
 static_assert(gpu::detail::Shares<ipc_sharing, device_context>);
 
 } // namespace cotune::hip::detail
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/hip/isolation.ipp>
+#endif

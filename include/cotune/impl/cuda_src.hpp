@@ -11,10 +11,12 @@
 #include <cotune/cuda/cuda_knobs.ipp>
 #include <cotune/cuda/availability.ipp>
 #include <cotune/cuda/device.ipp>
+#include <cotune/cuda/device_buffer.ipp>
 #include <cotune/cuda/driver_api.ipp>
 #include <cotune/cuda/nvrtc_api.ipp>
 #include <cotune/cuda/cuda_backend.ipp>
 #include <cotune/cuda/compiled_backend.ipp>
+#include <cotune/cuda/isolation.ipp>
 
 // The CUDA tuners' jobs and tables of keys over the file cache (declared `extern template` by
 // <cotune/cuda/cuda.hpp> and <cotune/batch/cuda_kernel_runner.hpp>).

@@ -14,3 +14,4 @@
 #include <cotune/gpu/isolation_pool.ipp>
 #include <cotune/gpu/isolation_protocol.ipp>
 #include <cotune/gpu/program_module.ipp>
+#include <cotune/gpu/compiled_backend.ipp>

@@ -12,9 +12,11 @@
 #include <cotune/hip/hip_knobs.ipp>
 #include <cotune/hip/availability.ipp>
 #include <cotune/hip/device.ipp>
+#include <cotune/hip/device_buffer.ipp>
 #include <cotune/hip/hip_api.ipp>
 #include <cotune/hip/hiprtc_api.ipp>
 #include <cotune/hip/hip_backend.ipp>
 #include <cotune/hip/compiled_backend.ipp>
+#include <cotune/hip/isolation.ipp>
 
 #include <cotune/impl/hip_jobs_src.hpp>

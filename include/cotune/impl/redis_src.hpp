@@ -11,3 +11,5 @@
 #include <cotune/redis/redis_knobs.ipp>
 #include <cotune/redis/redis_backend.ipp>
 #include <cotune/redis/redis_lease.ipp>
+#include <cotune/redis/job_ledger.ipp>
+#include <cotune/redis/redis_wire.ipp>

@@ -72,6 +72,21 @@
 #include <cotune/batch/html_report.ipp>
 #include <cotune/batch/prediction_report.ipp>
 #include <cotune/batch/job_runner.ipp>
+#include <cotune/backend/module_view.ipp>
+#include <cotune/bench/stopping_rule.ipp>
+#include <cotune/cache/entry_frame.ipp>
+#include <cotune/cache/local_fill.ipp>
+#include <cotune/cache/remote_backend.ipp>
+#include <cotune/core/errors.ipp>
+#include <cotune/core/grid_expr.ipp>
+#include <cotune/core/kernel_source.ipp>
+#include <cotune/detail/fork_process.ipp>
+#include <cotune/detail/fork_server.ipp>
+#include <cotune/detail/mersenne_twister.ipp>
+#include <cotune/detail/process.ipp>
+#include <cotune/tune/detail/kernel_arguments.ipp>
+#include <cotune/tune/detail/stand_ins.ipp>
+#include <cotune/tune/tuning_phases.ipp>
 
 // The default (host) tuner's job and table of keys: declared `extern template` by <cotune/defaults.hpp>.
 #include <cotune/defaults.hpp>

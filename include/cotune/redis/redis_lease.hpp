@@ -59,12 +59,7 @@ struct lease_options {
   bool renew_in_background = true;          ///< a thread renews the lease while it is held
 
   /// COTUNE_REDIS_LEASE_MS and COTUNE_REDIS_LEASE_WAIT_MS, with the default poll pauses.
-  [[nodiscard]] static lease_options from_knobs() {
-    lease_options o;
-    o.ttl = std::chrono::milliseconds(redis_knobs().lease_ms.get());
-    o.wait = std::chrono::milliseconds(redis_knobs().lease_wait_ms.get());
-    return o;
-  }
+  [[nodiscard]] static lease_options from_knobs();
 };
 
 /// The remote key of the lease on `hex_key`: `<prefix>:lease:<hex key>` (throws cache_error for bad parts).
@@ -75,13 +70,7 @@ struct lease_options {
 }
 
 /// A new holder token: `host:pid:<128 random bits>`, unique across machines and readable in Redis.
-[[nodiscard]] inline std::string make_lease_token() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-  std::random_device rd;
-  const std::uint64_t hi = (std::uint64_t(rd()) << 32) ^ rd(), lo = (std::uint64_t(rd()) << 32) ^ rd();
-  return fmt::format("{}:{}:{:016x}{:016x}", host, ::getpid(), hi, lo);
-}
+[[nodiscard]] COTUNE_DECL std::string make_lease_token();
 
 namespace detail {
 
@@ -91,13 +80,8 @@ inline constexpr std::string_view lease_release_script =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
 
 /// 1: done, 0: the lease is not (or no longer) `token`'s, nothing: Redis did not answer.
-[[nodiscard]] inline std::optional<bool> lease_script(redis_backend& b, std::string_view script, std::string_view key,
-                                                      std::string_view token, std::string_view extra = {}) {
-  std::optional<redis_reply> r = extra.empty() ? b.command({"EVAL", script, "1", key, token})
-                                               : b.command({"EVAL", script, "1", key, token, extra});
-  if (!r || r->type != redis_reply::kind::integer) return std::nullopt;
-  return r->integer == 1;
-}
+[[nodiscard]] COTUNE_DECL std::optional<bool> lease_script(redis_backend& b, std::string_view script, std::string_view key,
+                                                      std::string_view token, std::string_view extra = {});
 
 } // namespace detail
 

@@ -138,4 +138,31 @@ async_acquire_or_wait(redis_backend& backend, std::string hex_key, std::function
   }
 }
 
+
+COTUNE_DECL lease_options lease_options::from_knobs() {
+  lease_options o;
+  o.ttl = std::chrono::milliseconds(redis_knobs().lease_ms.get());
+  o.wait = std::chrono::milliseconds(redis_knobs().lease_wait_ms.get());
+  return o;
+}
+
+COTUNE_DECL std::string make_lease_token() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  std::random_device rd;
+  const std::uint64_t hi = (std::uint64_t(rd()) << 32) ^ rd(), lo = (std::uint64_t(rd()) << 32) ^ rd();
+  return fmt::format("{}:{}:{:016x}{:016x}", host, ::getpid(), hi, lo);
+}
+
 } // namespace cotune::redis
+namespace cotune::redis::detail {
+
+COTUNE_DECL std::optional<bool> lease_script(redis_backend& b, std::string_view script, std::string_view key,
+                                             std::string_view token, std::string_view extra) {
+  std::optional<redis_reply> r = extra.empty() ? b.command({"EVAL", script, "1", key, token})
+                                               : b.command({"EVAL", script, "1", key, token, extra});
+  if (!r || r->type != redis_reply::kind::integer) return std::nullopt;
+  return r->integer == 1;
+}
+
+} // namespace cotune::redis::detail

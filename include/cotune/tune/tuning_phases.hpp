@@ -45,19 +45,11 @@ struct tuning_phases {
 
   /// "compile 1.9 s, measure 1.1 s, verify 0.1 s, idle 0.1 s": the wall split, largest first, phases
   /// under 0.05 s left out (idle always shown).
-  [[nodiscard]] std::string text() const {
-    struct part {
-      const char* name;
-      double ms;
-    };
-    part parts[] = {{"compile", wall.compile}, {"load", wall.load}, {"verify", wall.verify}, {"measure", wall.measure}};
-    std::stable_sort(std::begin(parts), std::end(parts), [](const part& a, const part& b) { return a.ms > b.ms; });
-    std::string out;
-    for (const auto& p : parts)
-      if (p.ms >= 50) out += fmt::format("{}{} {:.1f} s", out.empty() ? "" : ", ", p.name, p.ms / 1000.0);
-    out += fmt::format("{}idle {:.1f} s", out.empty() ? "" : ", ", idle_ms / 1000.0);
-    return out;
-  }
+  [[nodiscard]] std::string text() const;
 };
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/tune/tuning_phases.ipp>
+#endif

@@ -110,16 +110,7 @@ struct provenance {
   std::string date; ///< UTC, ISO 8601
   std::string cotune_version = version;
 
-  [[nodiscard]] static provenance here(std::string device) {
-    char name[256] = {};
-    ::gethostname(name, sizeof name - 1);
-    std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    ::gmtime_r(&now, &tm);
-    char date[32];
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return {name, std::move(device), date, version};
-  }
+  [[nodiscard]] static provenance here(std::string device);
 };
 
 /// Index of the best candidate: lowest (median, p20, p80); ties go to the earlier config. Candidates
@@ -140,45 +131,7 @@ struct provenance {
 /// not the p20-p80 spread: what makes a kernel noisy is mostly its tails (runs slowed by clocks,
 /// other work, interrupts), which the spread between two quantiles does not see; on a 15 us kernel
 /// two finalists of 1.7% and 0.2% noise had p20-p80 spreads within a factor of two.
-[[nodiscard]] inline std::optional<std::size_t> select_best(const std::vector<candidate_result>& cs) {
-  constexpr double steadier_by = 2.0;
-  constexpr double noise_floor = 1e-3;
-  std::optional<std::size_t> best;
-  for (std::size_t i = 0; i < cs.size(); ++i) {
-    if (cs[i].status != candidate_status::ok) continue;
-    if (!best) {
-      best = i;
-      continue;
-    }
-    const auto& b = cs[*best];
-    if (b.screened_only != cs[i].screened_only) {
-      if (b.screened_only) best = i;
-    } else if (cs[i].time < b.time) {
-      best = i;
-    }
-  }
-  if (!best || !cs[*best].interleaved) return best;
-  const auto spread = [](const candidate_result& c) { return c.time[2] - c.time[1]; };
-  // A result stored before the finals recorded their noise has none (nor has a non-finite one): its relative
-  // p20-p80 spread stands in.
-  const auto noise = [&](const candidate_result& c) {
-    const bool known = c.samples > 0 && std::isfinite(c.rsd) && c.rsd >= 0;
-    const double n = known ? c.rsd : (c.time[0] > 0 ? spread(c) / c.time[0] : 0.0);
-    return std::max(std::isfinite(n) ? n : 0.0, noise_floor);
-  };
-  const auto& b = cs[*best];
-  const double band_top = b.time[0] + spread(b) / 2;
-  const auto tied = [&](const candidate_result& c) {
-    return c.status == candidate_status::ok && c.interleaved && !c.screened_only &&
-           c.time[0] - spread(c) / 2 <= band_top;
-  };
-  double steadiest = noise(b);
-  for (const auto& c : cs)
-    if (tied(c)) steadiest = std::min(steadiest, noise(c));
-  for (std::size_t i = 0; i < cs.size(); ++i)
-    if (tied(cs[i]) && noise(cs[i]) <= steadier_by * steadiest) return i;
-  return best;
-}
+[[nodiscard]] COTUNE_DECL std::optional<std::size_t> select_best(const std::vector<candidate_result>& cs);
 
 /// The outcome of tuning one key.
 struct tuning_result {
@@ -197,38 +150,7 @@ struct tuning_result {
   [[nodiscard]] std::string shown(const config& c) const { return launch_options ? c.text() : c.params_text(); }
 
   /// JSON for the tuning-result cache. Failed timings are written as null (standard JSON).
-  [[nodiscard]] std::string json() const {
-    json_writer w;
-    w.begin_object().field("format", 1).field("kernel", kernel).field("key", key_text);
-    w.field("winner", winner).field("wall_ms", wall_ms);
-    if (!launch_options) w.field("launch_options", false);
-    w.key("candidates").begin_array();
-    for (const auto& c : candidates) {
-      w.begin_object().key("config").raw(c.cfg.json()).field("status", to_string(c.status)).field("reason", c.reason);
-      w.key("timings_ms").begin_array().value(c.time[0]).value(c.time[1]).value(c.time[2]).end_array();
-      w.field("compile_ms", c.compile_ms).field("device", c.device).field("screened", c.screened_only);
-      if (c.resumed) w.field("resumed", true);
-      if (c.interleaved) w.field("interleaved", true);
-      if (std::isfinite(c.screen_ms)) w.field("screen_ms", c.screen_ms);
-      if (!c.method.empty()) w.field("method", c.method).field("rsd", c.rsd).field("samples", c.samples);
-      w.end_object();
-    }
-    w.end_array();
-    if (phases.known()) {
-      const auto times = [&](const phase_times& p) {
-        w.begin_object().field("compile", p.compile).field("load", p.load).field("verify", p.verify);
-        w.field("measure", p.measure).end_object();
-      };
-      w.key("phases_ms").begin_object().key("wall");
-      times(phases.wall);
-      w.field("idle", phases.idle_ms).key("busy");
-      times(phases.busy);
-      w.field("compile_threads", phases.compile_threads).field("devices", phases.devices).end_object();
-    }
-    w.key("provenance").begin_object().field("host", made.host).field("device", made.device);
-    w.field("date", made.date).field("cotune", made.cotune_version).end_object();
-    return std::move(w.end_object()).take() + "\n"; // a text file: newline-terminated
-  }
+  [[nodiscard]] std::string json() const;
 
   /// Reads a result written by `json()` (also accepts Infinity/NaN timings from other writers).
   /// Nothing if the text is not a complete, consistent result; the winner is re-selected from the

@@ -102,4 +102,24 @@ COTUNE_DECL std::vector<double> fork_measurer::measure(std::size_t index, const 
                           kernel, shown));
 }
 
+
+COTUNE_DECL std::vector<double> isolated_values(isolated_result run, std::string_view kernel, std::string_view shown,
+                                                std::string_view process) {
+  switch (run.end) {
+  case isolated_result::ending::returned: return std::move(run.values);
+  case isolated_result::ending::threw:
+    if (run.detail.starts_with(wrong_prefix)) throw wrong_result(run.detail);
+    if (run.kind == 'l') throw launch_error(run.detail);
+    throw error(run.detail);
+  case isolated_result::ending::crashed:
+    throw candidate_crashed(fmt::format("kernel '{}' with config {{{}}}: {}{}; this candidate is lost, the tuning "
+                                        "goes on (COTUNE_ISOLATE)",
+                                        kernel, shown, process, run.detail));
+  case isolated_result::ending::hung:
+    throw candidate_hung(fmt::format("kernel '{}' with config {{{}}}: {}{}", kernel, shown, process, run.detail));
+  case isolated_result::ending::refused: break;
+  }
+  throw error(fmt::format("kernel '{}' with config {{{}}}: {}", kernel, shown, run.detail));
+}
+
 } // namespace cotune::detail

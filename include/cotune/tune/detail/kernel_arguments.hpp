@@ -50,12 +50,7 @@ void for_each_indexed(Tuple& t, F&& f) {
 }
 
 /// One key word for a heuristic's value.
-[[nodiscard]] inline std::uint64_t value_word(const value& v) {
-  if (v.is_int()) return static_cast<std::uint64_t>(v.as_int());
-  if (v.is_bool()) return v.as_bool() ? 1 : 0;
-  if (v.is_double()) return std::bit_cast<std::uint64_t>(v.as_double());
-  return std::hash<std::string>{}(v.as_string());
-}
+[[nodiscard]] COTUNE_DECL std::uint64_t value_word(const value& v);
 
 /// A buffer whose element type name is a whole key text, printed without the argument's name (a job's
 /// `batch::argument_pack`, whose key text is the instance's: `A: float32, n=256`, as the database writes it).
@@ -386,3 +381,7 @@ private:
 };
 
 } // namespace cotune
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/tune/detail/kernel_arguments.ipp>
+#endif

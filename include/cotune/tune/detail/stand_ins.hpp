@@ -135,24 +135,10 @@ private:
 
 /// Whether candidate `a` makes the same choices as `b`: the same parameters and launch options,
 /// parameters named in `ignored` (heuristics' values, which differ from key to key) aside.
-[[nodiscard]] inline bool same_choice(const config& a, const config& b, const std::vector<std::string>& ignored) {
-  if (!(a.launch() == b.launch())) return false;
-  auto is_ignored = [&](const std::string& n) {
-    for (const auto& i : ignored)
-      if (i == n) return true;
-    return false;
-  };
-  std::size_t counted = 0;
-  for (const auto& [name, v] : a.params()) {
-    if (is_ignored(name)) continue;
-    ++counted;
-    const value* other = b.find(name);
-    if (!other || !(*other == v)) return false;
-  }
-  std::size_t counted_b = 0;
-  for (const auto& p : b.params())
-    if (!is_ignored(p.first)) ++counted_b;
-  return counted == counted_b;
-}
+[[nodiscard]] COTUNE_DECL bool same_choice(const config& a, const config& b, const std::vector<std::string>& ignored);
 
 } // namespace cotune::detail
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/tune/detail/stand_ins.ipp>
+#endif
