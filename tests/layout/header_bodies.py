@@ -273,6 +273,9 @@ def main(argv):
             continue
         count += 1
         found += check_file(path, rel, max_lines)
+    if count == 0:
+        print(f"header bodies: no header under {root}: give the include/cotune directory")
+        return 2
     problems = [text for rel, name, text in found if (rel, name) not in pending]
     waiting = [text for rel, name, text in found if (rel, name) in pending]
     seen = {(rel, name) for rel, name, _ in found}
