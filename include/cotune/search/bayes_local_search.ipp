@@ -3,10 +3,12 @@
 /// detail/config.hpp).
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cotune/search/bayes_local_search.hpp>
@@ -19,6 +21,9 @@ public:
       : search_session(sp, st, default_search_evaluations(sp.size()), depth), step_(o.step_), pipelined_(o.pipelined_),
         gamma_(o.gamma_), explore_(o.explore_), local_share_(o.local_share_) {
     startup_ = std::max<std::size_t>({2, o.startup_, limit() / 10});
+    near_.resize(sp.size());
+    near_done_.assign(sp.size(), 0);
+    exhausted_.assign(sp.size(), 0);
   }
 
 protected:
@@ -42,17 +47,9 @@ protected:
     want = std::min(want, step_);
     std::stable_sort(valid.begin(), valid.end(), [](auto& a, auto& b) { return a.time_ms < b.time_ms; });
     detail::parzen_model model(space(), history(), gamma_);
-    // Per categorical axis, the runner-up: the fastest candidate with another value than the best's.
-    std::vector<std::size_t> parents;
-    for (std::size_t d = 0; d < space().dimensions(); ++d) {
-      if (!space().axes()[d].categorical()) continue;
-      const int best_value = space().coords(valid.front().index)[d];
-      for (const auto& v : valid)
-        if (space().coords(v.index)[d] != best_value) {
-          if (std::find(parents.begin(), parents.end(), v.index) == parents.end()) parents.push_back(v.index);
-          break;
-        }
-    }
+    std::vector<std::size_t> categorical;
+    for (std::size_t d = 0; d < space().dimensions(); ++d)
+      if (space().axes()[d].categorical()) categorical.push_back(d);
     while (out.size() < want) {
       std::optional<std::size_t> pick;
       if (detail::unit(rng()) < explore_) {
@@ -60,9 +57,16 @@ protected:
       } else if (detail::unit(rng()) < local_share_) {
         // Every other local pick refines a runner-up in turn (the best of the second-best method of a
         // selector), so that the best method's region found first cannot hide a faster one's.
-        if (!parents.empty() && (local_picks_++ & 1)) {
-          for (std::size_t k = 0; k < parents.size() && !pick; ++k)
-            pick = best_neighbour(model, parents[(turn_++) % parents.size()], fresh);
+        if (!categorical.empty() && (local_picks_++ & 1)) {
+          // Best-first inside a runner-up context, one categorical axis in turn: beside the fastest
+          // candidate whose value on that axis differs from the best's and that has an untried
+          // neighbour.
+          for (std::size_t k = 0; k < categorical.size() && !pick; ++k) {
+            const std::size_t d = categorical[(turn_++) % categorical.size()];
+            const int best_value = space().coords(valid.front().index)[d];
+            for (std::size_t r = 0; r < valid.size() && !pick; ++r)
+              if (space().coords(valid[r].index)[d] != best_value) pick = best_neighbour(model, valid[r].index, fresh);
+          }
         }
         for (std::size_t r = 0; r < valid.size() && !pick; ++r) pick = best_neighbour(model, valid[r].index, fresh);
       }
@@ -75,21 +79,53 @@ protected:
   }
 
 private:
-  /// The untried neighbour of `a` the model scores highest (ties: the lower index).
+  /// The untried candidate near `a` the model scores highest (ties: the lower index); nothing when
+  /// every one is taken, which is remembered (taken candidates stay taken).
   template <class Fresh>
-  std::optional<std::size_t> best_neighbour(const detail::parzen_model& model, std::size_t a, Fresh fresh) const {
+  std::optional<std::size_t> best_neighbour(const detail::parzen_model& model, std::size_t a, Fresh fresh) {
+    if (exhausted_[a]) return std::nullopt;
     std::optional<std::size_t> pick;
     double best_s = 0;
-    for (std::size_t j : space().neighbours(a))
+    bool untaken = false;
+    for (std::size_t j : near(a)) {
+      untaken = untaken || !taken(j);
       if (fresh(j))
         if (const double s = model.score(j); !pick || s > best_s || (s == best_s && j < *pick)) {
           pick = j;
           best_s = s;
         }
+    }
+    exhausted_[a] = !untaken;
     return pick;
   }
 
+  /// The candidates near `a` (computed once): on an ordered axis, the two nearest positions the list
+  /// holds in each direction, the others unchanged; on a categorical axis, every other value.
+  const std::vector<std::size_t>& near(std::size_t a) {
+    if (near_done_[a]) return near_[a];
+    auto& out = near_[a];
+    const auto& pa = space().coords(a);
+    for (std::size_t d = 0; d < space().dimensions(); ++d) {
+      const auto line = space().along(a, d);
+      if (space().axes()[d].categorical() || pa[d] < 0) {
+        out.insert(out.end(), line.begin(), line.end());
+        continue;
+      }
+      std::vector<std::pair<int, std::size_t>> below, above; // (distance in positions, candidate)
+      for (std::size_t j : line)
+        if (const int q = space().coords(j)[d]; q >= 0) (q < pa[d] ? below : above).push_back({std::abs(q - pa[d]), j});
+      for (auto* side : {&below, &above}) {
+        std::sort(side->begin(), side->end());
+        for (std::size_t k = 0; k < std::min<std::size_t>(2, side->size()); ++k) out.push_back((*side)[k].second);
+      }
+    }
+    near_done_[a] = 1;
+    return out;
+  }
+
   std::size_t startup_ = 0, local_picks_ = 0, turn_ = 0, step_;
+  std::vector<std::vector<std::size_t>> near_;
+  std::vector<char> near_done_, exhausted_;
   bool pipelined_;
   double gamma_, explore_, local_share_;
 };
