@@ -47,9 +47,17 @@ protected:
     want = std::min(want, step_);
     std::stable_sort(valid.begin(), valid.end(), [](auto& a, auto& b) { return a.time_ms < b.time_ms; });
     detail::parzen_model model(space(), history(), gamma_);
-    std::vector<std::size_t> categorical;
-    for (std::size_t d = 0; d < space().dimensions(); ++d)
-      if (space().axes()[d].categorical()) categorical.push_back(d);
+    // Per categorical axis, the runner-up: the fastest candidate with another value than the best's.
+    std::vector<std::size_t> parents;
+    for (std::size_t d = 0; d < space().dimensions(); ++d) {
+      if (!space().axes()[d].categorical()) continue;
+      const int best_value = space().coords(valid.front().index)[d];
+      for (const auto& v : valid)
+        if (space().coords(v.index)[d] != best_value) {
+          if (std::find(parents.begin(), parents.end(), v.index) == parents.end()) parents.push_back(v.index);
+          break;
+        }
+    }
     while (out.size() < want) {
       std::optional<std::size_t> pick;
       if (detail::unit(rng()) < explore_) {
@@ -57,16 +65,9 @@ protected:
       } else if (detail::unit(rng()) < local_share_) {
         // Every other local pick refines a runner-up in turn (the best of the second-best method of a
         // selector), so that the best method's region found first cannot hide a faster one's.
-        if (!categorical.empty() && (local_picks_++ & 1)) {
-          // Best-first inside a runner-up context, one categorical axis in turn: beside the fastest
-          // candidate whose value on that axis differs from the best's and that has an untried
-          // neighbour.
-          for (std::size_t k = 0; k < categorical.size() && !pick; ++k) {
-            const std::size_t d = categorical[(turn_++) % categorical.size()];
-            const int best_value = space().coords(valid.front().index)[d];
-            for (std::size_t r = 0; r < valid.size() && !pick; ++r)
-              if (space().coords(valid[r].index)[d] != best_value) pick = best_neighbour(model, valid[r].index, fresh);
-          }
+        if (!parents.empty() && (local_picks_++ & 1)) {
+          for (std::size_t k = 0; k < parents.size() && !pick; ++k)
+            pick = best_neighbour(model, parents[(turn_++) % parents.size()], fresh);
         }
         for (std::size_t r = 0; r < valid.size() && !pick; ++r) pick = best_neighbour(model, valid[r].index, fresh);
       }
@@ -79,36 +80,44 @@ protected:
   }
 
 private:
-  /// The untried candidate near `a` the model scores highest (ties: the lower index); nothing when
-  /// every one is taken, which is remembered (taken candidates stay taken).
+  /// The untried candidate near `a` the model scores highest (ties: the lower index): one step away
+  /// if any is untried, else two steps away on an ordered axis (over a value that is much slower than
+  /// both of its sides, as tile size 3 between 2 and 4 is on convolution-w6600); nothing when all are
+  /// taken, which is remembered (a taken candidate stays taken).
   template <class Fresh>
   std::optional<std::size_t> best_neighbour(const detail::parzen_model& model, std::size_t a, Fresh fresh) {
     if (exhausted_[a]) return std::nullopt;
-    std::optional<std::size_t> pick;
-    double best_s = 0;
+    const auto& n = near(a);
     bool untaken = false;
-    for (std::size_t j : near(a)) {
-      untaken = untaken || !taken(j);
-      if (fresh(j))
-        if (const double s = model.score(j); !pick || s > best_s || (s == best_s && j < *pick)) {
-          pick = j;
-          best_s = s;
-        }
+    for (int tier = 1; tier <= 2; ++tier) {
+      std::optional<std::size_t> pick;
+      double best_s = 0;
+      for (const auto& [j, steps] : n) {
+        if (steps != tier) continue;
+        untaken = untaken || !taken(j);
+        if (fresh(j))
+          if (const double s = model.score(j); !pick || s > best_s || (s == best_s && j < *pick)) {
+            pick = j;
+            best_s = s;
+          }
+      }
+      if (pick) return pick;
     }
     exhausted_[a] = !untaken;
-    return pick;
+    return std::nullopt;
   }
 
-  /// The candidates near `a` (computed once): on an ordered axis, the two nearest positions the list
-  /// holds in each direction, the others unchanged; on a categorical axis, every other value.
-  const std::vector<std::size_t>& near(std::size_t a) {
+  /// The candidates near `a` and their steps away (computed once): on an ordered axis, the nearest
+  /// position the list holds in each direction (1 step, as search_space::neighbours) and the next one
+  /// (2 steps), the other axes unchanged; on a categorical axis, every other value (1 step).
+  const std::vector<std::pair<std::size_t, int>>& near(std::size_t a) {
     if (near_done_[a]) return near_[a];
     auto& out = near_[a];
     const auto& pa = space().coords(a);
     for (std::size_t d = 0; d < space().dimensions(); ++d) {
       const auto line = space().along(a, d);
       if (space().axes()[d].categorical() || pa[d] < 0) {
-        out.insert(out.end(), line.begin(), line.end());
+        for (std::size_t j : line) out.emplace_back(j, 1);
         continue;
       }
       std::vector<std::pair<int, std::size_t>> below, above; // (distance in positions, candidate)
@@ -116,7 +125,8 @@ private:
         if (const int q = space().coords(j)[d]; q >= 0) (q < pa[d] ? below : above).push_back({std::abs(q - pa[d]), j});
       for (auto* side : {&below, &above}) {
         std::sort(side->begin(), side->end());
-        for (std::size_t k = 0; k < std::min<std::size_t>(2, side->size()); ++k) out.push_back((*side)[k].second);
+        for (std::size_t k = 0; k < std::min<std::size_t>(2, side->size()); ++k)
+          out.emplace_back((*side)[k].second, static_cast<int>(k) + 1);
       }
     }
     near_done_[a] = 1;
@@ -124,7 +134,7 @@ private:
   }
 
   std::size_t startup_ = 0, local_picks_ = 0, turn_ = 0, step_;
-  std::vector<std::vector<std::size_t>> near_;
+  std::vector<std::vector<std::pair<std::size_t, int>>> near_;
   std::vector<char> near_done_, exhausted_;
   bool pipelined_;
   double gamma_, explore_, local_share_;
