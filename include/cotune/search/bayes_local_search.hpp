@@ -18,7 +18,10 @@ namespace cotune {
 /// budget, whichever is more), each pick is, with probability `explore`, a random candidate; else, with
 /// probability `local_share`, a local pick: the untried neighbour (search_space::neighbours: one step on
 /// an ordered axis, any other value of a categorical one) that the TPE model (see bayesian_search)
-/// scores highest, beside the fastest measured candidate that has one, and every other local pick
+/// scores highest, beside the fastest measured candidate that has one (once all of a candidate's
+/// neighbours are taken, its candidates two positions away on an ordered axis: a local step can then
+/// cross a value much slower than both of its sides, which on the suite's convolution-w6600 hides
+/// the optimum, see benchmarks/search_suite/README.md), and every other local pick
 /// beside a runner-up instead: per categorical axis, the fastest candidate with another value than
 /// the best's (the best of the second-best method of a selector, so that the method whose region was
 /// found first cannot hide a faster one); else a global pick, the untried candidate the model scores

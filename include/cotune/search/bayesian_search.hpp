@@ -51,11 +51,14 @@ private:
   using density = std::vector<std::vector<double>>;
 
   [[nodiscard]] density densities(const std::vector<std::size_t>& points) const;
-  void spread(std::vector<double>& axis, std::size_t d, int at) const;
+  /// Adds `weight` points at position `at` of axis `d` (-1: the parameter is missing).
+  void spread(std::vector<double>& axis, std::size_t d, int at, double weight = 1) const;
   static void normalise(std::vector<double>& axis);
+  void update_ratio(std::size_t d);
 
   const search_space* space_;
   density good_, bad_;
+  density log_ratio_; ///< per axis and position, log(good) - log(bad): what score() sums
   std::size_t bad_count_ = 0;
 };
 

@@ -31,6 +31,14 @@ COTUNE_DECL parzen_model::parzen_model(const search_space& space, const std::vec
   good_ = densities(good);
   bad_ = densities(bad);
   bad_count_ = bad.size();
+  log_ratio_.resize(good_.size());
+  for (std::size_t d = 0; d < good_.size(); ++d) update_ratio(d);
+}
+
+COTUNE_DECL void parzen_model::update_ratio(std::size_t d) {
+  auto& r = log_ratio_[d];
+  r.resize(good_[d].size());
+  for (std::size_t k = 0; k < r.size(); ++k) r[k] = std::log(good_[d][k]) - std::log(bad_[d][k]);
 }
 
 COTUNE_DECL double parzen_model::score(std::size_t i) const {
@@ -38,7 +46,7 @@ COTUNE_DECL double parzen_model::score(std::size_t i) const {
   const auto& p = space_->coords(i);
   for (std::size_t d = 0; d < p.size(); ++d) {
     const std::size_t at = p[d] < 0 ? good_[d].size() - 1 : static_cast<std::size_t>(p[d]);
-    s += std::log(good_[d][at]) - std::log(bad_[d][at]);
+    s += log_ratio_[d][at];
   }
   return s;
 }
@@ -50,32 +58,43 @@ COTUNE_DECL void parzen_model::lie(std::size_t i) {
     for (double& x : bad_[d]) x *= n;
     spread(bad_[d], d, space_->coords(i)[d]);
     normalise(bad_[d]);
+    update_ratio(d);
   }
 }
 
 COTUNE_DECL auto parzen_model::densities(const std::vector<std::size_t>& points) const -> density {
   density w(space_->dimensions());
-  for (std::size_t d = 0; d < w.size(); ++d) w[d].assign(space_->axes()[d].values.size() + 1, 1.0);
-  for (std::size_t i : points)
-    for (std::size_t d = 0; d < w.size(); ++d) spread(w[d], d, space_->coords(i)[d]);
-  for (auto& axis : w) normalise(axis);
+  for (std::size_t d = 0; d < w.size(); ++d) {
+    // Points counted per position first, then spread once per position: the same sums (multiples of
+    // 1/4, exact in a double) in O(points) rather than O(points x spread).
+    const std::size_t len = space_->axes()[d].values.size();
+    std::vector<double> count(len + 1, 0.0);
+    for (std::size_t i : points) {
+      const int at = space_->coords(i)[d];
+      count[at < 0 ? len : static_cast<std::size_t>(at)] += 1;
+    }
+    w[d].assign(len + 1, 1.0);
+    for (std::size_t q = 0; q <= len; ++q)
+      if (count[q] > 0) spread(w[d], d, q == len ? -1 : static_cast<int>(q), count[q]);
+    normalise(w[d]);
+  }
   return w;
 }
 
 /// Adds a point at its position and, on an ordered axis, half as much one step away and a quarter two
 /// steps away (a categorical value says nothing of the values beside it by position).
-COTUNE_DECL void parzen_model::spread(std::vector<double>& axis, std::size_t d, int at) const {
+COTUNE_DECL void parzen_model::spread(std::vector<double>& axis, std::size_t d, int at, double weight) const {
   if (at < 0) {
-    axis.back() += 1;
+    axis.back() += weight;
     return;
   }
   if (space_->axes()[d].categorical()) {
-    axis[static_cast<std::size_t>(at)] += 1;
+    axis[static_cast<std::size_t>(at)] += weight;
     return;
   }
   const int len = static_cast<int>(axis.size()) - 1;
   for (int k = -2; k <= 2; ++k)
-    if (at + k >= 0 && at + k < len) axis[static_cast<std::size_t>(at + k)] += 1.0 / (1 << std::abs(k));
+    if (at + k >= 0 && at + k < len) axis[static_cast<std::size_t>(at + k)] += weight / (1 << std::abs(k));
 }
 
 COTUNE_DECL void parzen_model::normalise(std::vector<double>& axis) {
