@@ -402,7 +402,7 @@ TEST_CASE("a device's share leaves it to the program for (1 - share) / share of 
   CHECK(&detail::device_share::of("dev#0") != &detail::device_share::of("dev#1"));
 }
 
-TEST_CASE("a background tuning pauses between its measurements to keep within its share of the device; a blocking "
+TEST_CASE("a background tuning pauses between its measurements to keep within its share of the device, a blocking "
           "tuning never pauses",
           "[tune][serving][background]") {
   private_cache cache;
@@ -468,7 +468,7 @@ bench_options jitter_bench() { return {.warmup_ms = 1.0, .rep_ms = 20.0}; }
 
 } // namespace
 
-TEST_CASE("a background measurement whose samples are noisy is measured again; a blocking tuning measures once",
+TEST_CASE("a background measurement whose samples are noisy is measured again, a blocking tuning measures once",
           "[tune][serving][background]") {
   private_cache cache;
   auto obs = std::make_shared<serving_observer>();
@@ -521,7 +521,8 @@ TEST_CASE("noisy_measurements names the candidates whose p20-p80 spread is above
   CHECK(detail::noisy_measurements(cpu).empty());
 }
 
-TEST_CASE("COTUNE_BACKGROUND_SHARE and tune_options::background_share take a share in (0, 1] and refuse the rest",
+TEST_CASE("COTUNE_BACKGROUND_SHARE and tune_options::background_share take a share above 0 and at most 1 and refuse "
+          "the rest",
           "[tune][serving][background][knobs]") {
   auto& share = knobs().autotuning.background_share;
   {
