@@ -10,16 +10,15 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <system_error>
 #include <utility>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/awaitable.hpp>
 
 #include <cotune/tune/tuning_result.hpp>
 
@@ -64,31 +63,13 @@ struct pacing_counts {
 /// busy; else arms a timer on `timers` for the pause and tries again on `device` when it expires. The
 /// device's thread is never held while it waits: stand-ins' loads, blocking tunings and other
 /// tunings' work run there meanwhile. `counts` (shared with the timer) counts the pauses.
-template <class Work>
-void run_paced(device_share& share, double fraction, boost::asio::any_io_executor device,
-               boost::asio::any_io_executor timers, std::shared_ptr<pacing_counts> counts, Work work) {
-  using clock = device_share::clock;
-  const auto now = clock::now();
-  if (const auto wait = share.pause(now); wait > clock::duration::zero()) {
-    counts->paused(wait);
-    auto timer = std::make_shared<boost::asio::steady_timer>(timers, wait);
-    timer->async_wait([timer, &share, fraction, device, timers, counts = std::move(counts),
-                       work = std::move(work)](std::error_code) mutable {
-      auto retry = [&share, fraction, device, timers, counts = std::move(counts), work = std::move(work)]() mutable {
-        run_paced(share, fraction, device, timers, std::move(counts), std::move(work));
-      };
-      boost::asio::post(device, std::move(retry));
-    });
-    return;
-  }
-  struct record {
-    device_share& share;
-    clock::time_point start;
-    double fraction;
-    ~record() { share.busy(start, clock::now(), fraction); }
-  } busy{share, now, fraction};
-  work();
-}
+COTUNE_DECL void run_paced(device_share& share, double fraction, boost::asio::any_io_executor device,
+                           boost::asio::any_io_executor timers, std::shared_ptr<pacing_counts> counts,
+                           std::function<void()> work);
+
+/// Completes after `wait`, on a timer of `timers` (a coroutine's pause that holds no thread).
+[[nodiscard]] COTUNE_DECL boost::asio::awaitable<void> pause_for(boost::asio::any_io_executor timers,
+                                                                 device_share::clock::duration wait);
 
 /// How noisy a measurement was, as the disturbance detector judges it: the p20-p80 spread of its
 /// samples over their median (+inf for a failed one). Not the samples' relative standard deviation:

@@ -4,6 +4,11 @@
 
 #include <algorithm>
 #include <map>
+#include <system_error>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <cotune/tune/detail/background_pacing.hpp>
 
@@ -28,6 +33,39 @@ COTUNE_DECL device_share& device_share::of(const std::string& id) {
   auto& s = shares[id];
   if (!s) s = std::make_unique<device_share>();
   return *s;
+}
+
+COTUNE_DECL void run_paced(device_share& share, double fraction, boost::asio::any_io_executor device,
+                           boost::asio::any_io_executor timers, std::shared_ptr<pacing_counts> counts,
+                           std::function<void()> work) {
+  using clock = device_share::clock;
+  const auto now = clock::now();
+  if (const auto wait = share.pause(now); wait > clock::duration::zero()) {
+    counts->paused(wait);
+    auto timer = std::make_shared<boost::asio::steady_timer>(timers, wait);
+    timer->async_wait([timer, &share, fraction, device, timers, counts = std::move(counts),
+                       work = std::move(work)](std::error_code) mutable {
+      auto retry = [&share, fraction, device, timers, counts = std::move(counts), work = std::move(work)]() mutable {
+        run_paced(share, fraction, device, timers, std::move(counts), std::move(work));
+      };
+      boost::asio::post(device, std::move(retry));
+    });
+    return;
+  }
+  struct record {
+    device_share& share;
+    clock::time_point start;
+    double fraction;
+    ~record() { share.busy(start, clock::now(), fraction); }
+  } busy{share, now, fraction};
+  work();
+}
+
+COTUNE_DECL boost::asio::awaitable<void> pause_for(boost::asio::any_io_executor timers,
+                                                   device_share::clock::duration wait) {
+  boost::asio::steady_timer timer(timers, wait);
+  auto waiting = timer.async_wait(boost::asio::use_awaitable); // named: see detail/run_on.hpp
+  co_await std::move(waiting);
 }
 
 COTUNE_DECL double measured_spread(const candidate_result& r) {

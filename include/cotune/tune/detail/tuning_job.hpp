@@ -27,8 +27,6 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <fmt/core.h>
 
@@ -138,8 +136,7 @@ private:
 
   /// Runs `work` on device `d`'s thread: at once for a blocking tuning, when the device's share allows
   /// for a background one (detail::run_paced).
-  template <class Work>
-  void on_device(std::size_t d, Work work) {
+  void on_device(std::size_t d, std::function<void()> work) {
     if (background_share_ <= 0) {
       work();
       return;
@@ -704,8 +701,7 @@ auto tuning_job<B, Bench, Cache>::wait_for_share(std::size_t d) -> boost::asio::
     const auto wait = co_await std::move(asking);
     if (wait <= detail::device_share::clock::duration::zero()) co_return;
     pacing_->paused(wait);
-    boost::asio::steady_timer timer(ctx_.eng.coordinator(), wait);
-    auto waiting = timer.async_wait(boost::asio::use_awaitable);
+    auto waiting = detail::pause_for(ctx_.eng.coordinator(), wait);
     co_await std::move(waiting);
   }
 }
