@@ -379,3 +379,173 @@ TEST_CASE("a new key's search starts from the winner of the nearest tuned key: a
     CHECK(second[1] == "COST: 16");
   }
 }
+
+TEST_CASE("a device's share leaves it to the program for (1 - share) / share of each background busy period",
+          "[tune][serving][background]") {
+  using clock = detail::device_share::clock;
+  using std::chrono::milliseconds;
+  const auto t0 = clock::time_point{} + std::chrono::seconds(100);
+  detail::device_share share;
+  CHECK(share.pause(t0) == clock::duration::zero()); // nothing measured yet
+  share.busy(t0, t0 + milliseconds(10), 0.25);       // 10 ms at a quarter: 30 ms left to the program
+  CHECK(share.pause(t0 + milliseconds(10)) == milliseconds(30));
+  CHECK(share.pause(t0 + milliseconds(25)) == milliseconds(15)); // idle time already passed counts
+  CHECK(share.pause(t0 + milliseconds(40)) == clock::duration::zero());
+  // A busy period that ran during the pause (a queued measurement) adds its own idle time after it.
+  share.busy(t0 + milliseconds(40), t0 + milliseconds(50), 0.5);  // free at 60
+  share.busy(t0 + milliseconds(50), t0 + milliseconds(70), 0.5);  // free at max(60, 70) + 20
+  CHECK(share.pause(t0 + milliseconds(70)) == milliseconds(20));
+  detail::device_share whole;
+  whole.busy(t0, t0 + milliseconds(10), 1.0); // the whole device: never a pause
+  CHECK(whole.pause(t0 + milliseconds(10)) == clock::duration::zero());
+  CHECK(&detail::device_share::of("dev#0") == &detail::device_share::of("dev#0")); // one per device
+  CHECK(&detail::device_share::of("dev#0") != &detail::device_share::of("dev#1"));
+}
+
+TEST_CASE("a background tuning pauses between its measurements to keep within its share of the device, a blocking "
+          "tuning never pauses",
+          "[tune][serving][background]") {
+  private_cache cache;
+  auto obs = std::make_shared<serving_observer>();
+  int spare = 0;
+  auto opts = serving_options(obs);
+  opts.tuning_args = [&spare](int*, int n) { return std::tuple<int*, int>(&spare, n); };
+  // A twentieth: after each measurement the device is left alone for 19 times its length, so every
+  // measurement after the first waits (the next one is dispatched at once, microseconds later).
+  opts.background_share = 0.05;
+  work_tuner tuner{work_kernel("background_paced"), cost_configs({4, 1, 2}), opts};
+  int out = 0;
+  tuner(&out, 3000);
+  tuner.wait_tuned();
+  const tuning_result& r = tuner.tune_now(&out, 3000); // tuned: its result, not a new tuning
+  CHECK(r.background.share == 0.05);
+  CHECK(r.background.pauses >= 2); // before the second and the third candidates at least
+  CHECK(r.background.paused_ms > 0);
+  {
+    std::lock_guard lock(obs->mutex);
+    REQUIRE(obs->replacements.size() == 1);
+  }
+  // The knob gives the share where the options leave it unset; a blocking tuning has none.
+  auto half = knobs().autotuning.background_share.scoped(0.5);
+  auto knob_opts = serving_options(obs);
+  knob_opts.tuning_args = opts.tuning_args;
+  work_tuner by_knob{work_kernel("background_knob"), cost_configs({4, 1}), knob_opts};
+  by_knob(&out, 3000);
+  by_knob.wait_tuned();
+  CHECK(by_knob.tune_now(&out, 3000).background.share == 0.5);
+  work_tuner blocking{work_kernel("background_blocking"), cost_configs({4, 1, 2}),
+                      {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench()}};
+  const tuning_result& b = blocking.tune_now(&out, 3000);
+  CHECK(b.background.share == 0);
+  CHECK(b.background.pauses == 0);
+  CHECK(b.background.remeasured == 0);
+}
+
+namespace {
+
+/// Busy work as work_kernel's, but JITTER=1 makes every other call 8 times longer (a call counter):
+/// samples as noisy as a kernel measured beside the program's own work.
+const char* jitter_code = R"(
+extern "C" void work(int* out, int n) {
+  static int calls = 0;
+  const int reps = (JITTER && (++calls % 2)) ? 8 : 1;
+  volatile int s = 0;
+  for (int i = 0; i < n * COST * reps; ++i) s += i;
+  out[0] = s;
+}
+)";
+
+/// The jittering config first, then six steady ones: the tuning's usual spread is theirs, even when a
+/// loaded machine preempts one or two of them.
+std::vector<config> jitter_configs() {
+  std::vector<config> out{config{{"COST", 1}, {"JITTER", 1}}};
+  for (int cost : {1, 2, 3, 4, 5, 6}) out.push_back(config{{"COST", cost}, {"JITTER", 0}});
+  return out;
+}
+
+/// Budgets long enough for tens of samples of a 0.05-0.4 ms call.
+bench_options jitter_bench() { return {.warmup_ms = 1.0, .rep_ms = 20.0}; }
+
+} // namespace
+
+TEST_CASE("a background measurement whose samples are noisy is measured again, a blocking tuning measures once",
+          "[tune][serving][background]") {
+  private_cache cache;
+  auto obs = std::make_shared<serving_observer>();
+  int spare = 0;
+  auto opts = serving_options(obs);
+  opts.tuning_args = [&spare](int*, int n) { return std::tuple<int*, int>(&spare, n); };
+  opts.background_share = 1.0; // no pauses: this test is about the noise
+  opts.bench = jitter_bench();
+  work_tuner tuner{{.name = "background_jitter", .code = jitter_code, .entry = "work"}, jitter_configs(), opts};
+  int out = 0;
+  tuner(&out, 200000); // ~0.2 ms a call: far above the clock's noise
+  tuner.wait_tuned();
+  const tuning_result& r = tuner.tune_now(&out, 200000);
+  INFO(r.json());
+  // JITTER=1 stays noisy however often it is measured: it is measured again (at each retry where it
+  // stands out; on a machine loaded enough, the steady ones spread too), and a bounded number of times.
+  CHECK(r.background.remeasured >= 1);
+  CHECK(r.background.remeasured <= detail::background_retries * r.candidates.size() +
+                                        detail::background_final_repeats * r.candidates.size());
+  CHECK(r.background.pauses == 0);
+  CHECK(detail::measured_spread(r.candidates[0]) > detail::noisy_spread_floor);
+
+  work_tuner blocking{{.name = "blocking_jitter", .code = jitter_code, .entry = "work"}, jitter_configs(),
+                      {.arg_names = {"out", "n"}, .key = {"n"}, .bench = jitter_bench()}};
+  const tuning_result& b = blocking.tune_now(&out, 200000);
+  CHECK(b.background.remeasured == 0);
+  CHECK(b.background.final_repeats == 0);
+}
+
+TEST_CASE("noisy_measurements names the candidates whose p20-p80 spread is above the floor and the tuning's usual "
+          "spread",
+          "[tune][serving][background]") {
+  auto measured = [](double median, double p20, double p80) {
+    candidate_result r{config{}};
+    r.status = candidate_status::ok;
+    r.samples = 20;
+    r.time = {median, p20, p80};
+    r.rsd = 4.5; // one preemption: the rsd says nothing here, the spread does
+    return r;
+  };
+  std::vector<candidate_result> rs{measured(1.0, 0.998, 1.004), measured(2.0, 1.2, 2.8), measured(1.5, 1.497, 1.505),
+                                   measured(3.0, 2.99, 3.01)};
+  rs.push_back(candidate_result{config{}}); // not measured: never noisy
+  CHECK(detail::measured_spread(rs[1]) == Approx(0.8));
+  CHECK(detail::noisy_measurements(rs) == std::vector<std::size_t>{1});
+  CHECK_FALSE(detail::noisy_finals(rs, {0, 2}, detail::median_spread(rs)));
+  CHECK(detail::noisy_finals(rs, {0, 1}, detail::median_spread(rs)));
+  // A kernel as noisy as all the others is that kind of kernel, not disturbed.
+  std::vector<candidate_result> cpu{measured(1.0, 0.95, 1.05), measured(1.0, 0.94, 1.06), measured(1.0, 0.96, 1.05)};
+  CHECK(detail::noisy_measurements(cpu).empty());
+}
+
+TEST_CASE("COTUNE_BACKGROUND_SHARE and tune_options::background_share take a share above 0 and at most 1 and refuse "
+          "the rest",
+          "[tune][serving][background][knobs]") {
+  auto& share = knobs().autotuning.background_share;
+  {
+    cotune_test::scoped_env env("COTUNE_BACKGROUND_SHARE", std::nullopt);
+    CHECK(share.get() == 0.1);
+  }
+  {
+    cotune_test::scoped_env env("COTUNE_BACKGROUND_SHARE", std::string("0.25"));
+    CHECK(share.get() == 0.25);
+    env.set(std::string("1"));
+    CHECK(share.get() == 1.0);
+    for (const char* bad : {"0", "1.5", "-0.1", "nan", "a tenth"}) {
+      INFO(bad);
+      env.set(std::string(bad));
+      CHECK_THROWS_AS(share.get(), knob_error);
+    }
+  }
+  CHECK_THROWS_WITH(share.scoped(0.0), Catch::Contains("COTUNE_BACKGROUND_SHARE=0"));
+  private_cache cache;
+  for (double bad : {0.0, -1.0, 2.0}) {
+    work_tuner::options o{.arg_names = {"out", "n"}, .key = {"n"}, .first_call = first_call_mode::serve};
+    o.background_share = bad;
+    CHECK_THROWS_WITH((work_tuner{work_kernel("background_bad"), cost_configs({1}), o}),
+                      Catch::Contains("background_share"));
+  }
+}

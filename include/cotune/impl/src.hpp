@@ -52,6 +52,7 @@
 #include <cotune/tune/events.ipp>
 #include <cotune/tune/key_distance.ipp>
 #include <cotune/tune/detail/tuning_timeline.ipp>
+#include <cotune/tune/detail/background_pacing.ipp>
 #include <cotune/tune/trace.ipp>
 #include <cotune/tune/engine.ipp>
 #include <cotune/tune/detail/tuning_core.ipp>

@@ -133,6 +133,23 @@ struct autotuning_knob_group {
                                   if (v != "wait" && v != "serve")
                                     throw knob_error(fmt::format("COTUNE_FIRST_CALL={} is not one of wait, serve", v));
                                 }}};
+  // 0.1: a background tuning's measurements then hold the device for at most a tenth of the wall
+  // time, so a program whose own kernels keep the device busy loses at most ~10% of its throughput
+  // while a key tunes beside it (issue 37's target: 90%; benchmarks/bench_cuda_background measures it).
+  knob<double> background_share{{.name = "autotuning.background_share", .env = "COTUNE_BACKGROUND_SHARE",
+                                 .fallback = 0.1,
+                                 .doc = "the share of a device's time, in (0, 1], that background tunings "
+                                        "(COTUNE_FIRST_CALL=serve) measure in: after each measurement the device is "
+                                        "left to the program for (1 - share) / share of its time, without holding "
+                                        "cotune's device thread; 1 = no pauses. Blocking tunings never pause; "
+                                        "tune_options::background_share overrides it",
+                                 .validate = [](const double& v) {
+                                   if (!(v > 0 && v <= 1))
+                                     throw knob_error(fmt::format(
+                                         "COTUNE_BACKGROUND_SHARE={} is not a share of device time in (0, 1] (0.1 "
+                                         "= a tenth)",
+                                         v));
+                                 }}};
   // Unset: a trace costs a span per phase per candidate in memory and a file write per tuning.
   knob<std::optional<std::string>> trace{{.name = "autotuning.trace", .env = "COTUNE_TRACE",
                                           .doc = "write every measured tuning's timeline (each candidate's compile, "

@@ -105,6 +105,10 @@ public:
       : opts_(std::move(opts)), arguments_(kernel.name, opts_),
         core_(std::move(kernel), std::move(configs), tuning_settings::of(opts_), std::move(backend), eng) {
     detail::check_on_load<B>(opts_.on_load, core_.kernel.name);
+    if (opts_.background_share && !(*opts_.background_share > 0 && *opts_.background_share <= 1))
+      throw autotuner_error(fmt::format("autotuner for '{}': tune_options::background_share is {}, not a share of device "
+                                        "time in (0, 1] (0.1 = a tenth; 1 = no pauses)",
+                                        core_.kernel.name, *opts_.background_share));
   }
 
   autotuner(const autotuner&) = delete;
@@ -262,6 +266,11 @@ private:
     return knobs().autotuning.first_call.get() == "serve";
   }
 
+  /// The share of device time background tunings measure in (the options, else COTUNE_BACKGROUND_SHARE).
+  [[nodiscard]] double background_share() const {
+    return opts_.background_share.value_or(knobs().autotuning.background_share.get());
+  }
+
   /// The stand-in of a key not tuned yet, when first calls are served: found (no lock), or chosen,
   /// compiled and loaded now (the key's first call; its tuning starts in the background); null when
   /// the call must wait for the tuning instead (first calls wait, no stand-in could be built, or the
@@ -400,6 +409,11 @@ private:
     } else {
       make = job_for(args...);
     }
+    make = [make = std::move(make), share = background_share()] {
+      auto job = make();
+      job->in_background(share);
+      return job;
+    };
     auto tuning = table_.ensure_tuned(key, std::move(make));
     stand_ins_.begin_background();
     boost::asio::co_spawn(core_.eng.coordinator(), std::move(tuning), [this, &s](std::exception_ptr error, entry* e) {
@@ -417,7 +431,8 @@ private:
                                                                  s.key_text, shown(s.cfg), why)});
       }
       core_.emit(stand_in_replaced{core_.kernel.name, s.key_text, &s.cfg, e ? e->cfg : nullptr,
-                                   s.served.load(std::memory_order_relaxed), ms});
+                                   s.served.load(std::memory_order_relaxed), ms,
+                                   e && e->result ? e->result->background : background_measurement{}});
       stand_ins_.end_background(); // last: the tuner may be destroyed from here on
     });
   }

@@ -89,6 +89,9 @@ struct stand_in_replaced {
   const config* winner = nullptr;
   std::size_t calls_served = 0; ///< calls the stand-in served before it was replaced
   double served_ms = 0;         ///< from the stand-in's first call to the replacement
+  /// How the tuning measured beside the program (its pauses, its noisy candidates measured again);
+  /// zero when the key's result came from a cache, or when a blocking caller had started its tuning.
+  background_measurement background{};
 };
 
 /// Something went wrong that does not stop the tuning (the result cache is unusable, a result could

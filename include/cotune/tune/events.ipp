@@ -54,8 +54,14 @@ COTUNE_DECL void printing_observer::handle(const stand_in_served& e) {
 
 COTUNE_DECL void printing_observer::handle(const stand_in_replaced& e) {
   if (!summary_ || !e.winner) return;
-  fmt::print(out_, "cotune: {} [{}]: the tuned winner {} replaced the stand-in after {} calls ({:.1f} ms)\n", e.kernel,
-             e.key_text, e.winner->text(), e.calls_served, e.served_ms);
+  const auto& b = e.background;
+  const std::string measured =
+      b.share > 0 ? fmt::format("; measured within {:.0f}% of the device: {} pauses ({:.1f} ms), {} noisy measurements "
+                                "taken again, finals repeated {} times",
+                                100 * b.share, b.pauses, b.paused_ms, b.remeasured, b.final_repeats)
+                  : std::string();
+  fmt::print(out_, "cotune: {} [{}]: the tuned winner {} replaced the stand-in after {} calls ({:.1f} ms{})\n", e.kernel,
+             e.key_text, e.winner->text(), e.calls_served, e.served_ms, measured);
   std::fflush(out_);
 }
 

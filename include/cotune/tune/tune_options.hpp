@@ -117,6 +117,12 @@ struct tune_options {
   /// nearest tuned key's winner, else default_config, else the first candidate), the key is tuned in
   /// the background on the engine's threads, and its winner replaces the stand-in for every later call.
   std::optional<first_call_mode> first_call{};
+  /// With first_call_mode::serve: the share of the device's time, in (0, 1], that the key's background
+  /// tuning measures in (unset: COTUNE_BACKGROUND_SHARE, 0.1 by default). After each measurement the
+  /// tuning leaves the device to the program for (1 - share) / share of its time (its device thread
+  /// free meanwhile), so that the program's own kernels keep most of the device; 1 = no pauses. A
+  /// blocking tuning never pauses.
+  std::optional<double> background_share{};
   /// The config a stand-in falls back to before the first candidate (first_call_mode::serve); it is
   /// used when it is among the call's candidates (after pruning; heuristics' values aside).
   std::optional<config> default_config{};

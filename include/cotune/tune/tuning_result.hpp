@@ -133,6 +133,18 @@ struct provenance {
 /// two finalists of 1.7% and 0.2% noise had p20-p80 spreads within a factor of two.
 [[nodiscard]] COTUNE_DECL std::optional<std::size_t> select_best(const std::vector<candidate_result>& cs);
 
+/// How a background tuning (first_call_mode::serve) measured beside the program's own work: its share
+/// of device time (tune_options::background_share, COTUNE_BACKGROUND_SHARE), the pauses it took to keep
+/// to it, and what it measured again because the samples were noisy (disturbed). All zero for a
+/// blocking tuning. This run's only: not stored with the result.
+struct background_measurement {
+  double share = 0;             ///< 0: not a background tuning
+  std::size_t pauses = 0;       ///< measurements that waited for the share to allow them
+  double paused_ms = 0;         ///< how long they waited, in all
+  std::size_t remeasured = 0;   ///< measurements taken again because they were noisy (a candidate once per retry)
+  std::size_t final_repeats = 0; ///< times the finals were run again because they were noisy
+};
+
 /// The outcome of tuning one key.
 struct tuning_result {
   std::string kernel;
@@ -144,6 +156,7 @@ struct tuning_result {
   provenance made;
   bool launch_options = true; ///< the backend uses configs' launch options (false: the host backend)
   tuning_phases phases{}; ///< where a measured tuning's wall time went (none for one read from a cache)
+  background_measurement background{}; ///< a background tuning's pacing and re-measurements
 
   [[nodiscard]] const config& best() const { return candidates.at(winner).cfg; }
   /// A config as this result's backend sees it: without launch options where it has none.

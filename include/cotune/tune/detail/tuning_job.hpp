@@ -40,6 +40,7 @@
 #include <cotune/knobs/knob.hpp>
 #include <cotune/search/search.hpp>
 #include <cotune/tune/detail/backend_traits.hpp>
+#include <cotune/tune/detail/background_pacing.hpp>
 #include <cotune/tune/binary_cache.hpp>
 #include <cotune/tune/detail/candidate_pipeline.hpp>
 #include <cotune/tune/coordination.hpp>
@@ -93,6 +94,12 @@ public:
   /// class are called only by those below it).
   boost::asio::awaitable<outcome> run();
 
+  /// Makes this a background tuning (first_call_mode::serve), before run(): its measurements keep
+  /// within `share` of each device's time (tune/detail/background_pacing.hpp), a candidate whose
+  /// samples were noisy is measured again (at most detail::background_retries times), and noisy finals
+  /// are run again once, so that a winner is not chosen from samples the program's work disturbed.
+  void in_background(double share) { background_share_ = share; }
+
 private:
   using shared_state = tuning_state<B>;
 
@@ -126,6 +133,26 @@ private:
   /// when fewer than two can run. Awaited at once: `strategy` and `pipeline` are the caller's.
   boost::asio::awaitable<void> run_finals(std::shared_ptr<shared_state> state, const measure_strategy& strategy,
                                           bench_options full, pipeline_type& pipeline);
+
+  /// Runs `work` on device `d`'s thread: at once for a blocking tuning, when the device's share allows
+  /// for a background one (detail::run_paced).
+  void on_device(std::size_t d, std::function<void()> work) {
+    if (background_share_ <= 0) {
+      work();
+      return;
+    }
+    const std::string& id = ctx_.device_ids[d];
+    detail::run_paced(detail::device_share::of(id), background_share_, ctx_.eng.device_executor(id),
+                      ctx_.eng.coordinator(), pacing_, std::move(work));
+  }
+
+  /// A background tuning: waits until device `d`'s share allows a measurement (without holding its thread).
+  boost::asio::awaitable<void> wait_for_share(std::size_t d);
+
+  /// A background tuning: measures again (with `o`) the candidates of the first pass whose samples were
+  /// noisy, keeping each one's steadier measurement, at most detail::background_retries times.
+  /// Awaited at once, as the pipeline's run() is.
+  boost::asio::awaitable<void> remeasure_noisy(shared_state& state, pipeline_type& pipeline, bench_options o);
 
   /// Reports candidate `i` (of `n`): compiled, or its outcome (also journaled).
   void report(const std::vector<candidate_result>& results, std::size_t i, std::size_t n, bool compiled) {
@@ -203,6 +230,10 @@ private:
   std::unique_ptr<detail::fork_measurer> fork_measurer_; ///< while a fork-isolated tuning measures
   const tuning_timeline* timeline_ = nullptr; ///< the measured tuning's, from its end to its report
   const std::vector<std::size_t> seeds_;       ///< evaluated first (transfer from tuned neighbours)
+  double background_share_ = 0;                ///< in_background's share; 0: a blocking tuning
+  std::shared_ptr<detail::pacing_counts> pacing_ = std::make_shared<detail::pacing_counts>();
+  std::size_t remeasured_ = 0, final_repeats_ = 0;
+  double first_pass_spread_ = 0; ///< the first pass's median spread, the finals' reference
 };
 
 template <Backend B, class Bench, CacheManager Cache>
@@ -287,6 +318,10 @@ auto tuning_job<B, Bench, Cache>::run() -> boost::asio::awaitable<outcome> {
   auto measuring = measure();
   auto state = co_await std::move(measuring);
   warn(recovery_.remember_crashes(state->results));
+  background_measurement background;
+  if (background_share_ > 0)
+    background = {background_share_, pacing_->pauses.load(),
+                  static_cast<double>(pacing_->paused_us.load()) / 1000.0, remeasured_, final_repeats_};
 
   tuning_result result;
   result.kernel = ctx_.kernel.name;
@@ -306,6 +341,7 @@ auto tuning_job<B, Bench, Cache>::run() -> boost::asio::awaitable<outcome> {
   const auto end = clock::now();
   result.wall_ms = std::chrono::duration<double, std::milli>(end - start_).count();
   result.phases = state->timeline.close(start_, end, ctx_.eng.compile_threads());
+  result.background = background;
   timeline_ = &state->timeline; // lives until finish() has reported it
   if (cache) {
     auto storing = store_result(*cache, result);
@@ -382,7 +418,9 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
   pipeline_type pipeline(
       ctx_, state, devs, launch_dev, detail::overlaps_compile<B>(),
       [self, state, launch_dev, n, isolate = isolate_](std::size_t i, std::size_t d, const bench_options& o) {
-        self->measure_one(*state, i, d, launch_dev, o, n, isolate);
+        self->on_device(d, [self, state, i, d, launch_dev, o, n, isolate] {
+          self->measure_one(*state, i, d, launch_dev, o, n, isolate);
+        });
       },
       [this, state, n](std::size_t i, bool compiled) { report(state->results, i, n, compiled); });
   for (auto i : skipped) pipeline.skip(i);
@@ -401,6 +439,11 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
   if constexpr (ReportsWarnings<B>)
     for (auto& w : ctx_.backend.take_warnings()) ctx_.emit(tuning_warning{ctx_.kernel.name, std::move(w)});
 
+  if (background_share_ > 0 && n > 1) {
+    auto again = remeasure_noisy(*state, pipeline, first_pass_options);
+    co_await std::move(again);
+  }
+  first_pass_spread_ = detail::median_spread(state->results);
   auto finals = run_finals(state, strategy, full, pipeline);
   co_await std::move(finals);
   fork_measurer_.reset(); // the isolated copy's work is done: end it
@@ -455,13 +498,43 @@ auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state
   // isolated. A finalist has run cleanly there (its verification and screening), so a deterministic crash
   // or hang has already cost it the final; the rounds keep the timings comparable across finalists.
   if (finalists.size() >= 2) {
-    auto finals = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[ctx_.settings.device]), [&] {
-      tuning_timeline::scope span(state->timeline, trace_span::several, trace_phase::final,
-                                  ctx_.device_ids[ctx_.settings.device], {}, fmt::format("{} finalists", finalists.size()));
-      const auto loaded = load_finalists(*state, finalists, ctx_.settings.device); // on_load runs first
-      call_->measure_finals(*state, loaded, ctx_.settings.device, full);
-    });
-    co_await std::move(finals);
+    // A background tuning runs them back to back when the device's share allows it, and once more
+    // when the program's work disturbed them (keeping the steadier run).
+    const std::size_t dev = ctx_.settings.device;
+    std::vector<candidate_result> previous;
+    for (std::size_t attempt = 0;; ++attempt) {
+      if (background_share_ > 0) {
+        auto waiting = wait_for_share(dev);
+        co_await std::move(waiting);
+      }
+      auto finals = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[dev]), [&] {
+        const auto started = detail::device_share::clock::now();
+        tuning_timeline::scope span(state->timeline, trace_span::several, trace_phase::final, ctx_.device_ids[dev], {},
+                                    fmt::format("{} finalists", finalists.size()));
+        const auto loaded = load_finalists(*state, finalists, dev); // on_load runs first
+        call_->measure_finals(*state, loaded, dev, full);
+        if (background_share_ > 0)
+          detail::device_share::of(ctx_.device_ids[dev]).busy(started, detail::device_share::clock::now(),
+                                                              background_share_);
+      });
+      co_await std::move(finals);
+      const bool noisy = background_share_ > 0 && detail::noisy_finals(state->results, finalists, first_pass_spread_);
+      if (!previous.empty()) {
+        // The steadier of the two runs: the one whose noisiest finalist was the less noisy.
+        const auto worst = [&](const std::vector<candidate_result>& rs) {
+          double w = 0;
+          for (auto i : finalists)
+            if (rs[i].status == candidate_status::ok) w = std::max(w, detail::measured_spread(rs[i]));
+          return w;
+        };
+        if (worst(previous) < worst(state->results))
+          for (auto i : finalists) state->results[i] = previous[i];
+      }
+      if (!noisy || attempt == detail::background_final_repeats) break;
+      previous = state->results;
+      ++final_repeats_;
+      remeasured_ += finalists.size();
+    }
   } else {
     auto again = pipeline.remeasure(finalists, full);
     co_await std::move(again);
@@ -616,6 +689,40 @@ auto tuning_job<B, Bench, Cache>::finish(tuning_result result, std::optional<fun
   }
   ctx_.emit(tuning_selected{shared.get(), std::exchange(timeline_, nullptr)});
   co_return outcome{std::move(shared), *std::move(fn)};
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+auto tuning_job<B, Bench, Cache>::wait_for_share(std::size_t d) -> boost::asio::awaitable<void> {
+  detail::device_share& share = detail::device_share::of(ctx_.device_ids[d]);
+  for (;;) {
+    // Asked on the device's thread, where background measurements start, so that what it answers holds.
+    auto asking = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[d]),
+                                 [&share] { return share.pause(detail::device_share::clock::now()); });
+    const auto wait = co_await std::move(asking);
+    if (wait <= detail::device_share::clock::duration::zero()) co_return;
+    pacing_->paused(wait);
+    auto waiting = detail::pause_for(ctx_.eng.coordinator(), wait);
+    co_await std::move(waiting);
+  }
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+auto tuning_job<B, Bench, Cache>::remeasure_noisy(shared_state& state, pipeline_type& pipeline, bench_options o)
+    -> boost::asio::awaitable<void> {
+  for (std::size_t retry = 0; retry < detail::background_retries; ++retry) {
+    const std::vector<std::size_t> noisy = detail::noisy_measurements(state.results);
+    if (noisy.empty()) co_return;
+    std::vector<candidate_result> before;
+    for (auto i : noisy) before.push_back(state.results[i]);
+    auto again = pipeline.remeasure(noisy, o);
+    co_await std::move(again);
+    remeasured_ += noisy.size();
+    for (std::size_t k = 0; k < noisy.size(); ++k) {
+      auto& r = state.results[noisy[k]];
+      // A measurement that failed now, or was noisier, gives way to the first one.
+      if (detail::measured_spread(r) > detail::measured_spread(before[k])) r = std::move(before[k]);
+    }
+  }
 }
 
 } // namespace cotune
