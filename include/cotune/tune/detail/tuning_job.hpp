@@ -222,8 +222,12 @@ std::optional<std::vector<double>> tuning_job<B, Bench, Cache>::measure_forked(c
   auto& state = *c.state;
   if (index >= state.binaries.size() || !state.binaries[index]) return std::nullopt; // compiled after the fork
   const config& cfg = state.results[index].cfg;
-  const auto fn = c.job->call_->load(*state.binaries[index], cfg, c.device); // runs on_load, in the copy
-  return as_values(c.job->call_->time(*state.binaries[index], fn, cfg, c.device, o, c.candidates, false));
+  auto fn = c.job->call_->load(*state.binaries[index], cfg, c.device); // runs on_load, in the copy
+  auto values = as_values(c.job->call_->time(*state.binaries[index], fn, cfg, c.device, o, c.candidates, false));
+  // Kept loaded in the copy (its own `loaded`, never read back), as in-process measuring keeps it: an
+  // unload per candidate (dlclose, unmapping) is work the in-process path does not do while it measures.
+  state.loaded[index].emplace(std::move(fn));
+  return values;
 }
 
 template <Backend B, class Bench, CacheManager Cache>
