@@ -66,18 +66,23 @@ struct job_records {
   std::optional<std::string> exception;  ///< 'X': the message of the exception the job threw
   std::optional<int> status;             ///< 'S': the worker's wait status (the monitor's last record)
   std::optional<int> fork_errno;         ///< 'F': the monitor could not fork the worker
+  /// Parses no further than one job's answer: the records after it (of a job sent ahead) wait in
+  /// `pending` for next_job().
+  bool one_answer = false;
 
-  /// Forgets the last job's records (a persistent worker's pid and any records read ahead stay).
+  /// Forgets the last job's records (a persistent worker's pid and any records read ahead stay) and
+  /// parses what was read ahead.
   void next_job() {
     accepted = false;
     reply.reset();
     exception.reset();
+    append(nullptr, 0);
   }
   /// Appends bytes read and parses every complete record among them.
   void append(const char* data, std::size_t size) {
-    pending.append(data, size);
+    if (size) pending.append(data, size);
     std::size_t at = 0;
-    while (pending.size() - at >= 9) {
+    while (pending.size() - at >= 9 && !(one_answer && answered())) {
       const char tag = pending[at];
       std::uint64_t value = 0;
       std::memcpy(&value, pending.data() + at + 1, sizeof value);
