@@ -10,7 +10,8 @@
 //      (`space_runs` pairs, alternating likewise);
 //   3. configs lost per fault: a 6-candidate list with one segfaulting candidate, isolated: how many
 //      candidates failed (target exactly 1).
-// Usage: bench_isolation [runs=5] [space_runs=runs/2]
+// Usage: bench_isolation [runs=5] [space_runs=runs/2] [only=space]
+//   only=space: just 2b's pairs with the binaries cached (where the per-candidate round trip weighs most).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -60,45 +61,50 @@ double ms_since(clock_type::time_point t0) {
 
 int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::atoi(argv[1]) : 5;
+  const bool space_only = argc > 3 && std::string(argv[3]) == "space";
+  std::setvbuf(stdout, nullptr, _IOLBF, 0); // each figure as it comes, also into a file
   // 1. respawn cost
   std::vector<double> fork_ms, round_ms;
-  for (int i = 0; i < 300; ++i) {
+  for (int i = 0; i < (space_only ? 0 : 300); ++i) {
     const auto t0 = clock_type::now();
     auto r = cotune::detail::run_isolated([] { return std::vector<double>{1.0, 2.0, 3.0}; }, std::chrono::seconds(10));
     round_ms.push_back(ms_since(t0));
     fork_ms.push_back(r.fork_ms);
   }
-  std::printf("respawn: fork p50 %.3f ms p99 %.3f ms; round trip p50 %.3f ms p99 %.3f ms (300 runs)\n",
+  if (!space_only)
+    std::printf("respawn: fork p50 %.3f ms p99 %.3f ms; round trip p50 %.3f ms p99 %.3f ms (300 runs)\n",
               quantile(fork_ms, 0.5), quantile(fork_ms, 0.99), quantile(round_ms, 0.5), quantile(round_ms, 0.99));
 
-  // 2. the CPU demo, isolation off against on
-  constexpr int n = 256;
-  const cotune::kernel_source kernel{.name = "bench_isolation_matmul", .code = cpu_matmul::matmul_code,
-                                     .entry = "matmul", .options = {"-std=c++17"}};
-  std::vector<float> a(n * n, 1.0f), b(n * n, 1.0f), c(n * n, 0.0f);
-  auto tune_once = [&](const char* mode) {
-    auto isolate = cotune::knobs().autotuning.isolate.scoped(mode);
-    cotune::autotuner<cpu_matmul::signature> tuner{kernel, cpu_matmul::configs(),
-                                                   {.arg_names = {"A", "B", "C", "n"}, .key = {"n"}}};
-    const auto t0 = clock_type::now();
-    (void)tuner.tune_now(a, b, c, n);
-    return ms_since(t0);
-  };
-  (void)tune_once("off"); // compiles every candidate once: later runs are binary-cache hits
-  std::vector<double> off, on;
-  for (int i = 0; i < runs; ++i) {
-    const auto [t_off, t_on] = alternating_pair(i, [&] { return tune_once("off"); }, [&] { return tune_once("on"); });
-    off.push_back(t_off);
-    on.push_back(t_on);
-  }
-  const double off_ms = quantile(off, 0.5), on_ms = quantile(on, 0.5), demo_pairs = pair_ratio_median(off, on);
-  std::printf("CPU demo (17 candidates, n=%d): isolation off %.1f ms, on %.1f ms (medians of %d); on/off = %.3f; "
-              "median of the %d pairs' ratios %.3f\n",
-              n, off_ms, on_ms, runs, on_ms / off_ms, runs, demo_pairs);
+  if (!space_only) {
+    // 2. the CPU demo, isolation off against on
+    constexpr int n = 256;
+    const cotune::kernel_source kernel{.name = "bench_isolation_matmul", .code = cpu_matmul::matmul_code,
+                                       .entry = "matmul", .options = {"-std=c++17"}};
+    std::vector<float> a(n * n, 1.0f), b(n * n, 1.0f), c(n * n, 0.0f);
+    auto tune_once = [&](const char* mode) {
+      auto isolate = cotune::knobs().autotuning.isolate.scoped(mode);
+      cotune::autotuner<cpu_matmul::signature> tuner{kernel, cpu_matmul::configs(),
+                                                     {.arg_names = {"A", "B", "C", "n"}, .key = {"n"}}};
+      const auto t0 = clock_type::now();
+      (void)tuner.tune_now(a, b, c, n);
+      return ms_since(t0);
+    };
+    (void)tune_once("off"); // compiles every candidate once: later runs are binary-cache hits
+    std::vector<double> off, on;
+    for (int i = 0; i < runs; ++i) {
+      const auto [t_off, t_on] = alternating_pair(i, [&] { return tune_once("off"); }, [&] { return tune_once("on"); });
+      off.push_back(t_off);
+      on.push_back(t_on);
+    }
+    const double off_ms = quantile(off, 0.5), on_ms = quantile(on, 0.5), demo_pairs = pair_ratio_median(off, on);
+    std::printf("CPU demo (17 candidates, n=%d): isolation off %.1f ms, on %.1f ms (medians of %d); on/off = %.3f; "
+                "median of the %d pairs' ratios %.3f\n",
+                n, off_ms, on_ms, runs, on_ms / off_ms, runs, demo_pairs);
 
-  std::printf("FIGURE {\"figure\": \"isolation_cost_cpu_demo\", \"off_ms\": %.1f, \"on_ms\": %.1f, \"ratio\": %.4f, "
-              "\"pair_ratio\": %.4f, \"pairs\": %d}\n",
-              off_ms, on_ms, on_ms / off_ms, demo_pairs, runs);
+    std::printf("FIGURE {\"figure\": \"isolation_cost_cpu_demo\", \"off_ms\": %.1f, \"on_ms\": %.1f, \"ratio\": %.4f, "
+                "\"pair_ratio\": %.4f, \"pairs\": %d}\n",
+                off_ms, on_ms, on_ms / off_ms, demo_pairs, runs);
+  }
 
   // 2b. a 1,000-config host space (10 x 10 x 10), isolation off against on: once cold (every candidate
   // compiled: new kernel names), then with the binaries cached, where the forks weigh most.
@@ -119,11 +125,14 @@ int main(int argc, char** argv) {
     (void)tuner.tune_now(&spin_out, 2000);
     return ms_since(t0);
   };
-  const std::string run_tag = std::to_string(::getpid()); // cold: no binary of an earlier run can serve
-  const double cold_off = tune_space("off", "bench_isolation_space_cold_off_" + run_tag);
-  const double cold_on = tune_space("on", "bench_isolation_space_cold_on_" + run_tag);
-  std::printf("1000-config host space, cold: isolation off %.0f ms, on %.0f ms; on/off = %.3f\n", cold_off, cold_on,
-              cold_on / cold_off);
+  double cold_off = 0, cold_on = 0;
+  if (!space_only) {
+    const std::string run_tag = std::to_string(::getpid()); // cold: no binary of an earlier run can serve
+    cold_off = tune_space("off", "bench_isolation_space_cold_off_" + run_tag);
+    cold_on = tune_space("on", "bench_isolation_space_cold_on_" + run_tag);
+    std::printf("1000-config host space, cold: isolation off %.0f ms, on %.0f ms; on/off = %.3f\n", cold_off, cold_on,
+                cold_on / cold_off);
+  }
   const int space_runs = argc > 2 ? std::max(1, std::atoi(argv[2])) : std::max(1, runs / 2);
   (void)tune_space("off", "bench_isolation_space_warm"); // compiles: the pairs below all find the binaries
   std::vector<double> space_off, space_on;
@@ -139,10 +148,16 @@ int main(int argc, char** argv) {
   std::printf("1000-config host space, binaries cached: isolation off %.0f ms, on %.0f ms (medians of %d); on/off = "
               "%.3f; median of the pairs' ratios %.3f\n",
               warm_off, warm_on, space_runs, warm_on / warm_off, space_pairs);
+  std::printf("  each pair (off ms, on ms, on/off):");
+  for (std::size_t i = 0; i < space_off.size(); ++i)
+    std::printf(" (%.0f, %.0f, %.3f)", space_off[i], space_on[i], space_on[i] / space_off[i]);
+  std::printf("\n");
   std::printf("FIGURE {\"figure\": \"isolation_cost_host_1000\", \"cold_off_ms\": %.0f, \"cold_on_ms\": %.0f, "
               "\"cold_ratio\": %.4f, \"warm_off_ms\": %.0f, \"warm_on_ms\": %.0f, \"warm_ratio\": %.4f, "
               "\"warm_pair_ratio\": %.4f, \"pairs\": %d}\n",
               cold_off, cold_on, cold_on / cold_off, warm_off, warm_on, warm_on / warm_off, space_pairs, space_runs);
+
+  if (space_only) return 0;
 
   // 3. configs lost per fault
   const cotune::kernel_source crashing{.name = "bench_isolation_crash",

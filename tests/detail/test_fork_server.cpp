@@ -405,3 +405,87 @@ TEST_CASE("destroying the server ends its warm workers", "[detail][fork_server]"
   }
   CHECK(gone_soon(worker));
 }
+
+// --- a lane: jobs sent ahead to one persistent worker ------------------------------------------------
+
+TEST_CASE("jobs sent ahead on a lane come back in order, from one warm worker", "[detail][fork_server][lane]") {
+  fork_server server(&job, &prefix, nullptr, warm(1, 1));
+  cotune::detail::fork_server_lane lane(server);
+  const auto deadline = [] { return std::chrono::steady_clock::now() + 20s; };
+  lane.send("pid");
+  lane.send("a");
+  lane.send("double:bc");
+  lane.send("throw");
+  CHECK(lane.in_flight() == 4);
+  const auto pid = lane.receive(deadline());
+  REQUIRE(pid.outcome == job_outcome::ok);
+  CHECK(pid.reply == std::to_string(pid.worker));
+  CHECK(lane.receive(deadline()).reply == "echo:a");
+  const auto doubled = lane.receive(deadline());
+  CHECK(doubled.reply == "bcbc");
+  CHECK(doubled.worker == pid.worker);
+  const auto threw = lane.receive(deadline());
+  CHECK(threw.outcome == job_outcome::failed);
+  CHECK(threw.detail == "the job threw this");
+  CHECK(lane.in_flight() == 0);
+  CHECK(lane.receive(deadline()).outcome == job_outcome::lost); // nothing in flight
+  lane.send("pid");
+  CHECK(lane.receive(deadline()).reply == pid.reply); // the same worker all along
+}
+
+TEST_CASE("on a lane, a crash or a hang costs its job alone: the jobs behind it run in a new worker",
+          "[detail][fork_server][lane]") {
+  fork_server server(&job, &prefix, nullptr, warm(1, 1));
+  cotune::detail::fork_server_lane lane(server);
+  const auto deadline = [] { return std::chrono::steady_clock::now() + 20s; };
+  lane.send("pid");
+  lane.send("segv");
+  lane.send("pid");
+  const auto first = lane.receive(deadline());
+  REQUIRE(first.outcome == job_outcome::ok);
+  const auto crashed = lane.receive(deadline());
+  CHECK(crashed.outcome == job_outcome::crashed);
+  CHECK_THAT(crashed.detail, Catch::Contains("killed by signal 11"));
+  const auto after = lane.receive(deadline());
+  REQUIRE(after.outcome == job_outcome::ok);
+  CHECK(after.reply != first.reply);
+  CHECK(gone_soon(first.worker));
+
+  lane.send("hang");
+  lane.send("pid");
+  const auto hung = lane.receive(std::chrono::steady_clock::now() + 100ms);
+  CHECK(hung.outcome == job_outcome::timed_out);
+  CHECK(gone_soon(hung.worker));
+  const auto next = lane.receive(deadline());
+  REQUIRE(next.outcome == job_outcome::ok);
+  CHECK(next.reply != after.reply);
+  CHECK(next.reply != std::to_string(hung.worker));
+}
+
+TEST_CASE("a lane's worker that exits between jobs is replaced, and its unstarted job runs there",
+          "[detail][fork_server][lane]") {
+  fork_server server(&job, &prefix, nullptr, warm(1, 1));
+  cotune::detail::fork_server_lane lane(server);
+  const auto deadline = [] { return std::chrono::steady_clock::now() + 20s; };
+  lane.send("exit3");
+  lane.send("x");
+  const auto exited = lane.receive(deadline());
+  CHECK(exited.outcome == job_outcome::crashed);
+  CHECK_THAT(exited.detail, Catch::Contains("exited with status 3"));
+  CHECK(lane.receive(deadline()).reply == "echo:x");
+}
+
+TEST_CASE("a lane destroyed with jobs in flight ends their worker", "[detail][fork_server][lane]") {
+  fork_server server(&job, &prefix, nullptr, warm(1, 1));
+  pid_t worker = -1;
+  {
+    cotune::detail::fork_server_lane lane(server);
+    lane.send("pid");
+    lane.send("hang");
+    const auto r = lane.receive(std::chrono::steady_clock::now() + 20s);
+    REQUIRE(r.outcome == job_outcome::ok);
+    worker = r.worker;
+  }
+  CHECK(gone_soon(worker));
+  CHECK(server.run("y").reply == "echo:y");
+}

@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -60,13 +61,13 @@ struct job_records {
   std::optional<std::string> exception;  ///< 'X': the message of the exception the job threw
   std::optional<int> status;             ///< 'S': the worker's wait status (the monitor's last record)
   std::optional<int> fork_errno;         ///< 'F': the monitor could not fork the worker
+  /// Parses no further than one job's answer: the records after it (of a job sent ahead) wait in
+  /// `pending` for next_job().
+  bool one_answer = false;
 
-  /// Forgets the last job's records (a persistent worker's pid and any records read ahead stay).
-  void next_job() {
-    accepted = false;
-    reply.reset();
-    exception.reset();
-  }
+  /// Forgets the last job's records (a persistent worker's pid and any records read ahead stay) and
+  /// parses what was read ahead.
+  void next_job();
   /// Appends bytes read and parses every complete record among them.
   void append(const char* data, std::size_t size);
   /// The job answered (replied or threw).
@@ -94,6 +95,12 @@ inline bool write_all(int fd, const void* data, std::size_t size) {
 inline bool read_all(int fd, void* data, std::size_t size) {
   return all_bytes(fd, static_cast<char*>(data), size, ::read);
 }
+
+/// Writes all of `head` then all of `data` with as few system calls as the descriptor allows (one,
+/// normally: a record's tag and its body in one writev, so that the reader wakes once per record, not
+/// twice); false on an end of file or an error. `send_flags` (MSG_NOSIGNAL) makes it a sendmsg, for a
+/// socket whose peer may be gone without the caller wanting SIGPIPE.
+COTUNE_DECL bool write_two(int fd, std::string_view head, std::string_view data, int send_flags = -1);
 
 COTUNE_DECL bool write_record(int fd, char tag, std::uint64_t value, std::string_view data = {});
 

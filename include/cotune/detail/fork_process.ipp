@@ -14,10 +14,17 @@ COTUNE_DECL header_message::header_message(std::uint64_t& size) : iov{&size, siz
   msg.msg_controllen = sizeof control;
 }
 
+COTUNE_DECL void job_records::next_job() {
+  accepted = false;
+  reply.reset();
+  exception.reset();
+  append(nullptr, 0);
+}
+
 COTUNE_DECL void job_records::append(const char* data, std::size_t size) {
-  pending.append(data, size);
+  if (size) pending.append(data, size);
   std::size_t at = 0;
-  while (pending.size() - at >= 9) {
+  while (pending.size() - at >= 9 && !(one_answer && answered())) {
     const char tag = pending[at];
     std::uint64_t value = 0;
     std::memcpy(&value, pending.data() + at + 1, sizeof value);
@@ -35,11 +42,41 @@ COTUNE_DECL void job_records::append(const char* data, std::size_t size) {
   pending.erase(0, at);
 }
 
+COTUNE_DECL bool write_two(int fd, std::string_view head, std::string_view data, int send_flags) {
+  iovec parts[2] = {{const_cast<char*>(head.data()), head.size()}, {const_cast<char*>(data.data()), data.size()}};
+  iovec* at = parts;
+  int count = data.empty() ? 1 : 2;
+  while (count > 0) {
+    ssize_t n;
+    if (send_flags >= 0) {
+      msghdr msg{};
+      msg.msg_iov = at;
+      msg.msg_iovlen = static_cast<decltype(msg.msg_iovlen)>(count);
+      n = ::sendmsg(fd, &msg, send_flags);
+    } else {
+      n = ::writev(fd, at, count);
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    auto done = static_cast<std::size_t>(n);
+    while (count > 0 && done >= at->iov_len) {
+      done -= at->iov_len;
+      ++at;
+      --count;
+    }
+    if (count > 0) {
+      at->iov_base = static_cast<char*>(at->iov_base) + done;
+      at->iov_len -= done;
+    }
+  }
+  return true;
+}
+
 COTUNE_DECL bool write_record(int fd, char tag, std::uint64_t value, std::string_view data) {
   char head[9];
   head[0] = tag;
   std::memcpy(head + 1, &value, sizeof value);
-  return write_all(fd, head, sizeof head) && write_all(fd, data.data(), data.size());
+  return write_two(fd, std::string_view(head, sizeof head), data);
 }
 
 COTUNE_DECL void close_inherited(int keep) {

@@ -9,8 +9,9 @@
 ///
 /// A job: load the image (the last `kept_modules` images stay loaded: the finals interleave their
 /// finalists round by round, and reloading a module at every switch cost S2 about 15 ms), map the arguments' IPC handles
-/// (kept while the next job uses them), run once and wait for it with the bench timeout as the
-/// deadline, then (timed jobs) measure with the runtime's benchmarker exactly as in-process. A sticky
+/// (kept while the next job uses them), then run once and wait for it with the bench timeout as the
+/// deadline (a verification job), or measure with the runtime's benchmarker exactly as in-process, its
+/// first run (bounded by the same timeout) the candidate's first (a timed job). A sticky
 /// error (illegal address, trap, assert) is reported and the worker exits: its context is lost.
 ///
 /// What a runtime `W` provides (`rtc_worker` below makes one from a GPU backend's API table):
@@ -53,6 +54,7 @@
 #include <cotune/gpu/device_memory.hpp>
 #include <cotune/gpu/event_timing.hpp>
 #include <cotune/gpu/isolation_protocol.hpp>
+#include <cotune/knobs/knobs.hpp>
 
 namespace cotune::gpu::detail {
 
@@ -109,16 +111,16 @@ public:
         for (std::size_t i = 0; i < job.params.size(); ++i)
           if (saved[i].size()) memory::copy(*ctx_, address(i), saved[i].data(), job.params[i].extent);
       };
-      std::optional<std::chrono::steady_clock::time_point> deadline;
-      if (job.timeout_ms > 0) deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(job.timeout_ms);
-      if (!job.timed) // the verification run: the outputs it must write are poisoned first
+      if (!job.timed) { // the verification run: the outputs it must write are poisoned first
+        std::optional<std::chrono::steady_clock::time_point> deadline;
+        if (job.timeout_ms > 0) deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(job.timeout_ms);
         for (std::size_t i = 0; i < job.params.size(); ++i)
           if (job.params[i].poison && job.params[i].extent >= 4 && aligned_to_4(address(i)))
             memory::fill32(*ctx_, address(i), 0xFFFFFFFFu, job.params[i].extent / 4);
-      once();
-      ctx_->synchronize("the candidate's first run", deadline);
-      if (!job.timed) return send_frame(fd, tag_values, encode_values({}));
-      if (!send_frame(fd, tag_first_run, {})) return false;
+        once();
+        ctx_->synchronize("the candidate's first run", deadline);
+        return send_frame(fd, tag_values, encode_values({}));
+      }
       const event_bench_options o{.graph = job.graph, .flush_factor = job.flush_factor,
                                   .batch_below_us = job.batch_below_us};
       if (!bench_ || o.graph != bench_options_.graph || o.flush_factor != bench_options_.flush_factor ||
@@ -126,8 +128,21 @@ public:
         bench_.emplace(device_, o);
         bench_options_ = o;
       }
-      const measurement m = bench_->measure(once, job.bench);
-      return send_frame(fd, tag_values, encode_values(as_values(m)));
+      // The benchmarker's own first run is the candidate's first run: it waits for it, bounded by the
+      // parent's COTUNE_BENCH_TIMEOUT_MS (set here: the parent may have set it in code), before it
+      // launches again, so the second launch is the moment to tell the parent that the kernel ends
+      // ('F'). A first run of the worker's own before the benchmark cost one more kernel run and wait
+      // per candidate than in-process measuring.
+      const auto timeout = knobs().bench.timeout_ms.scoped(job.timeout_ms);
+      std::size_t launches = 0;
+      bool told = true;
+      const measurement m = bench_->measure(
+          [&] {
+            if (++launches == 2) told = send_frame(fd, tag_first_run, {});
+            once();
+          },
+          job.bench);
+      return told && send_frame(fd, tag_values, encode_values(as_values(m)));
     } catch (const timeout_error& e) {
       (void)send_frame(fd, tag_failed, std::string(1, static_cast<char>(worker_failure::timeout)) + e.what());
       return false;

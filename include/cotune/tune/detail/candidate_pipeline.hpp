@@ -14,6 +14,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -34,8 +35,11 @@ namespace cotune {
 template <class Core, class State>
 class candidate_pipeline {
 public:
-  /// On device `d`'s thread: measures candidate `i` with `o` and pushes its event.
-  using measure_fn = std::function<void(std::size_t i, std::size_t d, const bench_options& o)>;
+  /// On device `d`'s thread: measures candidate `i` with `o` and pushes its event. `next`: the
+  /// candidate that device is likely to measure next with `o` (the next ready one, when no other device
+  /// is free to take it), for a measurer that prepares it while `i` runs (an isolated worker).
+  using measure_fn =
+      std::function<void(std::size_t i, std::size_t d, const bench_options& o, std::optional<std::size_t> next)>;
   /// Candidate `i` compiled (`compiled`), or has its outcome: a failed compile or a measurement.
   using report_fn = std::function<void(std::size_t i, bool compiled)>;
 
@@ -176,7 +180,10 @@ private:
       const std::size_t i = ready_.back(), d = idle_.back();
       ready_.pop_back();
       idle_.pop_back();
-      boost::asio::post(ctx_.eng.device_executor(ctx_.device_ids[d]), [measure = measure_, i, d, o] { measure(i, d, o); });
+      std::optional<std::size_t> next;
+      if (idle_.empty() && !ready_.empty()) next = ready_.back();
+      boost::asio::post(ctx_.eng.device_executor(ctx_.device_ids[d]),
+                        [measure = measure_, i, d, o, next] { measure(i, d, o, next); });
     }
   }
 

@@ -40,6 +40,7 @@ COTUNE_DECL std::vector<double> isolated_values(isolated_result run, std::string
                                            std::string_view process);
 
 class fork_server;
+class fork_server_lane;
 
 /// COTUNE_ISOLATE for backends with `fork_isolation` (the host): one tuning's candidates measured one
 /// after another in a persistent copy of the process. The copy is a worker of a `fork_server` forked
@@ -63,8 +64,12 @@ public:
 
   /// Candidate `index`'s values (as_values of its measurement), within COTUNE_BENCH_TIMEOUT_MS;
   /// throws the candidate's failure (crashed, hung, wrong result, error) as isolated_values does.
+  /// `next`: the candidate likely to be measured next with the same options, sent to the worker now
+  /// so that it starts that one as soon as it is done with this one (a wrong guess costs one
+  /// measurement in the worker, whose outcome is dropped).
   [[nodiscard]] COTUNE_DECL std::vector<double> measure(std::size_t index, const bench_options& o,
-                                                        std::string_view kernel, std::string_view shown);
+                                                        std::string_view kernel, std::string_view shown,
+                                                        std::optional<std::size_t> next = std::nullopt);
 
   /// Ends the server and its worker (the next `measure` forks a new one).
   COTUNE_DECL void stop() noexcept;
@@ -73,10 +78,20 @@ private:
   /// The fork_server's job: a request (the index and the pass's budgets) in, "R" and the values, or "M".
   static std::string serve(const void* self, std::string_view request);
 
+  /// One request: the candidate and the budgets of its pass (screening or full).
+  struct request {
+    std::uint64_t index;
+    double warmup_ms;
+    double rep_ms;
+    friend bool operator==(const request&, const request&) = default;
+  };
+
   measure_fn measure_;
   const void* context_;
   bench_options base_{}; ///< the options of the first request; later requests change only the budgets
   std::unique_ptr<fork_server> server_;
+  std::unique_ptr<fork_server_lane> lane_; ///< the server's worker, held for this measurer's requests
+  std::optional<request> ahead_;           ///< sent ahead (`next`), its outcome not yet received
 };
 
 /// Whether this tuning's candidates are measured in isolation: `wanted` (COTUNE_ISOLATE said so), the

@@ -19,25 +19,22 @@
 
 namespace cotune::detail {
 
-/// One request to a fork_measurer's worker: the candidate and the budgets of its pass (screening or full).
-struct fork_measure_request {
-  std::uint64_t index;
-  double warmup_ms;
-  double rep_ms;
-};
-
 COTUNE_DECL fork_measurer::fork_measurer(measure_fn measure, const void* context)
     : measure_(measure), context_(context) {}
 
 COTUNE_DECL fork_measurer::~fork_measurer() { stop(); }
 
-COTUNE_DECL void fork_measurer::stop() noexcept { server_.reset(); }
+COTUNE_DECL void fork_measurer::stop() noexcept {
+  ahead_.reset();
+  lane_.reset(); // before its server
+  server_.reset();
+}
 
-COTUNE_DECL std::string fork_measurer::serve(const void* self, std::string_view request) {
+COTUNE_DECL std::string fork_measurer::serve(const void* self, std::string_view bytes) {
   const auto& me = *static_cast<const fork_measurer*>(self);
-  fork_measure_request r{};
-  if (request.size() != sizeof r) throw error("isolated measurement: a malformed request");
-  std::memcpy(&r, request.data(), sizeof r);
+  request r{};
+  if (bytes.size() != sizeof r) throw error("isolated measurement: a malformed request");
+  std::memcpy(&r, bytes.data(), sizeof r);
   bench_options o = me.base_;
   o.warmup_ms = r.warmup_ms;
   o.rep_ms = r.rep_ms;
@@ -49,10 +46,11 @@ COTUNE_DECL std::string fork_measurer::serve(const void* self, std::string_view 
 }
 
 COTUNE_DECL std::vector<double> fork_measurer::measure(std::size_t index, const bench_options& o,
-                                                       std::string_view kernel, std::string_view shown) {
+                                                       std::string_view kernel, std::string_view shown,
+                                                       std::optional<std::size_t> next) {
   const auto limit = std::chrono::milliseconds(std::max<std::int64_t>(1, knobs().bench.timeout_ms.get()));
-  const fork_measure_request r{index, o.warmup_ms, o.rep_ms};
-  const std::string_view request(reinterpret_cast<const char*>(&r), sizeof r);
+  const request r{index, o.warmup_ms, o.rep_ms};
+  auto bytes = [](const request& q) { return std::string_view(reinterpret_cast<const char*>(&q), sizeof q); };
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!server_) {
       base_ = o;
@@ -60,8 +58,22 @@ COTUNE_DECL std::vector<double> fork_measurer::measure(std::size_t index, const 
       // tuning's candidates are one kernel's, and the server dies with the tuning).
       server_ = std::make_unique<fork_server>(&serve, this, nullptr,
                                               warm_workers{.count = 1, .jobs_per_worker = 1000000, .prestart = 1});
+      lane_ = std::make_unique<fork_server_lane>(*server_);
     }
-    const job_result done = server_->run(request, std::chrono::steady_clock::now() + limit);
+    if (ahead_ && *ahead_ == r) {
+      ahead_.reset(); // sent with the last candidate: the first in flight
+    } else {
+      if (ahead_) { // a wrong guess: its outcome is dropped (it is measured again when asked for)
+        ahead_.reset();
+        (void)lane_->receive(std::chrono::steady_clock::now() + limit);
+      }
+      lane_->send(bytes(r));
+    }
+    if (next && *next != index && attempt == 0) {
+      ahead_ = request{*next, o.warmup_ms, o.rep_ms};
+      lane_->send(bytes(*ahead_));
+    }
+    const job_result done = lane_->receive(std::chrono::steady_clock::now() + limit);
     isolated_result run;
     switch (done.outcome) {
     case job_outcome::ok:

@@ -169,8 +169,10 @@ private:
   /// On device `d`'s thread: loads candidate `i` there and times it (one candidate: runs it once).
   /// `isolate`: in a forked copy of the process or the backend's worker (tune/isolated_measure.hpp),
   /// where a crash or a hang costs this candidate alone; a forked copy's writes do not come back.
+  /// `next`: the candidate likely measured next on `d` (the pipeline's guess), which the isolated copy
+  /// starts as soon as it is done with `i`.
   void measure_one(shared_state& state, std::size_t i, std::size_t d, std::size_t launch_dev, const bench_options& bopts,
-                   std::size_t n, bool isolate);
+                   std::size_t n, bool isolate, std::optional<std::size_t> next = std::nullopt);
 
   /// On device `d`'s thread, before interleaved finals there: loads each finalist not loaded there yet
   /// (measured on another device in the first pass), so that on_load runs on it first; one that fails
@@ -206,7 +208,7 @@ private:
   /// Candidate `i` loaded and timed in the tuning's isolated copy (fork isolation: the host), which
   /// is forked at the first call and ended once the tuning has measured.
   measurement measure_in_fork(shared_state& state, std::size_t i, std::size_t d, const bench_options& o,
-                              std::size_t n);
+                              std::size_t n, std::optional<std::size_t> next);
 
   /// What the fork measurer's copy runs (`context` is this job's fork_context, as copied).
   static std::optional<std::vector<double>> measure_forked(const void* context, std::size_t index,
@@ -238,12 +240,13 @@ private:
 
 template <Backend B, class Bench, CacheManager Cache>
 measurement tuning_job<B, Bench, Cache>::measure_in_fork(shared_state& state, std::size_t i, std::size_t d,
-                                                         const bench_options& o, std::size_t n) {
+                                                         const bench_options& o, std::size_t n,
+                                                         std::optional<std::size_t> next) {
   if (!fork_measurer_) {
     fork_context_ = fork_context{this, &state, d, n};
     fork_measurer_ = std::make_unique<detail::fork_measurer>(&measure_forked, &fork_context_);
   }
-  return measurement_of_values(fork_measurer_->measure(i, o, ctx_.kernel.name, shown(state.results[i].cfg)));
+  return measurement_of_values(fork_measurer_->measure(i, o, ctx_.kernel.name, shown(state.results[i].cfg), next));
 }
 
 template <Backend B, class Bench, CacheManager Cache>
@@ -253,8 +256,12 @@ std::optional<std::vector<double>> tuning_job<B, Bench, Cache>::measure_forked(c
   auto& state = *c.state;
   if (index >= state.binaries.size() || !state.binaries[index]) return std::nullopt; // compiled after the fork
   const config& cfg = state.results[index].cfg;
-  const auto fn = c.job->call_->load(*state.binaries[index], cfg, c.device); // runs on_load, in the copy
-  return as_values(c.job->call_->time(*state.binaries[index], fn, cfg, c.device, o, c.candidates, false));
+  auto fn = c.job->call_->load(*state.binaries[index], cfg, c.device); // runs on_load, in the copy
+  auto values = as_values(c.job->call_->time(*state.binaries[index], fn, cfg, c.device, o, c.candidates, false));
+  // Kept loaded in the copy (its own `loaded`, never read back), as in-process measuring keeps it: an
+  // unload per candidate (dlclose, unmapping) is work the in-process path does not do while it measures.
+  state.loaded[index].emplace(std::move(fn));
+  return values;
 }
 
 template <Backend B, class Bench, CacheManager Cache>
@@ -417,9 +424,10 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
   auto self = this->shared_from_this(); // the tasks hold the job: its arguments outlive them
   pipeline_type pipeline(
       ctx_, state, devs, launch_dev, detail::overlaps_compile<B>(),
-      [self, state, launch_dev, n, isolate = isolate_](std::size_t i, std::size_t d, const bench_options& o) {
-        self->on_device(d, [self, state, i, d, launch_dev, o, n, isolate] {
-          self->measure_one(*state, i, d, launch_dev, o, n, isolate);
+      [self, state, launch_dev, n, isolate = isolate_](std::size_t i, std::size_t d, const bench_options& o,
+                                                       std::optional<std::size_t> next) {
+        self->on_device(d, [self, state, i, d, launch_dev, o, n, isolate, next] {
+          self->measure_one(*state, i, d, launch_dev, o, n, isolate, next);
         });
       },
       [this, state, n](std::size_t i, bool compiled) { report(state->results, i, n, compiled); });
@@ -578,7 +586,8 @@ std::vector<std::size_t> tuning_job<B, Bench, Cache>::measuring_devices() {
 
 template <Backend B, class Bench, CacheManager Cache>
 void tuning_job<B, Bench, Cache>::measure_one(shared_state& state, std::size_t i, std::size_t d, std::size_t launch_dev,
-                                              const bench_options& bopts, std::size_t n, bool isolate) {
+                                              const bench_options& bopts, std::size_t n, bool isolate,
+                                              std::optional<std::size_t> next) {
   auto& r = state.results[i];
   r.device = static_cast<int>(d);
   r.resumed = false; // measured now
@@ -588,7 +597,7 @@ void tuning_job<B, Bench, Cache>::measure_one(shared_state& state, std::size_t i
       const auto phase = state.timeline.measure_phase();
       if (isolate && detail::fork_isolation<B>()) {
         tuning_timeline::scope span(state.timeline, i, phase, ctx_.device_ids[d], "forked copy");
-        return measure_in_fork(state, i, d, bopts, n);
+        return measure_in_fork(state, i, d, bopts, n, next);
       }
       {
         tuning_timeline::scope span(state.timeline, i, trace_phase::load, ctx_.device_ids[d]);
