@@ -77,6 +77,13 @@ work_tuner::options serving_options(std::shared_ptr<observer> obs) {
           .first_call = first_call_mode::serve};
 }
 
+/// The same, tuning on `spare` instead of the caller's output (the caller's buffer stays the stand-in's).
+work_tuner::options serving_options(std::shared_ptr<observer> obs, int& spare) {
+  auto opts = serving_options(std::move(obs));
+  opts.tuning_args = [&spare](int*, int n) { return std::tuple<int*, int>(&spare, n); };
+  return opts;
+}
+
 } // namespace
 
 TEST_CASE("key_distance compares keys of one shape on a log scale and refuses keys of different shapes",
@@ -103,8 +110,7 @@ TEST_CASE("a first call is served by the first candidate at once and every later
   private_cache cache;
   auto obs = std::make_shared<serving_observer>();
   int spare = 0; // the background tuning's own output, so that the caller's `out` is its alone
-  auto opts = serving_options(obs);
-  opts.tuning_args = [&spare](int*, int n) { return std::tuple<int*, int>(&spare, n); };
+  auto opts = serving_options(obs, spare);
   work_tuner tuner{work_kernel("serve_first"), cost_configs({16, 1, 4}), opts};
   int out = 0;
   tuner(&out, 2000);
@@ -136,9 +142,8 @@ TEST_CASE("a stand-in is the options' default config when nothing better is know
   private_cache cache;
   auto obs = std::make_shared<serving_observer>();
   int spare = 0;
-  auto opts = serving_options(obs);
+  auto opts = serving_options(obs, spare);
   opts.default_config = config{{"COST", 8}};
-  opts.tuning_args = [&spare](int*, int n) { return std::tuple<int*, int>(&spare, n); };
   work_tuner tuner{work_kernel("serve_default"), cost_configs({16, 1, 8}), opts};
   int out = 0;
   tuner(&out, 1000);
@@ -153,9 +158,8 @@ TEST_CASE("a stand-in is the winner of the nearest tuned key of the same shape, 
   private_cache cache;
   auto obs = std::make_shared<serving_observer>();
   int spare = 0;
-  auto opts = serving_options(obs);
+  auto opts = serving_options(obs, spare);
   opts.default_config = config{{"COST", 16}};
-  opts.tuning_args = [&spare](int*, int n) { return std::tuple<int*, int>(&spare, n); };
   // Two tuned keys whose winners are known without measuring: each has one candidate left.
   opts.early_config_prune = [](const std::vector<config>& all, int*, int n) {
     if (n == 100) return std::vector<config>{all[1]};  // COST 4
@@ -196,9 +200,8 @@ TEST_CASE("a stand-in is the shipped database's winner for the key before any ne
 
   auto obs = std::make_shared<serving_observer>();
   int spare = 0;
-  auto opts = serving_options(obs);
+  auto opts = serving_options(obs, spare);
   opts.default_config = config{{"COST", 16}};
-  opts.tuning_args = [&spare](int*, int n) { return std::tuple<int*, int>(&spare, n); };
   // The tuned neighbour's winner is COST 1 without measuring (a measurement could pick COST 8 on a loaded machine).
   opts.early_config_prune = [](const std::vector<config>& all, int*, int n) {
     return n == 400 ? std::vector<config>{all[1]} : all;
@@ -253,8 +256,7 @@ TEST_CASE("a stand-in whose launch throws is retired: that call gets the error, 
   private_cache cache;
   auto obs = std::make_shared<serving_observer>();
   int spare = 0;
-  auto opts = serving_options(obs);
-  opts.tuning_args = [&spare](int*, int n) { return std::tuple<int*, int>(&spare, n); };
+  auto opts = serving_options(obs, spare);
   std::vector<config> configs = cost_configs({16, 1, 4});
   configs[0].with_pre_hook("fails", [](const hook_args&) { throw std::runtime_error("stand-in hook failed"); });
   work_tuner tuner{work_kernel("serve_throws"), configs, opts};
@@ -408,8 +410,7 @@ TEST_CASE("a background tuning pauses between its measurements to keep within it
   private_cache cache;
   auto obs = std::make_shared<serving_observer>();
   int spare = 0;
-  auto opts = serving_options(obs);
-  opts.tuning_args = [&spare](int*, int n) { return std::tuple<int*, int>(&spare, n); };
+  auto opts = serving_options(obs, spare);
   // A twentieth: after each measurement the device is left alone for 19 times its length, so every
   // measurement after the first waits (the next one is dispatched at once, microseconds later).
   opts.background_share = 0.05;
@@ -473,8 +474,7 @@ TEST_CASE("a background measurement whose samples are noisy is measured again, a
   private_cache cache;
   auto obs = std::make_shared<serving_observer>();
   int spare = 0;
-  auto opts = serving_options(obs);
-  opts.tuning_args = [&spare](int*, int n) { return std::tuple<int*, int>(&spare, n); };
+  auto opts = serving_options(obs, spare);
   opts.background_share = 1.0; // no pauses: this test is about the noise
   opts.bench = jitter_bench();
   work_tuner tuner{{.name = "background_jitter", .code = jitter_code, .entry = "work"}, jitter_configs(), opts};
