@@ -426,8 +426,11 @@ auto tuning_job<B, Bench, Cache>::measure() -> boost::asio::awaitable<std::share
       ctx_, state, devs, launch_dev, detail::overlaps_compile<B>(),
       [self, state, launch_dev, n, isolate = isolate_](std::size_t i, std::size_t d, const bench_options& o,
                                                        std::optional<std::size_t> next) {
-        self->on_device(d, [self, state, i, d, launch_dev, o, n, isolate, next] {
-          self->measure_one(*state, i, d, launch_dev, o, n, isolate, next);
+        // A paced (background) tuning sends no candidate ahead: the isolated copy would measure it
+        // during the pause that leaves the device to the program.
+        const auto ahead = self->background_share_ > 0 ? std::nullopt : next;
+        self->on_device(d, [self, state, i, d, launch_dev, o, n, isolate, ahead] {
+          self->measure_one(*state, i, d, launch_dev, o, n, isolate, ahead);
         });
       },
       [this, state, n](std::size_t i, bool compiled) { report(state->results, i, n, compiled); });
