@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -60,6 +61,30 @@ TEST_CASE("a device is warm only within the window after a measurement ended", "
   w.touch();
   CHECK(w.warm(1e9));
   CHECK_FALSE(w.warm(0.0));
+}
+
+TEST_CASE("a device's warmth is one per runtime and device: a measurement anywhere on it warms every reader",
+          "[gpu][event_timing]") {
+  auto& a = gpu::device_warmth::of("TESTRT", 7);
+  CHECK(&a == &gpu::device_warmth::of("TESTRT", 7));
+  CHECK(&a != &gpu::device_warmth::of("TESTRT", 8));
+  CHECK(&a != &gpu::device_warmth::of("OTHERRT", 7));
+  CHECK_FALSE(a.warm(1e9));
+  gpu::device_warmth::of("TESTRT", 7).touch(); // e.g. an isolation worker's measurement returned
+  CHECK(a.warm(1e9));
+  CHECK_FALSE(gpu::device_warmth::of("TESTRT", 8).warm(1e9));
+  // Read and touched from several threads at once (the TSan build runs this).
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([t] {
+      for (int i = 0; i < 1000; ++i) {
+        auto& w = gpu::device_warmth::of("TESTRT", 9 + t % 2);
+        w.touch();
+        (void)w.warm(1.0);
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(gpu::device_warmth::of("TESTRT", 9).warm(1e9));
 }
 
 TEST_CASE("settings from a benchmarker's options: explicit options win over knobs, warmth caps the warm-up",

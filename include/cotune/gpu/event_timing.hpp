@@ -34,12 +34,15 @@
 
 #include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include <fmt/core.h>
@@ -75,18 +78,31 @@ struct timing_settings {
 inline constexpr double warm_within_ms = 100.0;
 
 /// Whether a device is warm: it finished a measurement less than `within_ms` ago, so its clocks are
-/// up and a long warm-up would repeat what that measurement did. A GPU benchmarker keeps one.
+/// up and a long warm-up would repeat what that measurement did. One per device and process (`of`):
+/// every GPU benchmarker of that device reads it, and a measurement that ended anywhere on the device
+/// counts, also one taken in its isolation worker (gpu/isolation.hpp touches it when a worker's
+/// measurement returns). Before it was one per benchmarker, and an isolated tuning's finals, the
+/// first measurements of this process's benchmarker, warmed up for the whole bench.warmup_ms on a
+/// device the worker had just kept busy (S2 on the H200: about 20 ms more than with isolation off).
+/// Thread-safe.
 class device_warmth {
 public:
-  [[nodiscard]] bool warm(double within_ms) const {
-    return last_ && std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - *last_).count() <
-                        within_ms;
-  }
+  device_warmth() = default;
+  device_warmth(const device_warmth&) = delete;
+  device_warmth& operator=(const device_warmth&) = delete;
+
+  /// The process's record of device `ordinal` of runtime `runtime` ("CUDA", "HIP").
+  [[nodiscard]] COTUNE_DECL static device_warmth& of(std::string_view runtime, int ordinal);
+
+  [[nodiscard]] COTUNE_DECL bool warm(double within_ms) const;
   /// A measurement on the device just ended.
-  void touch() { last_ = std::chrono::steady_clock::now(); }
+  void touch() noexcept {
+    last_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  }
 
 private:
-  std::optional<std::chrono::steady_clock::time_point> last_;
+  static constexpr std::chrono::steady_clock::rep never = std::numeric_limits<std::chrono::steady_clock::rep>::min();
+  std::atomic<std::chrono::steady_clock::rep> last_{never};
 };
 
 /// How a GPU benchmarker measures (defaults from the knobs where unset): `cuda_bench_options` and
@@ -305,7 +321,7 @@ public:
     ensure_flush_buffer();
     typename Derived::timer t{self};
     measurement m = timed_measurement(t, fn, opts, settings());
-    warmth_.touch();
+    warmth_->touch();
     m.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     return m;
   }
@@ -320,10 +336,10 @@ public:
 
 protected:
   event_benchmarker(const context_type& ctx, std::int64_t l2_bytes, event_bench_options o)
-      : context_(&ctx), l2_bytes_(l2_bytes), options_(o) {}
+      : context_(&ctx), l2_bytes_(l2_bytes), options_(o), warmth_(&device_warmth::of(R::name, ctx.ordinal())) {}
 
   [[nodiscard]] timing_settings settings() const {
-    return settings_from(options_, Derived::runtime_knobs().graph.get(), warmth_, knobs().bench.batch_below_us.get(),
+    return settings_from(options_, Derived::runtime_knobs().graph.get(), *warmth_, knobs().bench.batch_below_us.get(),
                          knobs().bench.warm_warmup_ms.get(), warm_within_ms);
   }
 
@@ -343,9 +359,13 @@ protected:
   const context_type* context_;
   std::int64_t l2_bytes_;
   event_bench_options options_;
-  device_warmth warmth_; ///< when this benchmarker's device last finished a measurement
+  device_warmth* warmth_; ///< when this benchmarker's device last finished a measurement (device_warmth::of)
   device_buffer<R, std::uint32_t> flush_;
   std::uint32_t flush_round_ = 0;
 };
 
 } // namespace cotune::gpu
+
+#if COTUNE_HEADER_ONLY
+#include <cotune/gpu/event_timing.ipp>
+#endif

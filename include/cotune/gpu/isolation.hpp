@@ -48,6 +48,7 @@
 #include <cotune/core/buffer.hpp>
 #include <cotune/detail/isolated_run.hpp>
 #include <cotune/gpu/device_memory.hpp>
+#include <cotune/gpu/event_timing.hpp>
 #include <cotune/gpu/isolation_pool.hpp>
 #include <cotune/gpu/isolation_protocol.hpp>
 #include <cotune/gpu/loaded_kernel.hpp>
@@ -203,7 +204,12 @@ template <const worker_kind& Kind, class S, class K, class... Args>
   }
   ctx.make_current();
   ctx.synchronize("waiting for the device before measuring in the isolation worker");
-  return pool.run(ctx.ordinal(), job);
+  auto out = pool.run(ctx.ordinal(), job);
+  // The device is as warm as after a measurement here: this process's next one (the finals) need
+  // not warm it up again.
+  if (job.timed && out.end == cotune::detail::isolated_result::ending::returned)
+    device_warmth::of(K::memory::name, ctx.ordinal()).touch();
+  return out;
 }
 
 } // namespace cotune::gpu::detail

@@ -8,6 +8,7 @@
 #endif
 
 #include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+#include <cotune/gpu/event_timing.ipp>
 #include <cotune/gpu/rtc_compile.ipp>
 #include <cotune/gpu/precompiled_file.ipp>
 #include <cotune/gpu/runtime_library.ipp>
