@@ -39,7 +39,7 @@ namespace detail {
   if (r.timed_out || r.cancelled) return std::nullopt;
   if (r.signal) {
     const char* what = ::sigdescr_np(r.signal);
-    return fmt::format("killed by signal {} ({})", r.signal, what ? what : "unknown signal");
+    return fmt::format(COTUNE_FMT("killed by signal {} ({})"), r.signal, what ? what : "unknown signal");
   }
   if (r.exit_code == 0) return std::nullopt;
   for (std::string_view marker : {"internal compiler error", "command failed due to signal"}) {
@@ -100,7 +100,7 @@ namespace detail {
         model = line.substr(line.find(':') + 2);
         break;
       }
-    return fmt::format("{},{},{}", u.machine, u.sysname, model);
+    return fmt::format(COTUNE_FMT("{},{},{}"), u.machine, u.sysname, model);
   }();
   return platform;
 }
@@ -141,8 +141,8 @@ COTUNE_DECL host_compiler resolve_host_compiler() {
   if (auto chosen = knobs().build.cxx.get()) {
     path = detail::find_on_path(*chosen);
     if (!path)
-      throw error(fmt::format("host backend: the compiler CXX='{}' was not found or is not executable; "
-                              "set CXX (cotune::knobs().build.cxx) to an installed C++ compiler",
+      throw error(fmt::format(COTUNE_FMT("host backend: the compiler CXX='{}' was not found or is not executable; "
+                                         "set CXX (cotune::knobs().build.cxx) to an installed C++ compiler"),
                               *chosen));
   } else {
     for (const char* name : {"c++", "g++", "clang++"})
@@ -160,13 +160,14 @@ COTUNE_DECL host_compiler resolve_host_compiler() {
     try {
       r = detail::run_process({path->string(), "--version"}, std::chrono::seconds(30));
     } catch (const std::system_error& e) {
-      throw error(fmt::format("host backend: cannot run '{} --version': {}; set CXX (cotune::knobs().build.cxx) to "
-                              "an installed C++ compiler",
-                              path->string(), e.what()));
+      throw error(
+          fmt::format(COTUNE_FMT("host backend: cannot run '{} --version': {}; set CXX (cotune::knobs().build.cxx) to "
+                                 "an installed C++ compiler"),
+                      path->string(), e.what()));
     }
     if (r.exit_code != 0)
-      throw error(fmt::format("host backend: '{} --version' failed (exit {}): {}", path->string(), r.exit_code,
-                              r.output));
+      throw error(fmt::format(COTUNE_FMT("host backend: '{} --version' failed (exit {}): {}"), path->string(),
+                              r.exit_code, r.output));
     it = versions.emplace(*path, r.output).first;
   }
   return {*path, it->second};
@@ -174,7 +175,8 @@ COTUNE_DECL host_compiler resolve_host_compiler() {
 
 COTUNE_DECL std::string host_backend::fingerprint(const device&) const {
   auto cc = resolve_host_compiler();
-  return fmt::format("host;{};{};{}", cc.path.string(), detail::sha256_hex(cc.version), detail::host_platform());
+  return fmt::format(COTUNE_FMT("host;{};{};{}"), cc.path.string(), detail::sha256_hex(cc.version),
+                     detail::host_platform());
 }
 
 COTUNE_DECL std::vector<std::string> host_backend::command(const host_compiler& cc, const kernel_source& k,
@@ -186,7 +188,7 @@ COTUNE_DECL std::vector<std::string> host_backend::command(const host_compiler& 
   cmd.insert(cmd.end(), {"-shared", "-fPIC"});
   for (const auto& o : k.options) cmd.push_back(o);
   for (const auto& d : k.include_dirs) cmd.push_back("-I" + d);
-  for (const auto& [name, v] : c.params()) cmd.push_back(fmt::format("-D{}={}", name, v.macro_text()));
+  for (const auto& [name, v] : c.params()) cmd.push_back(fmt::format(COTUNE_FMT("-D{}={}"), name, v.macro_text()));
   cmd.insert(cmd.end(), {src, "-o", out});
   return cmd;
 }
@@ -202,14 +204,15 @@ COTUNE_DECL binary_recipe host_backend::binary_key(const kernel_source& k, const
 COTUNE_DECL host_backend::binary host_backend::compile(const kernel_source& k, const config& c, const device&,
                                                       std::stop_token stop) const {
   if (!is_identifier(k.name))
-    throw error(fmt::format("host backend: kernel name '{}' must be a C identifier", k.name));
+    throw error(fmt::format(COTUNE_FMT("host backend: kernel name '{}' must be a C identifier"), k.name));
   auto cc = resolve_host_compiler();
   const std::string file = k.name + ".so";
   // In $TMPDIR (else /tmp), like every other temporary file.
   std::string tmpl = (std::filesystem::temp_directory_path() / "cotune-build-XXXXXX").string();
   if (!::mkdtemp(tmpl.data()))
-    throw error(fmt::format("host backend: cannot create a build directory '{}': {}; set TMPDIR to a writable place",
-                            tmpl, std::strerror(errno)));
+    throw error(fmt::format(
+        COTUNE_FMT("host backend: cannot create a build directory '{}': {}; set TMPDIR to a writable place"), tmpl,
+        std::strerror(errno)));
   const std::filesystem::path tmp(tmpl);
   struct cleanup {
     std::filesystem::path dir;
@@ -224,7 +227,7 @@ COTUNE_DECL host_backend::binary host_backend::compile(const kernel_source& k, c
   {
     std::ofstream f(src, std::ios::binary);
     f << k.code;
-    if (!f) throw error(fmt::format("host backend: cannot write '{}'", src));
+    if (!f) throw error(fmt::format(COTUNE_FMT("host backend: cannot write '{}'"), src));
   }
   auto cmd = command(cc, k, c, src, out);
   // TMPDIR inside the build directory: a compiler killed by the timeout or a stop request cannot
@@ -236,28 +239,31 @@ COTUNE_DECL host_backend::binary host_backend::compile(const kernel_source& k, c
     r = detail::run_process(cmd, std::chrono::milliseconds(knobs().autotuning.compile_timeout_ms.get()), stop,
                             {"TMPDIR=" + tmp.string()});
   } catch (const std::system_error& e) {
-    throw error(fmt::format("host backend: cannot run the compiler for kernel '{}' with config {{{}}}: {}; command: {}",
-                            k.name, c.params_text(), e.what(), shown));
+    throw error(fmt::format(
+        COTUNE_FMT("host backend: cannot run the compiler for kernel '{}' with config {{{}}}: {}; command: {}"), k.name,
+        c.params_text(), e.what(), shown));
   }
   if (r.timed_out)
-    throw timeout_error(fmt::format("host backend: compiling kernel '{}' with config {{{}}} took longer than "
-                                    "COTUNE_COMPILE_TIMEOUT_MS={} ms and was cancelled; command: {}",
-                                    k.name, c.params_text(), knobs().autotuning.compile_timeout_ms.get(), shown));
+    throw timeout_error(
+        fmt::format(COTUNE_FMT("host backend: compiling kernel '{}' with config {{{}}} took longer than "
+                               "COTUNE_COMPILE_TIMEOUT_MS={} ms and was cancelled; command: {}"),
+                    k.name, c.params_text(), knobs().autotuning.compile_timeout_ms.get(), shown));
   if (r.cancelled)
-    throw timeout_error(fmt::format("host backend: compiling kernel '{}' with config {{{}}} was cancelled",
+    throw timeout_error(fmt::format(COTUNE_FMT("host backend: compiling kernel '{}' with config {{{}}} was cancelled"),
                                     k.name, c.params_text()));
   if (auto crash = detail::compiler_crash(r))
-    throw compiler_crashed(fmt::format("host backend: the compiler crashed ({}) while compiling kernel '{}' with "
-                                       "config {{{}}}: this is not an error in the kernel; command: {}\n{}",
-                                       *crash, k.name, c.params_text(), shown, r.output),
-                           r.output);
+    throw compiler_crashed(
+        fmt::format(COTUNE_FMT("host backend: the compiler crashed ({}) while compiling kernel '{}' with "
+                               "config {{{}}}: this is not an error in the kernel; command: {}\n{}"),
+                    *crash, k.name, c.params_text(), shown, r.output),
+        r.output);
   if (r.exit_code != 0)
-    throw compile_error(fmt::format("host backend: kernel '{}' with config {{{}}} does not compile "
-                                    "(exit {}); command: {}\n{}",
+    throw compile_error(fmt::format(COTUNE_FMT("host backend: kernel '{}' with config {{{}}} does not compile "
+                                               "(exit {}); command: {}\n{}"),
                                     k.name, c.params_text(), r.exit_code, shown, r.output),
                         r.output);
   auto bytes = detail::read_file(out);
-  if (!bytes) throw error(fmt::format("host backend: the compiler wrote no '{}'", out));
+  if (!bytes) throw error(fmt::format(COTUNE_FMT("host backend: the compiler wrote no '{}'"), out));
   return {*std::move(bytes), {}};
 }
 
@@ -269,24 +275,26 @@ COTUNE_DECL host_backend::function host_backend::load(const binary& bin, const k
       path = detail::process_private_dir() / (detail::sha256_hex(bin.image).substr(0, 32) + "-" + k.name + ".so");
       detail::atomic_write(path, bin.image); // a temporary and a rename: a concurrent dlopen sees a whole file
     } catch (const std::system_error& e) {
-      throw launch_error(fmt::format("host backend: kernel '{}' with config {{{}}}: cannot write the shared object "
-                                     "to the private directory: {}",
-                                     k.name, c.params_text(), e.what()));
+      throw launch_error(
+          fmt::format(COTUNE_FMT("host backend: kernel '{}' with config {{{}}}: cannot write the shared object "
+                                 "to the private directory: {}"),
+                      k.name, c.params_text(), e.what()));
     }
   }
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* e = ::dlerror();
-    throw launch_error(fmt::format("host backend: kernel '{}' with config {{{}}}: dlopen('{}') failed: {}", k.name,
-                                   c.params_text(), path.string(), e ? e : "unknown error"));
+    throw launch_error(fmt::format(COTUNE_FMT("host backend: kernel '{}' with config {{{}}}: dlopen('{}') failed: {}"),
+                                   k.name, c.params_text(), path.string(), e ? e : "unknown error"));
   }
   // The cache entry stays pinned (never evicted) for as long as the library is loaded.
   std::shared_ptr<void> lib(handle, [hold = bin.hold](void* h) { ::dlclose(h); });
   void* sym = ::dlsym(handle, k.entry.c_str());
   if (!sym)
-    throw launch_error(fmt::format("host backend: kernel '{}' with config {{{}}}: the shared object has no symbol "
-                                   "'{}' (declare the entry point extern \"C\")",
-                                   k.name, c.params_text(), k.entry));
+    throw launch_error(
+        fmt::format(COTUNE_FMT("host backend: kernel '{}' with config {{{}}}: the shared object has no symbol "
+                               "'{}' (declare the entry point extern \"C\")"),
+                    k.name, c.params_text(), k.entry));
   return function{std::move(lib), sym};
 }
 
@@ -297,18 +305,20 @@ COTUNE_DECL std::optional<module_global> host_backend::find_global(const functio
   Dl_info info{};
   void* entry = nullptr;
   if (!::dladdr1(address, &info, &entry, RTLD_DL_SYMENT) || !entry)
-    throw error(fmt::format("host backend: cannot tell the size of global '{}' (dladdr1 found no symbol entry)",
-                            symbol));
+    throw error(fmt::format(
+        COTUNE_FMT("host backend: cannot tell the size of global '{}' (dladdr1 found no symbol entry)"), symbol));
   const auto* sym = static_cast<const ElfW(Sym)*>(entry);
   if (ELF64_ST_TYPE(sym->st_info) != STT_OBJECT)
-    throw error(fmt::format("host backend: '{}' is not a variable (ELF symbol type {}); on_load writes global "
-                            "variables only",
-                            symbol, ELF64_ST_TYPE(sym->st_info)));
+    throw error(
+        fmt::format(COTUNE_FMT("host backend: '{}' is not a variable (ELF symbol type {}); on_load writes global "
+                               "variables only"),
+                    symbol, ELF64_ST_TYPE(sym->st_info)));
   const auto at = reinterpret_cast<std::uintptr_t>(address);
   if (!detail::writable_memory(at, sym->st_size))
-    throw error(fmt::format("host backend: global '{}' lies in read-only memory (declared const?); declare it "
-                            "without const to write it in on_load",
-                            symbol));
+    throw error(
+        fmt::format(COTUNE_FMT("host backend: global '{}' lies in read-only memory (declared const?); declare it "
+                               "without const to write it in on_load"),
+                    symbol));
   // The copies keep the library loaded while the global can still be written.
   auto keep = f.library;
   return module_global{at, static_cast<std::size_t>(sym->st_size),

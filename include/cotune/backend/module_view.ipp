@@ -10,11 +10,12 @@ namespace cotune {
 COTUNE_DECL void module_constant::write_to(const module_view& m) const {
   const auto g = m.global<std::byte>(name);
   if (g.size() != bytes.size())
-    throw error(fmt::format("constant '{}': {} bytes were given ({} elements of {} bytes), but the module's global "
-                            "'{}' holds {} bytes; give exactly {} elements of {} bytes, or declare the global with "
-                            "the size of the data",
-                            name, bytes.size(), bytes.size() / element_size, element_size, name, g.size(),
-                            g.size() / element_size, element_size));
+    throw error(
+        fmt::format(COTUNE_FMT("constant '{}': {} bytes were given ({} elements of {} bytes), but the module's global "
+                               "'{}' holds {} bytes; give exactly {} elements of {} bytes, or declare the global with "
+                               "the size of the data"),
+                    name, bytes.size(), bytes.size() / element_size, element_size, name, g.size(),
+                    g.size() / element_size, element_size));
   g.copy_from(bytes);
 }
 

@@ -26,9 +26,11 @@ COTUNE_DECL std::string key_text(const std::vector<argument>& args) {
   std::string out;
   auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
   for (const auto& a : args) {
-    if (a.buffer) add(a.key ? fmt::format("{}: {}[{}]", a.name, to_string(a.type), a.extent)
-                            : fmt::format("{}: {}", a.name, to_string(a.type)));
-    else if (a.key) add(fmt::format("{}={}", a.name, a.scalar.text()));
+    if (a.buffer)
+      add(a.key ? fmt::format(COTUNE_FMT("{}: {}[{}]"), a.name, to_string(a.type), a.extent)
+                : fmt::format(COTUNE_FMT("{}: {}"), a.name, to_string(a.type)));
+    else if (a.key)
+      add(fmt::format(COTUNE_FMT("{}={}"), a.name, a.scalar.text()));
   }
   return out;
 }
@@ -37,10 +39,10 @@ COTUNE_DECL std::string host_trampoline(std::string_view entry, const std::vecto
   std::string call;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
-    call += fmt::format("{}*({}{}*)a[{}]", i ? ", " : "", c_type(a.type), a.buffer ? "*" : "", i);
+    call += fmt::format(COTUNE_FMT("{}*({}{}*)a[{}]"), i ? ", " : "", c_type(a.type), a.buffer ? "*" : "", i);
   }
-  return fmt::format("\n// cotune job trampoline: one void* slot per argument, pointing at its value\n"
-                     "extern \"C\" void cotune_job_entry(void** a) {{ (void)a; {}({}); }}\n",
+  return fmt::format(COTUNE_FMT("\n// cotune job trampoline: one void* slot per argument, pointing at its value\n"
+                                "extern \"C\" void cotune_job_entry(void** a) {{ (void)a; {}({}); }}\n"),
                      entry, call);
 }
 
@@ -129,13 +131,15 @@ COTUNE_DECL void argument_pack::fill(const argument& a, std::byte* p, std::size_
   if (a.fill == fill_kind::file) {
     auto content = cotune::detail::read_file(a.file);
     if (!content)
-      throw error(fmt::format("argument '{}': cannot read the fill file '{}'; give a readable file of {} bytes "
-                              "({} {} elements)",
-                              a.name, a.file.string(), bytes, a.extent, to_string(a.type)));
+      throw error(
+          fmt::format(COTUNE_FMT("argument '{}': cannot read the fill file '{}'; give a readable file of {} bytes "
+                                 "({} {} elements)"),
+                      a.name, a.file.string(), bytes, a.extent, to_string(a.type)));
     if (content->size() != bytes)
-      throw error(fmt::format("argument '{}': the fill file '{}' holds {} bytes, but {} {} elements take {}; "
-                              "write exactly extent * element size bytes",
-                              a.name, a.file.string(), content->size(), a.extent, to_string(a.type), bytes));
+      throw error(
+          fmt::format(COTUNE_FMT("argument '{}': the fill file '{}' holds {} bytes, but {} {} elements take {}; "
+                                 "write exactly extent * element size bytes"),
+                      a.name, a.file.string(), content->size(), a.extent, to_string(a.type), bytes));
     std::memcpy(p, content->data(), bytes);
     return;
   }
@@ -162,11 +166,11 @@ void argument_pack::store_as(const argument& a, std::uint64_t* slot) {
     v = static_cast<T>(a.scalar.as_double());
   } else {
     if (!a.scalar.is_int())
-      throw error(fmt::format("argument '{}': {} is not an integer, but the scalar is {}", a.name, a.scalar.text(),
-                              to_string(a.type)));
+      throw error(fmt::format(COTUNE_FMT("argument '{}': {} is not an integer, but the scalar is {}"), a.name,
+                              a.scalar.text(), to_string(a.type)));
     const std::int64_t n = a.scalar.as_int();
     if (!std::in_range<T>(n))
-      throw error(fmt::format("argument '{}': {} does not fit in {}", a.name, n, to_string(a.type)));
+      throw error(fmt::format(COTUNE_FMT("argument '{}': {} does not fit in {}"), a.name, n, to_string(a.type)));
     v = static_cast<T>(n);
   }
   std::memcpy(slot, &v, sizeof v);
@@ -175,7 +179,8 @@ void argument_pack::store_as(const argument& a, std::uint64_t* slot) {
 COTUNE_DECL void argument_pack::store_scalar(const argument& a, std::uint64_t* slot) {
   switch (a.type) {
   case element_type::float16:
-    throw error(fmt::format("argument '{}': a float16 scalar is not supported; pass it as float32", a.name));
+    throw error(
+        fmt::format(COTUNE_FMT("argument '{}': a float16 scalar is not supported; pass it as float32"), a.name));
   case element_type::float32: store_as<float>(a, slot); break;
   case element_type::float64: store_as<double>(a, slot); break;
   case element_type::int8: store_as<std::int8_t>(a, slot); break;

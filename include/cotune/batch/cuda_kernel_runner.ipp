@@ -41,7 +41,8 @@ COTUNE_DECL device_argument_pack::device_argument_pack(std::vector<argument> arg
       try {
         s.buffers[i] = cuda::device_buffer<std::byte>(d, std::span<const std::byte>(staging));
       } catch (const error& e) {
-        throw error(fmt::format("argument '{}' ({} {} elements): {}", a.name, a.extent, to_string(a.type), e.what()));
+        throw error(fmt::format(COTUNE_FMT("argument '{}' ({} {} elements): {}"), a.name, a.extent, to_string(a.type),
+                                e.what()));
       }
       s.pointers[i] = s.buffers[i].data();
       s.params[i] = &s.pointers[i];

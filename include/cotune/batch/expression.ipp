@@ -84,10 +84,10 @@ struct expression::parser {
     skip();
     const std::size_t c = at;
     if (at >= s.size())
-      throw expression_error(fmt::format("'{}' ends where a number or a name was expected", s), at);
+      throw expression_error(fmt::format(COTUNE_FMT("'{}' ends where a number or a name was expected"), s), at);
     if (eat("(")) {
       parse_or();
-      if (!eat(")")) throw expression_error(fmt::format("missing ')' at column {} of '{}'", at + 1, s), at);
+      if (!eat(")")) throw expression_error(fmt::format(COTUNE_FMT("missing ')' at column {} of '{}'"), at + 1, s), at);
       return;
     }
     auto alpha = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_'; };
@@ -96,11 +96,12 @@ struct expression::parser {
       std::int64_t v = 0;
       while (at < s.size() && digit(s[at])) {
         if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s[at] - '0', &v))
-          throw expression_error(fmt::format("number too large at column {} of '{}'", c + 1, s), c);
+          throw expression_error(fmt::format(COTUNE_FMT("number too large at column {} of '{}'"), c + 1, s), c);
         ++at;
       }
       if (at < s.size() && alpha(s[at]))
-        throw expression_error(fmt::format("'{}' at column {} of '{}' is neither a number nor a name", s[at], at + 1, s), at);
+        throw expression_error(
+            fmt::format(COTUNE_FMT("'{}' at column {} of '{}' is neither a number nor a name"), s[at], at + 1, s), at);
       e.nodes_.push_back(node{op::number, v, {}, c});
       return;
     }
@@ -116,23 +117,29 @@ struct expression::parser {
         if (name == "cdiv") f = op::cdiv;
         else if (name == "min") f = op::min;
         else if (name == "max") f = op::max;
-        else throw expression_error(fmt::format("unknown function '{}' at column {} of '{}'; the functions are "
-                                                "cdiv, min and max", name, c + 1, s), c);
+        else
+          throw expression_error(fmt::format(COTUNE_FMT("unknown function '{}' at column {} of '{}'; the functions are "
+                                                        "cdiv, min and max"),
+                                             name, c + 1, s),
+                                 c);
         parse_or();
         if (!eat(","))
-          throw expression_error(fmt::format("'{}' takes two arguments: expected ',' at column {} of '{}'", name,
-                                             at + 1, s), at);
+          throw expression_error(
+              fmt::format(COTUNE_FMT("'{}' takes two arguments: expected ',' at column {} of '{}'"), name, at + 1, s),
+              at);
         parse_or();
-        if (!eat(")")) throw expression_error(fmt::format("missing ')' at column {} of '{}'", at + 1, s), at);
+        if (!eat(")"))
+          throw expression_error(fmt::format(COTUNE_FMT("missing ')' at column {} of '{}'"), at + 1, s), at);
         emit(f, c);
         return;
       }
       e.nodes_.push_back(node{op::name, 0, std::move(name), c});
       return;
     }
-    throw expression_error(fmt::format("unexpected '{}' at column {} of '{}' (expected a number, a name or '(')",
-                                       s[at], at + 1, s),
-                           at);
+    throw expression_error(
+        fmt::format(COTUNE_FMT("unexpected '{}' at column {} of '{}' (expected a number, a name or '(')"), s[at],
+                    at + 1, s),
+        at);
   }
 };
 
@@ -144,7 +151,8 @@ COTUNE_DECL expression expression::parse(std::string_view text) {
   p.parse_or();
   p.skip();
   if (p.at < text.size())
-    throw expression_error(fmt::format("unexpected '{}' at column {} of '{}'", text[p.at], p.at + 1, text), p.at);
+    throw expression_error(fmt::format(COTUNE_FMT("unexpected '{}' at column {} of '{}'"), text[p.at], p.at + 1, text),
+                           p.at);
   return e;
 }
 
@@ -164,7 +172,9 @@ COTUNE_DECL std::int64_t expression::evaluate(const lookup& names) const {
     }
     if (n.kind == op::name) {
       auto v = names ? names(n.name) : std::nullopt;
-      if (!v) throw expression_error(fmt::format("'{}' names no variable here (in '{}')", n.name, text_), n.column);
+      if (!v)
+        throw expression_error(fmt::format(COTUNE_FMT("'{}' names no variable here (in '{}')"), n.name, text_),
+                               n.column);
       stack.push_back(*v);
       continue;
     }
@@ -183,7 +193,7 @@ COTUNE_DECL std::int64_t expression::evaluate(const lookup& names) const {
     case op::mul: if (__builtin_mul_overflow(a, b, &a)) overflow(n); break;
     case op::div:
     case op::mod:
-      if (b == 0) throw expression_error(fmt::format("division by zero in '{}'", text_), n.column);
+      if (b == 0) throw expression_error(fmt::format(COTUNE_FMT("division by zero in '{}'"), text_), n.column);
       if (a == INT64_MIN && b == -1) overflow(n);
       a = n.kind == op::div ? a / b : a % b;
       break;
@@ -199,7 +209,8 @@ COTUNE_DECL std::int64_t expression::evaluate(const lookup& names) const {
     case op::max: a = a < b ? b : a; break;
     case op::cdiv:
       if (b <= 0)
-        throw expression_error(fmt::format("cdiv({}, {}) in '{}': the divisor must be positive", a, b, text_), n.column);
+        throw expression_error(
+            fmt::format(COTUNE_FMT("cdiv({}, {}) in '{}': the divisor must be positive"), a, b, text_), n.column);
       a = a <= 0 ? 0 : a / b + (a % b != 0);
       break;
     default: break;
@@ -216,7 +227,7 @@ COTUNE_DECL std::vector<std::string> expression::names() const {
 }
 
 COTUNE_DECL void expression::overflow(const node& n) const {
-  throw expression_error(fmt::format("integer overflow in '{}'", text_), n.column);
+  throw expression_error(fmt::format(COTUNE_FMT("integer overflow in '{}'"), text_), n.column);
 }
 
 } // namespace cotune::batch

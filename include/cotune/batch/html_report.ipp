@@ -49,9 +49,9 @@ COTUNE_DECL std::string_view palette(std::size_t i) {
 
 COTUNE_DECL std::string ms_text(double ms) {
   if (!std::isfinite(ms)) return "-";
-  if (ms >= 100) return fmt::format("{:.1f} ms", ms);
-  if (ms >= 1) return fmt::format("{:.3f} ms", ms);
-  return fmt::format("{:.2f} us", ms * 1000);
+  if (ms >= 100) return fmt::format(COTUNE_FMT("{:.1f} ms"), ms);
+  if (ms >= 1) return fmt::format(COTUNE_FMT("{:.3f} ms"), ms);
+  return fmt::format(COTUNE_FMT("{:.2f} us"), ms * 1000);
 }
 
 COTUNE_DECL void heat_map(std::string& out, const std::vector<const tuning_result*>& rs) {
@@ -91,40 +91,43 @@ COTUNE_DECL void heat_map(std::string& out, const std::vector<const tuning_resul
   const std::vector<std::int64_t> xv(xs.begin(), xs.end()), yv(ys.begin(), ys.end());
   // The y labels end at the cells: room for the longest at 12px monospace (7.2 px a character).
   std::size_t y_label = 0;
-  for (auto y : yv) y_label = std::max(y_label, yname.empty() ? 0 : fmt::format("{}={}", yname, y).size());
+  for (auto y : yv) y_label = std::max(y_label, yname.empty() ? 0 : fmt::format(COTUNE_FMT("{}={}"), yname, y).size());
   const int cw = 84, ch = 34, top = 30, left = std::max(90, static_cast<int>(y_label) * 15 / 2 + 16);
   const int width = left + cw * static_cast<int>(xv.size()) + 10;
   const int height = top + ch * static_cast<int>(yv.size()) + 40;
-  out += fmt::format("<h3>Winners over problem sizes</h3>\n<svg class=\"heatmap\" xmlns=\"http://www.w3.org/2000/svg\" "
-                     "width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"winner per problem size\">\n",
-                     width, height);
+  out += fmt::format(
+      COTUNE_FMT("<h3>Winners over problem sizes</h3>\n<svg class=\"heatmap\" xmlns=\"http://www.w3.org/2000/svg\" "
+                 "width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"winner per problem size\">\n"),
+      width, height);
   for (std::size_t i = 0; i < xv.size(); ++i)
-    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"axis\">{}</text>\n",
+    out += fmt::format(COTUNE_FMT("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"axis\">{}</text>\n"),
                        left + cw * static_cast<int>(i) + cw / 2, top - 10, xv[i]);
   for (std::size_t j = 0; j < yv.size(); ++j)
-    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"axis\">{}</text>\n", left - 8,
-                       top + ch * static_cast<int>(j) + ch / 2 + 4, yname.empty() ? std::string() : fmt::format("{}={}", yname, yv[j]));
+    out += fmt::format(COTUNE_FMT("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"axis\">{}</text>\n"), left - 8,
+                       top + ch * static_cast<int>(j) + ch / 2 + 4,
+                       yname.empty() ? std::string() : fmt::format(COTUNE_FMT("{}={}"), yname, yv[j]));
   for (const auto& c : cells) {
     const auto i = std::find(xv.begin(), xv.end(), c.x) - xv.begin();
     const auto j = std::find(yv.begin(), yv.end(), c.y) - yv.begin();
     const int px = left + cw * static_cast<int>(i), py = top + ch * static_cast<int>(j);
-    out += fmt::format("<g class=\"cell\"><title>{}: #{} {}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
-                       "fill=\"{}\" stroke=\"#fff\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"cellt\">{}"
-                       "</text></g>\n",
-                       html_escape(c.key), c.colour, html_escape(winners[c.colour]), px, py, cw, ch,
-                       palette(c.colour), px + cw / 2, py + ch / 2 + 4, html_escape(ms_text(c.ms)));
+    out += fmt::format(
+        COTUNE_FMT("<g class=\"cell\"><title>{}: #{} {}</title><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
+                   "fill=\"{}\" stroke=\"#fff\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"cellt\">{}"
+                   "</text></g>\n"),
+        html_escape(c.key), c.colour, html_escape(winners[c.colour]), px, py, cw, ch, palette(c.colour), px + cw / 2,
+        py + ch / 2 + 4, html_escape(ms_text(c.ms)));
   }
-  out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"axis\">{}</text>\n</svg>\n",
+  out += fmt::format(COTUNE_FMT("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" class=\"axis\">{}</text>\n</svg>\n"),
                      left + cw * static_cast<int>(xv.size()) / 2, height - 12, html_escape(xname));
   out += "<ul class=\"legend\">\n";
   for (std::size_t i = 0; i < winners.size(); ++i)
-    out += fmt::format("<li><span class=\"swatch\" style=\"background:{}\"></span>#{} {}</li>\n", palette(i), i,
-                       html_escape(winners[i]));
+    out += fmt::format(COTUNE_FMT("<li><span class=\"swatch\" style=\"background:{}\"></span>#{} {}</li>\n"),
+                       palette(i), i, html_escape(winners[i]));
   out += "</ul>\n";
 }
 
 COTUNE_DECL std::string counted(std::size_t n, std::string_view noun) {
-  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+  return fmt::format(COTUNE_FMT("{} {}{}"), n, noun, n == 1 ? "" : "s");
 }
 
 COTUNE_DECL std::string fragment_id(std::string_view text, std::set<std::string>& taken) {
@@ -138,7 +141,7 @@ COTUNE_DECL std::string fragment_id(std::string_view text, std::set<std::string>
   if (id.empty()) id = "key";
   else if (!((id[0] >= 'a' && id[0] <= 'z') || (id[0] >= 'A' && id[0] <= 'Z'))) id.insert(0, "k-");
   std::string unique = id;
-  for (int n = 2; taken.contains(unique); ++n) unique = fmt::format("{}-{}", id, n);
+  for (int n = 2; taken.contains(unique); ++n) unique = fmt::format(COTUNE_FMT("{}-{}"), id, n);
   taken.insert(unique);
   return unique;
 }
@@ -159,12 +162,12 @@ COTUNE_DECL std::string failure_summary(std::string_view reason) {
 COTUNE_DECL void phase_table(std::string& out, const tuning_phases& p, std::string_view caption) {
   const double wall = p.wall.total() + p.idle_ms;
   if (!(wall > 0)) return;
-  out += fmt::format("<table class=\"phases\"><caption>{}</caption>\n"
-                     "<tr><th>phase</th><th>wall</th><th>share</th><th>busy (all threads)</th></tr>\n",
+  out += fmt::format(COTUNE_FMT("<table class=\"phases\"><caption>{}</caption>\n"
+                                "<tr><th>phase</th><th>wall</th><th>share</th><th>busy (all threads)</th></tr>\n"),
                      html_escape(caption));
   const auto row = [&](std::string_view name, double ms, std::optional<double> busy) {
-    out += fmt::format("<tr class=\"phase\" data-phase=\"{}\"><td>{}</td><td class=\"value\">{}</td>"
-                       "<td class=\"value\">{:.0f}%</td><td class=\"value\">{}</td></tr>\n",
+    out += fmt::format(COTUNE_FMT("<tr class=\"phase\" data-phase=\"{}\"><td>{}</td><td class=\"value\">{}</td>"
+                                  "<td class=\"value\">{:.0f}%</td><td class=\"value\">{}</td></tr>\n"),
                        name, name, html_escape(ms_text(ms)), 100.0 * ms / wall,
                        busy ? html_escape(ms_text(*busy)) : std::string("-"));
   };
@@ -174,11 +177,12 @@ COTUNE_DECL void phase_table(std::string& out, const tuning_phases& p, std::stri
   row("measure", p.wall.measure, p.busy.measure);
   row("idle", p.idle_ms, std::nullopt);
   const double bound = p.lower_bound_ms();
-  out += fmt::format("<tr class=\"bound\"><td colspan=\"4\">wall {} against the lower bound {} (compiles over {} "
-                     "thread{}, or measurements over {} device{}): {}</td></tr>\n</table>\n",
-                     html_escape(ms_text(wall)), html_escape(ms_text(bound)), p.compile_threads,
-                     p.compile_threads == 1 ? "" : "s", p.devices, p.devices == 1 ? "" : "s",
-                     bound > 0 ? fmt::format("{:.2f}x", wall / bound) : std::string("-"));
+  out += fmt::format(
+      COTUNE_FMT("<tr class=\"bound\"><td colspan=\"4\">wall {} against the lower bound {} (compiles over {} "
+                 "thread{}, or measurements over {} device{}): {}</td></tr>\n</table>\n"),
+      html_escape(ms_text(wall)), html_escape(ms_text(bound)), p.compile_threads, p.compile_threads == 1 ? "" : "s",
+      p.devices, p.devices == 1 ? "" : "s",
+      bound > 0 ? fmt::format(COTUNE_FMT("{:.2f}x"), wall / bound) : std::string("-"));
 }
 
 COTUNE_DECL tuning_phases summed_phases(const std::vector<tuning_result>& rs) {
@@ -202,9 +206,10 @@ COTUNE_DECL tuning_phases summed_phases(const std::vector<tuning_result>& rs) {
 
 COTUNE_DECL void key_section(std::string& out, const tuning_result& r, std::set<std::string>& ids) {
   const std::string key = instance_key_text(r.key_text);
-  const std::string id = fragment_id(fmt::format("{}-{}", r.kernel, key), ids);
-  out += fmt::format("<section class=\"key\" id=\"{}\">\n<h3><a href=\"#{}\">{}</a></h3>\n", id, id, html_escape(key));
-  out += fmt::format("<p class=\"meta\">winner: <b>{}</b> at {} median; measured on {} ({}) {}</p>\n",
+  const std::string id = fragment_id(fmt::format(COTUNE_FMT("{}-{}"), r.kernel, key), ids);
+  out += fmt::format(COTUNE_FMT("<section class=\"key\" id=\"{}\">\n<h3><a href=\"#{}\">{}</a></h3>\n"), id, id,
+                     html_escape(key));
+  out += fmt::format(COTUNE_FMT("<p class=\"meta\">winner: <b>{}</b> at {} median; measured on {} ({}) {}</p>\n"),
                      html_escape(r.shown(r.best())), html_escape(ms_text(r.candidates.at(r.winner).time[0])),
                      html_escape(r.made.device.empty() ? "?" : r.made.device), html_escape(r.made.host),
                      html_escape(r.made.date));
@@ -212,41 +217,43 @@ COTUNE_DECL void key_section(std::string& out, const tuning_result& r, std::set<
   const auto scale = bar_scale::of(r);
   const int bar_w = 400, bar_h = 16;
   out += "<table class=\"bars\">\n";
-  out += fmt::format("<caption>median per candidate, whisker p20-p80; linear scale, 0 to {}{}</caption>\n",
+  out += fmt::format(COTUNE_FMT("<caption>median per candidate, whisker p20-p80; linear scale, 0 to {}{}</caption>\n"),
                      html_escape(ms_text(scale.top_ms)),
-                     scale.clips ? fmt::format("; bars marked &#187; are clipped (slower than {} times the typical "
-                                               "median; their time is printed)",
-                                               bar_scale::outlier_factor)
-                                 : std::string());
+                     scale.clips
+                         ? fmt::format(COTUNE_FMT("; bars marked &#187; are clipped (slower than {} times the typical "
+                                                  "median; their time is printed)"),
+                                       bar_scale::outlier_factor)
+                         : std::string());
   for (std::size_t i = 0; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
     const bool ok = c.status == candidate_status::ok && std::isfinite(c.time[0]);
     const bool clipped = ok && scale.clipped(c.time[0]);
     const std::string label = r.shown(c.cfg);
-    out += fmt::format("<tr class=\"candidate{}{}\"><td class=\"label\">{}</td><td class=\"bar\">",
+    out += fmt::format(COTUNE_FMT("<tr class=\"candidate{}{}\"><td class=\"label\">{}</td><td class=\"bar\">"),
                        i == r.winner ? " winner" : "", clipped ? " clipped" : "", html_escape(label));
-    out += fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\" "
-                       "aria-label=\"{}\"><g class=\"candidate\"><title>{}: {}</title>",
+    out += fmt::format(COTUNE_FMT("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\" "
+                                  "aria-label=\"{}\"><g class=\"candidate\"><title>{}: {}</title>"),
                        bar_w, bar_h, ok ? "median, p20 to p80" : "failed", html_escape(label),
                        html_escape(ok ? ms_text(c.time[0]) : std::string(to_string(c.status))));
     if (ok) {
-      out += fmt::format("<rect x=\"0\" y=\"2\" width=\"{}\" height=\"{}\" fill=\"{}\"/>",
+      out += fmt::format(COTUNE_FMT("<rect x=\"0\" y=\"2\" width=\"{}\" height=\"{}\" fill=\"{}\"/>"),
                          std::max(1, scale.at(c.time[0], bar_w)), bar_h - 4, i == r.winner ? "#009E73" : "#0072B2");
       if (clipped) {
         // A white notch across the bar's end: the bar goes on beyond the scale.
-        out += fmt::format("<path d=\"M{} 0 l6 {} M{} 0 l6 {}\" stroke=\"#fff\" stroke-width=\"2\"/>", bar_w - 16,
-                           bar_h, bar_w - 11, bar_h);
+        out += fmt::format(COTUNE_FMT("<path d=\"M{} 0 l6 {} M{} 0 l6 {}\" stroke=\"#fff\" stroke-width=\"2\"/>"),
+                           bar_w - 16, bar_h, bar_w - 11, bar_h);
       } else if (std::isfinite(c.time[1]) && std::isfinite(c.time[2])) {
-        out += fmt::format("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#333\" stroke-width=\"1.5\"/>",
-                           scale.at(c.time[1], bar_w), std::max(scale.at(c.time[2], bar_w), 1), bar_h / 2, bar_h / 2);
+        out += fmt::format(
+            COTUNE_FMT("<line x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\" stroke=\"#333\" stroke-width=\"1.5\"/>"),
+            scale.at(c.time[1], bar_w), std::max(scale.at(c.time[2], bar_w), 1), bar_h / 2, bar_h / 2);
       }
     }
     out += "</g></svg></td>";
     if (ok)
-      out += fmt::format("<td class=\"value\">{}{}{}</td></tr>\n", clipped ? "&#187; " : "",
+      out += fmt::format(COTUNE_FMT("<td class=\"value\">{}{}{}</td></tr>\n"), clipped ? "&#187; " : "",
                          html_escape(ms_text(c.time[0])), i == r.winner ? " (winner)" : "");
     else
-      out += fmt::format("<td class=\"value failed\">{}</td></tr>\n", html_escape(to_string(c.status)));
+      out += fmt::format(COTUNE_FMT("<td class=\"value failed\">{}</td></tr>\n"), html_escape(to_string(c.status)));
   }
   out += "</table>\n";
   const auto failed = [](const candidate_result& c) {
@@ -257,10 +264,11 @@ COTUNE_DECL void key_section(std::string& out, const tuning_result& r, std::set<
     out += "<table class=\"failures\"><tr><th>config</th><th>status</th><th>reason</th></tr>\n";
     for (const auto& c : r.candidates) {
       if (!failed(c)) continue;
-      out += fmt::format("<tr class=\"failure\"><td>{}</td><td>{}</td><td><details><summary>{}</summary><pre>{}</pre>"
-                         "</details></td></tr>\n",
-                         html_escape(r.shown(c.cfg)), html_escape(to_string(c.status)),
-                         html_escape(failure_summary(c.reason).substr(0, 300)), html_escape(c.reason.substr(0, 4000)));
+      out += fmt::format(
+          COTUNE_FMT("<tr class=\"failure\"><td>{}</td><td>{}</td><td><details><summary>{}</summary><pre>{}</pre>"
+                     "</details></td></tr>\n"),
+          html_escape(r.shown(c.cfg)), html_escape(to_string(c.status)),
+          html_escape(failure_summary(c.reason).substr(0, 300)), html_escape(c.reason.substr(0, 4000)));
     }
     out += "</table>\n";
   }
@@ -269,7 +277,7 @@ COTUNE_DECL void key_section(std::string& out, const tuning_result& r, std::set<
 
 COTUNE_DECL void page_start(std::string& out, std::string_view title, std::string_view extra_css) {
   out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
-  out += fmt::format("<title>{}</title>\n", html_escape(title));
+  out += fmt::format(COTUNE_FMT("<title>{}</title>\n"), html_escape(title));
   out += "<style>\nbody{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}"
          "h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;margin-top:32px}h3{font-size:15px}"
          "section.key{margin:12px 0 20px}.meta{color:#555}.label,.axis,.value,.failed{font:12px monospace;fill:#222}"
@@ -292,22 +300,23 @@ COTUNE_DECL void page_start(std::string& out, std::string_view title, std::strin
 COTUNE_DECL std::string html_report(const report_input& in) {
   std::string out;
   detail::page_start(out, in.title);
-  out += fmt::format("<h1>{}</h1>\n", detail::html_escape(in.title));
-  if (!in.subtitle.empty()) out += fmt::format("<p class=\"meta\">{}</p>\n", detail::html_escape(in.subtitle));
+  out += fmt::format(COTUNE_FMT("<h1>{}</h1>\n"), detail::html_escape(in.title));
+  if (!in.subtitle.empty())
+    out += fmt::format(COTUNE_FMT("<p class=\"meta\">{}</p>\n"), detail::html_escape(in.subtitle));
   std::vector<std::string> kernels;
   std::map<std::string, std::vector<const tuning_result*>> by_kernel;
   for (const auto& r : in.results) {
     if (!by_kernel.contains(r.kernel)) kernels.push_back(r.kernel);
     by_kernel[r.kernel].push_back(&r);
   }
-  out += fmt::format("<p class=\"meta\">{} of {}</p>\n", detail::counted(in.results.size(), "key"),
+  out += fmt::format(COTUNE_FMT("<p class=\"meta\">{} of {}</p>\n"), detail::counted(in.results.size(), "key"),
                      detail::counted(kernels.size(), "kernel"));
   if (const auto phases = detail::summed_phases(in.results); phases.known() && in.results.size() > 1)
     detail::phase_table(out, phases, "where the tunings' time went (all keys measured with phases, added up)");
   std::set<std::string> ids;
   for (const auto& k : kernels) {
     const auto& rs = by_kernel[k];
-    out += fmt::format("<h2 class=\"kernel\" id=\"{}\">{} ({})</h2>\n", detail::fragment_id(k, ids),
+    out += fmt::format(COTUNE_FMT("<h2 class=\"kernel\" id=\"{}\">{} ({})</h2>\n"), detail::fragment_id(k, ids),
                        detail::html_escape(k), detail::counted(rs.size(), "key"));
     if (rs.size() > 1) detail::heat_map(out, rs);
     for (const auto* r : rs) detail::key_section(out, *r, ids);

@@ -16,7 +16,7 @@ COTUNE_DECL std::optional<std::int64_t> instance::find(std::string_view name) co
 
 COTUNE_DECL std::string instance::text() const {
   std::string out;
-  for (const auto& [n, v] : vars) out += fmt::format("{}{}={}", out.empty() ? "" : ", ", n, v);
+  for (const auto& [n, v] : vars) out += fmt::format(COTUNE_FMT("{}{}={}"), out.empty() ? "" : ", ", n, v);
   return out;
 }
 
@@ -26,7 +26,8 @@ COTUNE_DECL void set_launch_option(launch_options& lo, std::string_view name, in
   else if (name == "num_ctas") lo.num_ctas = v;
   else if (name == "maxnreg") lo.maxnreg = v;
   else if (name == "threads_per_block") lo.threads_per_block = v;
-  else throw error(fmt::format("'{}' is not a launch option", name));
+  else
+    throw error(fmt::format(COTUNE_FMT("'{}' is not a launch option"), name));
 }
 
 COTUNE_DECL std::optional<std::int64_t> config_variable(const config& c, std::string_view name,
@@ -72,11 +73,11 @@ COTUNE_DECL launch_grid launch_geometry::evaluate(const config& c, const express
     try {
       v = shared_bytes->evaluate(names);
     } catch (const expression_error& e) {
-      throw error(fmt::format("{}: {} (config {{{}}})", shared_where, e.what(), c.text()));
+      throw error(fmt::format(COTUNE_FMT("{}: {} (config {{{}}})"), shared_where, e.what(), c.text()));
     }
     if (v < 0 || v > 0xffffffffLL)
-      throw error(fmt::format("{}: '{}' gives {} bytes for config {{{}}}; dynamic shared memory must be in "
-                              "[0, 2^32)",
+      throw error(fmt::format(COTUNE_FMT("{}: '{}' gives {} bytes for config {{{}}}; dynamic shared memory must be in "
+                                         "[0, 2^32)"),
                               shared_where, shared_bytes->text(), v, c.text()));
     g.shared_bytes = static_cast<unsigned>(v);
   }
@@ -89,9 +90,9 @@ COTUNE_DECL std::string launch_geometry::text() const {
     for (const auto& e : es) out += (out.empty() ? "" : ", ") + e.text();
     return out;
   };
-  std::string out = fmt::format("grid ({})", list(grid));
-  out += block.empty() ? ", the config's block" : fmt::format(", block ({})", list(block));
-  if (shared_bytes) out += fmt::format(", {} bytes of dynamic shared memory", shared_bytes->text());
+  std::string out = fmt::format(COTUNE_FMT("grid ({})"), list(grid));
+  out += block.empty() ? ", the config's block" : fmt::format(COTUNE_FMT(", block ({})"), list(block));
+  if (shared_bytes) out += fmt::format(COTUNE_FMT(", {} bytes of dynamic shared memory"), shared_bytes->text());
   return out;
 }
 
@@ -102,13 +103,14 @@ COTUNE_DECL std::int64_t launch_geometry::dimension(const expression& e, const s
   try {
     v = e.evaluate(names);
   } catch (const expression_error& x) {
-    throw error(fmt::format("{}[{}]: {} (config {{{}}}); {} dimensions may use the config's integer parameters "
-                            "and launch options{}",
-                            where, i, x.what(), c.text(), what, what == "grid" ? " and the instance's variables" : ""));
+    throw error(
+        fmt::format(COTUNE_FMT("{}[{}]: {} (config {{{}}}); {} dimensions may use the config's integer parameters "
+                               "and launch options{}"),
+                    where, i, x.what(), c.text(), what, what == "grid" ? " and the instance's variables" : ""));
   }
   if (v < 1 || v > limit)
-    throw error(fmt::format("{}[{}]: '{}' gives {} for config {{{}}}; a {} dimension must be in [1, {}]", where, i,
-                            e.text(), v, c.text(), what, limit));
+    throw error(fmt::format(COTUNE_FMT("{}[{}]: '{}' gives {} for config {{{}}}; a {} dimension must be in [1, {}]"),
+                            where, i, e.text(), v, c.text(), what, limit));
   return v;
 }
 
@@ -120,12 +122,13 @@ COTUNE_DECL void derive_launch(config& c, const std::vector<derived_launch>& lau
     try {
       v = d.expr.evaluate([&](std::string_view n) { return config_variable(c, n); });
     } catch (const expression_error& e) {
-      throw job_error(fmt::format("{}: {} (for config {{{}}}); launch options may use the integer axes", d.where,
-                                  e.what(), c.text()));
+      throw job_error(fmt::format(COTUNE_FMT("{}: {} (for config {{{}}}); launch options may use the integer axes"),
+                                  d.where, e.what(), c.text()));
     }
     if (v < 1 || v > 1 << 20)
-      throw job_error(fmt::format("{}: '{}' gives {} for config {{{}}}; a launch option must be in [1, 1048576]",
-                                  d.where, d.expr.text(), v, c.text()));
+      throw job_error(
+          fmt::format(COTUNE_FMT("{}: '{}' gives {} for config {{{}}}; a launch option must be in [1, 1048576]"),
+                      d.where, d.expr.text(), v, c.text()));
     set_launch_option(lo, d.name, static_cast<int>(v));
   }
   c.with_launch(lo);

@@ -61,9 +61,10 @@ COTUNE_DECL std::vector<config> kernel_job::candidates(const instance& inst,
                  return inst.find(n);
                }) != 0;
       } catch (const expression_error& x) {
-        throw job_error(fmt::format("{}: {} (config {{{}}}, instance {}); constraints may use the integer axes and "
-                                    "the instances' variables",
-                                    where, x.what(), c.text(), inst.text()));
+        throw job_error(
+            fmt::format(COTUNE_FMT("{}: {} (config {{{}}}, instance {}); constraints may use the integer axes and "
+                                   "the instances' variables"),
+                        where, x.what(), c.text(), inst.text()));
       }
       if (!keep) break;
     }
@@ -91,8 +92,8 @@ COTUNE_DECL std::vector<argument> kernel_job::arguments_for(const instance& inst
         const std::int64_t n = t.extent->evaluate(vars);
         // 2^34 elements (64 GiB of float32): beyond any buffer a job should allocate on the host.
         if (n < 1 || n > (std::int64_t{1} << 34))
-          throw job_error(fmt::format("{}: extent '{}' is {} for instance {}; it must be in [1, 2^34]", t.where,
-                                      t.extent->text(), n, inst.text()));
+          throw job_error(fmt::format(COTUNE_FMT("{}: extent '{}' is {} for instance {}; it must be in [1, 2^34]"),
+                                      t.where, t.extent->text(), n, inst.text()));
         a.extent = static_cast<std::size_t>(n);
       } else if (t.int_value) {
         a.scalar = value(t.int_value->evaluate(vars));
@@ -100,8 +101,8 @@ COTUNE_DECL std::vector<argument> kernel_job::arguments_for(const instance& inst
         a.scalar = value(*t.float_value);
       }
     } catch (const expression_error& e) {
-      throw job_error(fmt::format("{}: {} for instance {} ({}); define the variable in every instance", t.where,
-                                  e.what(), inst.text(), inst.where));
+      throw job_error(fmt::format(COTUNE_FMT("{}: {} for instance {} ({}); define the variable in every instance"),
+                                  t.where, e.what(), inst.text(), inst.where));
     }
     out.push_back(std::move(a));
   }
@@ -115,7 +116,7 @@ COTUNE_DECL launch_grid kernel_job::grid_for(const config& c, const instance& in
   } catch (const job_error&) {
     throw;
   } catch (const error& e) {
-    throw job_error(fmt::format("{} (instance {})", e.what(), inst.text()));
+    throw job_error(fmt::format(COTUNE_FMT("{} (instance {})"), e.what(), inst.text()));
   }
 }
 
@@ -128,10 +129,10 @@ struct job_spec::reader {
 
   [[nodiscard]] std::string at(const json_path& p) const {
     const auto loc = locate(text, p);
-    return fmt::format("{}:{}:{}: {}", origin, loc.line, loc.column, p.text());
+    return fmt::format(COTUNE_FMT("{}:{}:{}: {}"), origin, loc.line, loc.column, p.text());
   }
   [[noreturn]] void fail(const json_path& p, std::string_view why) const {
-    throw job_error(fmt::format("{}: {}", at(p), why));
+    throw job_error(fmt::format(COTUNE_FMT("{}: {}"), at(p), why));
   }
 
   simdjson::dom::object object(simdjson::dom::element e, const json_path& p, std::set<std::string_view> known) const {
@@ -141,7 +142,7 @@ struct job_spec::reader {
       if (!known.contains(k)) {
         std::string list;
         for (auto n : known) list += (list.empty() ? "" : ", ") + std::string(n);
-        fail(p / k, fmt::format("unknown field '{}'; the fields here are: {}", k, list));
+        fail(p / k, fmt::format(COTUNE_FMT("unknown field '{}'; the fields here are: {}"), k, list));
       }
     return o;
   }
@@ -153,7 +154,7 @@ struct job_spec::reader {
   simdjson::dom::element required(simdjson::dom::object o, const json_path& p, std::string_view k,
                                   std::string_view what) const {
     auto e = field(o, k);
-    if (!e) fail(p, fmt::format("missing field '{}' ({})", k, what));
+    if (!e) fail(p, fmt::format(COTUNE_FMT("missing field '{}' ({})"), k, what));
     return *e;
   }
   std::string string(simdjson::dom::element e, const json_path& p) const {
@@ -190,9 +191,10 @@ struct job_spec::reader {
     simdjson::dom::element root;
     const json_path top;
     if (auto err = parser.parse(text.data(), text.size()).get(root); err != simdjson::SUCCESS)
-      throw job_error(fmt::format("{}: not valid JSON ({}); check commas, quotes and brackets (comments are not "
-                                  "allowed)",
-                                  origin, simdjson::error_message(err)));
+      throw job_error(
+          fmt::format(COTUNE_FMT("{}: not valid JSON ({}); check commas, quotes and brackets (comments are not "
+                                 "allowed)"),
+                      origin, simdjson::error_message(err)));
     auto o = object(root, top, {"name", "bench", "search", "kernels"});
     job_spec job;
     job.path = origin;
@@ -222,7 +224,7 @@ struct job_spec::reader {
     for (auto k : ks) {
       job.kernels.push_back(read_kernel(k, kp[i]));
       if (!names.insert(job.kernels.back().name()).second)
-        fail(kp[i] / "name", fmt::format("a second kernel named '{}'; give each kernel its own name",
+        fail(kp[i] / "name", fmt::format(COTUNE_FMT("a second kernel named '{}'; give each kernel its own name"),
                                          job.kernels.back().name()));
       ++i;
     }
@@ -240,17 +242,18 @@ struct job_spec::reader {
     if (auto b = field(o, "backend")) {
       k.backend = string(*b, p / "backend");
       if (k.backend != "host" && k.backend != "cuda" && k.backend != "hip")
-        fail(p / "backend", fmt::format("unknown backend '{}'; use host, cuda or hip", k.backend));
+        fail(p / "backend", fmt::format(COTUNE_FMT("unknown backend '{}'; use host, cuda or hip"), k.backend));
     }
     k.entry = name;
     if (auto en = field(o, "entry")) k.entry = string(*en, p / "entry");
     // A GPU kernel's entry may be a name expression (`scale<ITEMS>`), which NVRTC and hiprtc instantiate.
     const std::string_view entry_name = std::string_view(k.entry).substr(0, k.backend == "host" ? k.entry.size() : k.entry.find('<'));
     if (!is_identifier(entry_name) || (entry_name.size() < k.entry.size() && !k.entry.ends_with('>')))
-      fail(p / "entry", k.backend == "host"
-                            ? fmt::format("'{}' is not a C identifier (the kernel's extern \"C\" function)", k.entry)
-                            : fmt::format("'{}' is neither a C identifier nor a name expression such as 'scale<ITEMS>'",
-                                          k.entry));
+      fail(p / "entry",
+           k.backend == "host"
+               ? fmt::format(COTUNE_FMT("'{}' is not a C identifier (the kernel's extern \"C\" function)"), k.entry)
+               : fmt::format(COTUNE_FMT("'{}' is neither a C identifier nor a name expression such as 'scale<ITEMS>'"),
+                             k.entry));
     auto src = field(o, "source");
     auto code = field(o, "code");
     if (src && code) fail(p / "code", "give either 'source' (a file) or 'code' (inline), not both");
@@ -259,7 +262,8 @@ struct job_spec::reader {
       std::filesystem::path f = k.source_file;
       if (f.is_relative()) f = base / f;
       auto t = cotune::detail::read_file(f);
-      if (!t) fail(p / "source", fmt::format("cannot read '{}'; paths are relative to the job file", f.string()));
+      if (!t)
+        fail(p / "source", fmt::format(COTUNE_FMT("cannot read '{}'; paths are relative to the job file"), f.string()));
       k.source.code = *t;
     } else if (code) {
       k.source.code = string(*code, p / "code");
@@ -288,8 +292,8 @@ struct job_spec::reader {
                              "or set \"backend\": \"cuda\"");
       k.geometry = read_geometry(*g, p / "geometry");
     } else if (k.backend != "host") {
-      fail(p, fmt::format("missing field 'geometry' (a {} kernel's launch grid: \"geometry\": {{\"grid\": "
-                          "[\"cdiv(n, BLOCK)\"]}})",
+      fail(p, fmt::format(COTUNE_FMT("missing field 'geometry' (a {} kernel's launch grid: \"geometry\": {{\"grid\": "
+                                     "[\"cdiv(n, BLOCK)\"]}})"),
                           k.backend));
     }
     read_arguments(required(o, p, "arguments", "the kernel's arguments, in order"), p / "arguments", k);
@@ -303,7 +307,7 @@ struct job_spec::reader {
         bool found = false;
         for (auto& t : k.arguments)
           if (t.name == n) found = t.key = true;
-        if (!found) fail(kp, fmt::format("'{}' is not an argument of kernel '{}'", n, name));
+        if (!found) fail(kp, fmt::format(COTUNE_FMT("'{}' is not an argument of kernel '{}'"), n, name));
       }
     }
     read_instances(required(o, p, "instances", "the problem instances to tune"), p / "instances", k);
@@ -321,12 +325,14 @@ struct job_spec::reader {
       const auto& inst = k.instances[j];
       const auto text = key_text(k.arguments_for(inst));
       if (auto [it, fresh] = keys.emplace(text, j); !fresh)
-        fail((p / "instances")[j], fmt::format("instances {} and {} have the same tuning key ({}); list each "
-                                               "problem once, or add the argument that tells them apart to 'key'",
-                                               it->second, j, text));
+        fail((p / "instances")[j],
+             fmt::format(COTUNE_FMT("instances {} and {} have the same tuning key ({}); list each "
+                                    "problem once, or add the argument that tells them apart to 'key'"),
+                         it->second, j, text));
       const auto cands = k.candidates(inst, all);
       if (cands.empty())
-        fail((p / "instances")[j], fmt::format("the constraints leave no config for instance {}", inst.text()));
+        fail((p / "instances")[j],
+             fmt::format(COTUNE_FMT("the constraints leave no config for instance {}"), inst.text()));
       for (const auto& c : cands) (void)k.grid_for(c, inst);
     }
     return k;
@@ -340,7 +346,7 @@ struct job_spec::reader {
       if (!search_registry::instance().contains(*job.search)) {
         std::string names;
         for (const auto& n : search_registry::instance().names()) names += (names.empty() ? "" : ", ") + n;
-        fail(p / "strategy", fmt::format("'{}' is not a registered search strategy; the strategies are: {}",
+        fail(p / "strategy", fmt::format(COTUNE_FMT("'{}' is not a registered search strategy; the strategies are: {}"),
                                          *job.search, names));
       }
     }
@@ -353,9 +359,10 @@ struct job_spec::reader {
         try {
           budget.fraction = cotune::detail::search_budget_of(std::string(text)).fraction;
         } catch (const knob_error&) {
-          fail(p / "budget", fmt::format("'{}' is no share of the candidates; give a percentage above 0% and at most "
-                                         "100% (\"25%\")",
-                                         text));
+          fail(p / "budget",
+               fmt::format(COTUNE_FMT("'{}' is no share of the candidates; give a percentage above 0% and at most "
+                                      "100% (\"25%\")"),
+                           text));
         }
       } else fail(p / "budget", "expected a count of candidates (64) or a share of them (\"25%\")");
     }
@@ -375,19 +382,21 @@ struct job_spec::reader {
         fail(p / "axes", "expected an object of axes ({\"BLOCK\": [16, 32, 64]})");
       for (auto [name, vals] : ao) {
         const auto ap = p / "axes" / name;
-        if (!is_identifier(name)) fail(ap, fmt::format("axis name '{}' is not a C identifier", name));
+        if (!is_identifier(name)) fail(ap, fmt::format(COTUNE_FMT("axis name '{}' is not a C identifier"), name));
         simdjson::dom::array a;
         if (vals.get_array().get(a) != simdjson::SUCCESS || a.size() == 0)
           fail(ap, "expected a non-empty list of values (integers, numbers, strings or booleans)");
         std::vector<value> values;
         std::size_t j = 0;
         if (is_launch_option(name) && k.backend == "host")
-          fail(ap, fmt::format("'{}' is a launch option, which a host kernel does not see; rename the axis (a "
-                               "macro) or set \"backend\": \"cuda\"",
-                               name));
+          fail(ap,
+               fmt::format(COTUNE_FMT("'{}' is a launch option, which a host kernel does not see; rename the axis (a "
+                                      "macro) or set \"backend\": \"cuda\""),
+                           name));
         for (auto v : a) {
           if (is_launch_option(name) && (!v.is_int64() || std::int64_t(v) < 1 || std::int64_t(v) > max_launch_option))
-            fail(ap[j], fmt::format("launch option '{}' takes integers in [1, {}]", name, max_launch_option));
+            fail(ap[j],
+                 fmt::format(COTUNE_FMT("launch option '{}' takes integers in [1, {}]"), name, max_launch_option));
           if (v.is_bool()) values.emplace_back(bool(v));
           else if (v.is_int64()) values.emplace_back(std::int64_t(v));
           else if (v.is_double()) values.emplace_back(double(v));
@@ -399,10 +408,12 @@ struct job_spec::reader {
       }
       if (const auto n = k.config_count(); n > max_candidates()) {
         std::string product;
-        for (const auto& [axis, values] : k.axes) product += fmt::format("{}{} {}", product.empty() ? "" : " x ", axis, values.size());
-        fail(p / "axes", fmt::format("the axes' product ({}) is {} configs, more than the limit of {} (config, "
-                                     "instance) pairs ({}); give the axes fewer values, or raise the limit",
-                                     product, count_text(n), max_candidates(), max_candidates_knob));
+        for (const auto& [axis, values] : k.axes)
+          product += fmt::format(COTUNE_FMT("{}{} {}"), product.empty() ? "" : " x ", axis, values.size());
+        fail(p / "axes",
+             fmt::format(COTUNE_FMT("the axes' product ({}) is {} configs, more than the limit of {} (config, "
+                                    "instance) pairs ({}); give the axes fewer values, or raise the limit"),
+                         product, count_text(n), max_candidates(), max_candidates_knob));
       }
     }
     if (auto cat = field(o, "categorical")) { // numeric axes whose values are unrelated choices
@@ -415,7 +426,7 @@ struct job_spec::reader {
         std::string_view name;
         if (n.get_string().get(name) != simdjson::SUCCESS) fail(np, "expected an axis name (a string)");
         if (std::none_of(k.axes.begin(), k.axes.end(), [&](const auto& ax) { return ax.first == name; }))
-          fail(np, fmt::format("'{}' is not an axis of this space; name one of its \"axes\"", name));
+          fail(np, fmt::format(COTUNE_FMT("'{}' is not an axis of this space; name one of its \"axes\""), name));
         k.kinds[(is_launch_option(name) ? "launch." : "") + std::string(name)] = param_kind::categorical;
       }
     }
@@ -448,7 +459,7 @@ struct job_spec::reader {
         return out;
       }
       if (a.size() < 1 || a.size() > 3)
-        fail(dp, fmt::format("expected 1 to 3 dimensions (x, y, z), got {}", a.size()));
+        fail(dp, fmt::format(COTUNE_FMT("expected 1 to 3 dimensions (x, y, z), got {}"), a.size()));
       std::size_t j = 0;
       for (auto x : a) {
         out.push_back(expr(x, dp[j]));
@@ -484,8 +495,9 @@ struct job_spec::reader {
       argument_template t;
       t.where = at(ap);
       t.name = string(required(o, ap, "name", "the argument's name, as in the kernel"), ap / "name");
-      if (!is_identifier(t.name)) fail(ap / "name", fmt::format("'{}' is not a C identifier", t.name));
-      if (!names.insert(t.name).second) fail(ap / "name", fmt::format("a second argument named '{}'", t.name));
+      if (!is_identifier(t.name)) fail(ap / "name", fmt::format(COTUNE_FMT("'{}' is not a C identifier"), t.name));
+      if (!names.insert(t.name).second)
+        fail(ap / "name", fmt::format(COTUNE_FMT("a second argument named '{}'"), t.name));
       auto buf = field(o, "buffer");
       auto sc = field(o, "scalar");
       if (bool(buf) == bool(sc))
@@ -497,7 +509,7 @@ struct job_spec::reader {
       if (!et) {
         std::string list;
         for (auto x2 : all_element_types) list += (list.empty() ? "" : ", ") + std::string(to_string(x2));
-        fail(tp, fmt::format("unknown element type '{}'; use one of {}", type, list));
+        fail(tp, fmt::format(COTUNE_FMT("unknown element type '{}'; use one of {}"), type, list));
       }
       t.type = *et;
       if (!t.buffer && t.type == element_type::float16)
@@ -515,7 +527,10 @@ struct job_spec::reader {
         else if (fill == "ones") t.fill = fill_kind::ones;
         else if (fill == "random") t.fill = fill_kind::random;
         else if (fill == "file") t.fill = fill_kind::file;
-        else fail(ap / "fill", fmt::format("unknown fill '{}'; use zeros, ones, random (with 'seed') or file (with 'file')", fill));
+        else
+          fail(ap / "fill",
+               fmt::format(COTUNE_FMT("unknown fill '{}'; use zeros, ones, random (with 'seed') or file (with 'file')"),
+                           fill));
         if (auto s = field(o, "seed")) {
           std::uint64_t seed = 0;
           if (s->get_uint64().get(seed) != simdjson::SUCCESS) fail(ap / "seed", "expected a non-negative integer");
@@ -549,7 +564,8 @@ struct job_spec::reader {
       instance inst;
       inst.where = at(ip);
       for (auto [name, v] : o) {
-        if (!is_identifier(name)) fail(ip / name, fmt::format("variable name '{}' is not a C identifier", name));
+        if (!is_identifier(name))
+          fail(ip / name, fmt::format(COTUNE_FMT("variable name '{}' is not a C identifier"), name));
         std::int64_t n = 0;
         if (v.get_int64().get(n) != simdjson::SUCCESS) fail(ip / name, "expected an integer");
         inst.vars.emplace_back(std::string(name), n);
@@ -568,24 +584,25 @@ struct job_spec::reader {
     if (!listed) {
       for (auto [name, vals] : o) {
         const auto vp = p / name;
-        if (!is_identifier(name)) fail(vp, fmt::format("variable name '{}' is not a C identifier", name));
+        if (!is_identifier(name)) fail(vp, fmt::format(COTUNE_FMT("variable name '{}' is not a C identifier"), name));
         simdjson::dom::array va;
         if (vals.get_array().get(va) != simdjson::SUCCESS || va.size() == 0)
           fail(vp, "expected a non-empty list of integers");
         const auto n = element_count(va);
         count = saturating_product(count, n);
-        shape += fmt::format("{}{} {}", shape.empty() ? "(" : " x ", name, n);
+        shape += fmt::format(COTUNE_FMT("{}{} {}"), shape.empty() ? "(" : " x ", name, n);
       }
       if (!shape.empty()) shape += ") = ";
     }
     const std::uint64_t pairs = saturating_product(k.config_count(), count);
     if (saturating_sum(expanded, pairs) > max_candidates())
-      fail(p, fmt::format("kernel '{}' expands to {} configs x {}{} instances = {} (config, instance) pairs{}, more "
-                          "than the limit of {} ({}); split the job, list fewer instances or axis values, or raise "
-                          "the limit",
-                          k.name(), count_text(k.config_count()), shape, count_text(count), count_text(pairs),
-                          expanded ? fmt::format(" (plus {} from the kernels before it)", expanded) : std::string(),
-                          max_candidates(), max_candidates_knob));
+      fail(p, fmt::format(
+                  COTUNE_FMT("kernel '{}' expands to {} configs x {}{} instances = {} (config, instance) pairs{}, more "
+                             "than the limit of {} ({}); split the job, list fewer instances or axis values, or raise "
+                             "the limit"),
+                  k.name(), count_text(k.config_count()), shape, count_text(count), count_text(pairs),
+                  expanded ? fmt::format(COTUNE_FMT(" (plus {} from the kernels before it)"), expanded) : std::string(),
+                  max_candidates(), max_candidates_knob));
     expanded = saturating_sum(expanded, pairs);
     if (listed) {
       std::size_t j = 0;
@@ -628,7 +645,7 @@ COTUNE_DECL job_spec job_spec::load(const std::filesystem::path& file) {
 
 COTUNE_DECL job_spec job_spec::parse(std::string_view text, const std::filesystem::path& origin) {
   if (auto why = input_size_problem(text.size()); !why.empty())
-    throw job_error(fmt::format("{}: the job file has {}", origin.string(), why));
+    throw job_error(fmt::format(COTUNE_FMT("{}: the job file has {}"), origin.string(), why));
   reader r{text, origin.string(), origin.parent_path()};
   return r.read();
 }

@@ -26,7 +26,8 @@ COTUNE_DECL std::string json_path::text() const {
   std::string out;
   for (const auto& s : segments_) {
     if (auto* k = std::get_if<std::string>(&s)) out += (out.empty() ? "" : ".") + *k;
-    else out += fmt::format("[{}]", std::get<std::size_t>(s));
+    else
+      out += fmt::format(COTUNE_FMT("[{}]"), std::get<std::size_t>(s));
   }
   return out.empty() ? std::string("(top level)") : out;
 }

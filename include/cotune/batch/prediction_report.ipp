@@ -35,18 +35,19 @@ namespace detail {
 
 [[nodiscard]] inline std::string regret_text(const held_out_key& h) {
   if (!h.regret) return "not measured";
-  return *h.regret == 0 ? std::string("0% (the same config)") : fmt::format("{:.1f}%", 100 * *h.regret);
+  return *h.regret == 0 ? std::string("0% (the same config)") : fmt::format(COTUNE_FMT("{:.1f}%"), 100 * *h.regret);
 }
 
 /// The summary line of some held-out keys.
 [[nodiscard]] inline std::string summary_text(const held_out_summary& s) {
-  std::string out = fmt::format("{} predicted from the others", counted(s.keys, "key"));
+  std::string out = fmt::format(COTUNE_FMT("{} predicted from the others"), counted(s.keys, "key"));
   if (s.measured == 0) return out + "; no prediction's time is in the database (exported without candidates)";
-  out += fmt::format("; regret measured for {}: mean {:.1f}%, median {:.1f}%, worst {:.1f}%; {} of {} ({:.0f}%) "
-                     "within 2% of the tuned winner, {} the tuned winner itself",
-                     s.measured, 100 * s.mean, 100 * s.median, 100 * s.worst, s.within, s.measured,
-                     100.0 * static_cast<double>(s.within) / static_cast<double>(s.measured), s.exact);
-  if (s.measured < s.keys) out += fmt::format("; {} not measured", s.keys - s.measured);
+  out += fmt::format(
+      COTUNE_FMT("; regret measured for {}: mean {:.1f}%, median {:.1f}%, worst {:.1f}%; {} of {} ({:.0f}%) "
+                 "within 2% of the tuned winner, {} the tuned winner itself"),
+      s.measured, 100 * s.mean, 100 * s.median, 100 * s.worst, s.within, s.measured,
+      100.0 * static_cast<double>(s.within) / static_cast<double>(s.measured), s.exact);
+  if (s.measured < s.keys) out += fmt::format(COTUNE_FMT("; {} not measured"), s.keys - s.measured);
   return out;
 }
 
@@ -70,10 +71,10 @@ inline void prediction_section(std::string& out, std::vector<const database_entr
   for (const auto* e : entries)
     if (auto it = held.find(e); it != held.end()) keys.push_back(*it->second);
   const auto summary = held_out_summary::of(keys);
-  out += fmt::format("<h2 class=\"kernel\" id=\"{}\">{} on {} ({})</h2>\n",
-                     fragment_id(fmt::format("{}-{}", first.kernel, first.device), ids), html_escape(first.kernel),
-                     html_escape(first.device), counted(entries.size(), "key"));
-  if (with_summary) out += fmt::format("<p class=\"summary\">{}</p>\n", html_escape(summary_text(summary)));
+  out += fmt::format(COTUNE_FMT("<h2 class=\"kernel\" id=\"{}\">{} on {} ({})</h2>\n"),
+                     fragment_id(fmt::format(COTUNE_FMT("{}-{}"), first.kernel, first.device), ids),
+                     html_escape(first.kernel), html_escape(first.device), counted(entries.size(), "key"));
+  if (with_summary) out += fmt::format(COTUNE_FMT("<p class=\"summary\">{}</p>\n"), html_escape(summary_text(summary)));
 
   // Every config named in the section, numbered in order of appearance: tuned winners, then predictions.
   std::vector<std::string> configs;
@@ -87,7 +88,7 @@ inline void prediction_section(std::string& out, std::vector<const database_entr
   for (const auto* e : entries) (void)number(e->winner);
   for (const auto& h : keys) (void)number(h.predicted);
   std::map<const database_entry*, std::string> row_id;
-  for (const auto* e : entries) row_id[e] = fragment_id(fmt::format("{}-{}", e->kernel, e->key), ids);
+  for (const auto* e : entries) row_id[e] = fragment_id(fmt::format(COTUNE_FMT("{}-{}"), e->kernel, e->key), ids);
 
   // The grid: columns by the key's first number, rows by its other numbers.
   const auto firsts = key_numbers(entries.front()->key);
@@ -102,7 +103,8 @@ inline void prediction_section(std::string& out, std::vector<const database_entr
       std::string rest; // the key's other numbers
       for (const auto& [n, v] : key_numbers(e->key)) {
         if (n == xname) x = v;
-        else rest += fmt::format("{}{}={}", rest.empty() ? "" : ", ", n, v);
+        else
+          rest += fmt::format(COTUNE_FMT("{}{}={}"), rest.empty() ? "" : ", ", n, v);
       }
       if (x) {
         row_numbers[rest].clear();
@@ -121,11 +123,12 @@ inline void prediction_section(std::string& out, std::vector<const database_entr
            "and the config predicted from the other keys (P), numbered as in the legend below, and the prediction's "
            "regret, coloured: within 2% of the tuned winner (green), within 10% (yellow), beyond (red), or not "
            "measured (grey).</p>\n<table class=\"grid\">\n";
-    out += fmt::format("<tr><th class=\"corner\"><span class=\"axis\">{}</span></th>", html_escape(xname));
-    for (auto x : xs) out += fmt::format("<th><span class=\"axis\">{}</span></th>", x);
+    out += fmt::format(COTUNE_FMT("<tr><th class=\"corner\"><span class=\"axis\">{}</span></th>"), html_escape(xname));
+    for (auto x : xs) out += fmt::format(COTUNE_FMT("<th><span class=\"axis\">{}</span></th>"), x);
     out += "</tr>\n";
     for (const auto& row : rows) {
-      out += fmt::format("<tr><th><span class=\"axis\">{}</span></th>", html_escape(row.empty() ? "-" : row));
+      out +=
+          fmt::format(COTUNE_FMT("<tr><th><span class=\"axis\">{}</span></th>"), html_escape(row.empty() ? "-" : row));
       for (auto x : xs) {
         const auto it = at.find({row, x});
         if (it == at.end()) {
@@ -136,17 +139,18 @@ inline void prediction_section(std::string& out, std::vector<const database_entr
         const auto h = held.find(e);
         const held_out_key* k = h == held.end() ? nullptr : h->second;
         const auto swatch = [](std::size_t n) {
-          return fmt::format("<span class=\"swatch\" style=\"background:{}\"></span>", palette(n));
+          return fmt::format(COTUNE_FMT("<span class=\"swatch\" style=\"background:{}\"></span>"), palette(n));
         };
         const auto tuned = number(e->winner);
-        out += fmt::format("<td class=\"cell {}\"><a href=\"#{}\" title=\"{}\">", regret_class(k), row_id[e],
-                           html_escape(e->key));
-        out += fmt::format("<span class=\"label\">{}T #{}</span>", swatch(tuned), tuned);
+        out += fmt::format(COTUNE_FMT("<td class=\"cell {}\"><a href=\"#{}\" title=\"{}\">"), regret_class(k),
+                           row_id[e], html_escape(e->key));
+        out += fmt::format(COTUNE_FMT("<span class=\"label\">{}T #{}</span>"), swatch(tuned), tuned);
         if (k) {
           const auto predicted = number(k->predicted);
-          out += fmt::format("<span class=\"label\">{}P #{}</span><span class=\"value\">{}</span>", swatch(predicted),
-                             predicted, html_escape(k->regret ? fmt::format("{:.1f}%", 100 * *k->regret)
-                                                              : std::string("not measured")));
+          out += fmt::format(COTUNE_FMT("<span class=\"label\">{}P #{}</span><span class=\"value\">{}</span>"),
+                             swatch(predicted), predicted,
+                             html_escape(k->regret ? fmt::format(COTUNE_FMT("{:.1f}%"), 100 * *k->regret)
+                                                   : std::string("not measured")));
         } else {
           out += "<span class=\"value\">no neighbour</span>";
         }
@@ -158,9 +162,10 @@ inline void prediction_section(std::string& out, std::vector<const database_entr
   }
   out += "<ul class=\"legend\">\n";
   for (std::size_t i = 0; i < configs.size(); ++i)
-    out += fmt::format("<li><span class=\"swatch\" style=\"background:{}\"></span><span class=\"label\">#{} {}"
-                       "</span></li>\n",
-                       palette(i), i, html_escape(configs[i]));
+    out +=
+        fmt::format(COTUNE_FMT("<li><span class=\"swatch\" style=\"background:{}\"></span><span class=\"label\">#{} {}"
+                               "</span></li>\n"),
+                    palette(i), i, html_escape(configs[i]));
   out += "</ul>\n";
 
   out += "<table class=\"keys\">\n<tr><th>key</th><th>tuned winner</th><th>median</th><th>predicted</th>"
@@ -168,16 +173,17 @@ inline void prediction_section(std::string& out, std::vector<const database_entr
   for (const auto* e : entries) {
     const auto h = held.find(e);
     const held_out_key* k = h == held.end() ? nullptr : h->second;
-    out += fmt::format("<tr class=\"key {}\" id=\"{}\"><td class=\"label\">{}</td><td class=\"label\">#{} {}</td>"
-                       "<td class=\"value\">{}</td>",
-                       regret_class(k), row_id[e], html_escape(e->key), number(e->winner), html_escape(shown(e->winner)),
-                       html_escape(ms_text(e->time[0])));
+    out += fmt::format(
+        COTUNE_FMT("<tr class=\"key {}\" id=\"{}\"><td class=\"label\">{}</td><td class=\"label\">#{} {}</td>"
+                   "<td class=\"value\">{}</td>"),
+        regret_class(k), row_id[e], html_escape(e->key), number(e->winner), html_escape(shown(e->winner)),
+        html_escape(ms_text(e->time[0])));
     if (k)
-      out += fmt::format("<td class=\"label\">#{} {}</td><td class=\"label\">{}</td><td class=\"value\">{}</td>"
-                         "<td class=\"value\">{}</td></tr>\n",
-                         number(k->predicted), html_escape(shown(k->predicted)), html_escape(k->neighbour),
-                         html_escape(k->predicted_ms ? ms_text(*k->predicted_ms) : std::string("-")),
-                         html_escape(regret_text(*k)));
+      out += fmt::format(
+          COTUNE_FMT("<td class=\"label\">#{} {}</td><td class=\"label\">{}</td><td class=\"value\">{}</td>"
+                     "<td class=\"value\">{}</td></tr>\n"),
+          number(k->predicted), html_escape(shown(k->predicted)), html_escape(k->neighbour),
+          html_escape(k->predicted_ms ? ms_text(*k->predicted_ms) : std::string("-")), html_escape(regret_text(*k)));
     else
       out += "<td class=\"label\" colspan=\"3\">no other key of its shape to predict it from</td>"
              "<td class=\"value\">-</td></tr>\n";
@@ -216,12 +222,13 @@ COTUNE_DECL std::string prediction_report(const tuning_database& db, std::string
       "table.keys{border-collapse:collapse;margin-top:8px}table.keys th{text-align:left;padding:2px 6px}"
       "table.keys td{border:1px solid #fff;padding:2px 6px;vertical-align:top}table.keys td.label{max-width:360px;"
       "overflow-wrap:break-word}table.keys td.value{white-space:nowrap}ul.legend li .label{overflow-wrap:anywhere}");
-  out += fmt::format("<h1>{}</h1>\n", detail::html_escape(title));
-  out += fmt::format("<p class=\"meta\">{} of {}: each key's winner predicted from the other keys of its kernel and "
-                     "device (the winner of the nearest key of the same shape, its numbers on a log scale), and the "
-                     "prediction's regret (its median over the tuned winner's, from the key's own measurements)</p>\n",
-                     detail::counted(db.size(), "key"), detail::counted(kernels.size(), "kernel"));
-  out += fmt::format("<p class=\"summary\" id=\"summary\">{}</p>\n",
+  out += fmt::format(COTUNE_FMT("<h1>{}</h1>\n"), detail::html_escape(title));
+  out += fmt::format(
+      COTUNE_FMT("<p class=\"meta\">{} of {}: each key's winner predicted from the other keys of its kernel and "
+                 "device (the winner of the nearest key of the same shape, its numbers on a log scale), and the "
+                 "prediction's regret (its median over the tuned winner's, from the key's own measurements)</p>\n"),
+      detail::counted(db.size(), "key"), detail::counted(kernels.size(), "kernel"));
+  out += fmt::format(COTUNE_FMT("<p class=\"summary\" id=\"summary\">{}</p>\n"),
                      detail::html_escape(detail::summary_text(held_out_summary::of(held))));
   std::set<std::string> ids{"summary"};
   for (const auto& g : groups) detail::prediction_section(out, by_group[g], of_entry, ids, groups.size() > 1);

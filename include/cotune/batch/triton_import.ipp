@@ -59,19 +59,22 @@ namespace detail {
 
 COTUNE_DECL database_entry import_triton(std::string_view text, const triton_signature& sig,
                                          std::string_view origin) {
-  auto fail = [&](std::string why) { return database_error(fmt::format("{}: {}", origin, why)); };
+  auto fail = [&](std::string why) { return database_error(fmt::format(COTUNE_FMT("{}: {}"), origin, why)); };
   if (sig.kernel.empty()) throw fail("no kernel name: give the cotune kernel name for this file");
   if (auto why = kernel_name_problem(sig.kernel); !why.empty())
-    throw fail(fmt::format("{}; give the cotune kernel name (--kernel NAME), as a job file would", why));
+    throw fail(fmt::format(COTUNE_FMT("{}; give the cotune kernel name (--kernel NAME), as a job file would"), why));
   if (sig.device.empty()) throw fail("no device: give the name of the device the file was tuned on");
   if (sig.device.size() > max_text_bytes)
-    throw fail(fmt::format("the device name has {} bytes, more than {}", sig.device.size(), max_text_bytes));
+    throw fail(
+        fmt::format(COTUNE_FMT("the device name has {} bytes, more than {}"), sig.device.size(), max_text_bytes));
   for (const auto& a : sig.args)
-    if (!is_identifier(a.name)) throw fail(fmt::format("argument '{}' of the signature is not a C identifier", a.name));
-  if (auto why = input_size_problem(text.size()); !why.empty()) throw fail(fmt::format("the file has {}", why));
+    if (!is_identifier(a.name))
+      throw fail(fmt::format(COTUNE_FMT("argument '{}' of the signature is not a C identifier"), a.name));
+  if (auto why = input_size_problem(text.size()); !why.empty())
+    throw fail(fmt::format(COTUNE_FMT("the file has {}"), why));
   for (const auto& k : sig.key)
     if (std::none_of(sig.args.begin(), sig.args.end(), [&](const auto& a) { return a.name == k && !a.tensor; }))
-      throw fail(fmt::format("key argument '{}' is not a non-tensor argument of the signature", k));
+      throw fail(fmt::format(COTUNE_FMT("key argument '{}' is not a non-tensor argument of the signature"), k));
 
   simdjson::dom::parser parser;
   const std::string json = cotune::detail::normalize_nonfinite(text); // Triton writes Infinity
@@ -82,32 +85,37 @@ COTUNE_DECL database_entry import_triton(std::string_view text, const triton_sig
       root["configs_timings"].get_array().get(rows) != simdjson::SUCCESS)
     throw fail("not a Triton autotune file (it needs \"key\" and \"configs_timings\" lists)");
   if (const auto n = element_count(rows); n > max_candidates())
-    throw fail(fmt::format("configs_timings lists {} configs, more than the limit of {} ({}); is this the file you "
-                           "meant? If it is, raise the limit",
-                           n, max_candidates(), max_candidates_knob));
+    throw fail(
+        fmt::format(COTUNE_FMT("configs_timings lists {} configs, more than the limit of {} ({}); is this the file you "
+                               "meant? If it is, raise the limit"),
+                    n, max_candidates(), max_candidates_knob));
 
   // The key: values of the key arguments (key= order), then one dtype per tensor argument (argument order).
   std::vector<simdjson::dom::element> parts(key.begin(), key.end());
   const std::size_t tensors = static_cast<std::size_t>(
       std::count_if(sig.args.begin(), sig.args.end(), [](const auto& a) { return a.tensor; }));
   if (parts.size() != sig.key.size() + tensors)
-    throw fail(fmt::format("its key has {} values, but the signature gives {} key arguments and {} tensors (= {}): "
-                           "check --key and which arguments are tensors",
-                           parts.size(), sig.key.size(), tensors, sig.key.size() + tensors));
+    throw fail(
+        fmt::format(COTUNE_FMT("its key has {} values, but the signature gives {} key arguments and {} tensors (= {}): "
+                               "check --key and which arguments are tensors"),
+                    parts.size(), sig.key.size(), tensors, sig.key.size() + tensors));
   std::vector<std::string> words;
   std::size_t next_tensor = sig.key.size();
   for (const auto& a : sig.args) {
     if (a.tensor) {
       std::string_view dtype;
       if (parts[next_tensor++].get_string().get(dtype) != simdjson::SUCCESS)
-        throw fail(fmt::format("the key's value for tensor '{}' is not a dtype string", a.name));
+        throw fail(fmt::format(COTUNE_FMT("the key's value for tensor '{}' is not a dtype string"), a.name));
       auto type = detail::element_type_of_dtype(dtype);
-      if (!type) throw fail(fmt::format("tensor '{}' has dtype '{}', which cotune has no element type for", a.name, dtype));
-      words.push_back(fmt::format("{}: {}", a.name, *type));
+      if (!type)
+        throw fail(
+            fmt::format(COTUNE_FMT("tensor '{}' has dtype '{}', which cotune has no element type for"), a.name, dtype));
+      words.push_back(fmt::format(COTUNE_FMT("{}: {}"), a.name, *type));
     } else if (auto k = std::find(sig.key.begin(), sig.key.end(), a.name); k != sig.key.end()) {
       auto v = detail::value_of_json(parts[static_cast<std::size_t>(k - sig.key.begin())]);
-      if (!v) throw fail(fmt::format("the key's value for '{}' is not a number, a bool or a string", a.name));
-      words.push_back(fmt::format("{}={}", a.name, v->text()));
+      if (!v)
+        throw fail(fmt::format(COTUNE_FMT("the key's value for '{}' is not a number, a bool or a string"), a.name));
+      words.push_back(fmt::format(COTUNE_FMT("{}={}"), a.name, v->text()));
     }
   }
   std::string key_text;
@@ -128,14 +136,18 @@ COTUNE_DECL database_entry import_triton(std::string_view text, const triton_sig
     simdjson::dom::array times;
     if (row.get_array().get(pair) != simdjson::SUCCESS || pair.size() != 2 ||
         pair.at(0).get_object().get(fields) != simdjson::SUCCESS || pair.at(1).get_array().get(times) != simdjson::SUCCESS)
-      throw fail(fmt::format("configs_timings[{}] is not a [config, times] pair", at));
+      throw fail(fmt::format(COTUNE_FMT("configs_timings[{}] is not a [config, times] pair"), at));
     config c;
     if (fields["kwargs"].get_object().get(kwargs) == simdjson::SUCCESS)
       for (auto [name, v] : kwargs) {
         auto cv = detail::value_of_json(v);
-        if (!cv) throw fail(fmt::format("configs_timings[{}]: kwarg '{}' is not a number, a bool or a string", at, name));
+        if (!cv)
+          throw fail(
+              fmt::format(COTUNE_FMT("configs_timings[{}]: kwarg '{}' is not a number, a bool or a string"), at, name));
         if (!is_identifier(name))
-          throw fail(fmt::format("configs_timings[{}]: kwarg '{}' is not a C identifier, so not a cotune parameter", at, name));
+          throw fail(fmt::format(
+              COTUNE_FMT("configs_timings[{}]: kwarg '{}' is not a C identifier, so not a cotune parameter"), at,
+              name));
         c.set(name, *cv);
       }
     launch_options launch;
@@ -146,10 +158,10 @@ COTUNE_DECL database_entry import_triton(std::string_view text, const triton_sig
       if (fields[name].get(v) != simdjson::SUCCESS || v.is_null()) return std::nullopt;
       std::int64_t n = 0;
       if (v.get_int64().get(n) != simdjson::SUCCESS)
-        throw fail(fmt::format("configs_timings[{}]: {} is not an integer", at, name));
+        throw fail(fmt::format(COTUNE_FMT("configs_timings[{}]: {} is not an integer"), at, name));
       if (n < 1 || n > max_launch_option)
-        throw fail(fmt::format("configs_timings[{}]: {} = {} is out of range; Triton runs {} in [1, {}]", at, name, n,
-                               name, max_launch_option));
+        throw fail(fmt::format(COTUNE_FMT("configs_timings[{}]: {} = {} is out of range; Triton runs {} in [1, {}]"),
+                               at, name, n, name, max_launch_option));
       return static_cast<int>(n);
     };
     launch.num_warps = read_int("num_warps").value_or(launch.num_warps);
@@ -157,20 +169,21 @@ COTUNE_DECL database_entry import_triton(std::string_view text, const triton_sig
     launch.num_ctas = read_int("num_ctas").value_or(launch.num_ctas);
     launch.maxnreg = read_int("maxnreg");
     if (auto why = triton_launch_problem(launch); !why.empty())
-      throw fail(fmt::format("configs_timings[{}]: {}", at, why));
+      throw fail(fmt::format(COTUNE_FMT("configs_timings[{}]: {}"), at, why));
     c.with_launch(launch);
 
     candidate_result cr{c};
     if (const auto n = element_count(times); n > 3)
-      throw fail(fmt::format("configs_timings[{}] has {} times; Triton writes 1, or 3 (median, p20, p80)", at, n));
+      throw fail(
+          fmt::format(COTUNE_FMT("configs_timings[{}] has {} times; Triton writes 1, or 3 (median, p20, p80)"), at, n));
     std::vector<double> t;
     for (auto x : times) {
       double d = 0; // Infinity or NaN in Triton's file (now null) reads as +inf: the config failed there
       if (!cotune::detail::json_read_timing(x, d))
-        throw fail(fmt::format("configs_timings[{}]: a time is not a number", at));
+        throw fail(fmt::format(COTUNE_FMT("configs_timings[{}]: a time is not a number"), at));
       t.push_back(d);
     }
-    if (t.empty()) throw fail(fmt::format("configs_timings[{}] has no times", at));
+    if (t.empty()) throw fail(fmt::format(COTUNE_FMT("configs_timings[{}] has no times"), at));
     while (t.size() < 3) t.push_back(t.front()); // a single time: Triton's return_mode without quantiles
     if (std::isfinite(t[0])) {
       cr.status = candidate_status::ok;

@@ -87,54 +87,57 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
                                                const std::string& origin) {
   using namespace simdjson;
   if (auto why = input_size_problem(text.size()); !why.empty())
-    throw database_error(fmt::format("{}: the tuning database has {}", origin, why));
+    throw database_error(fmt::format(COTUNE_FMT("{}: the tuning database has {}"), origin, why));
   dom::parser parser;
   dom::object root;
   const std::string normal = cotune::detail::normalize_nonfinite(text);
   if (parser.parse(normal).get(root) != SUCCESS)
-    throw database_error(fmt::format("{}: not a tuning database (not valid JSON)", origin));
+    throw database_error(fmt::format(COTUNE_FMT("{}: not a tuning database (not valid JSON)"), origin));
   std::string_view sv;
   if (root["format"].get_string().get(sv) != SUCCESS || sv != format_name)
-    throw database_error(fmt::format("{}: not a tuning database (its \"format\" is not \"{}\"; write one with "
-                                     "`cotune db export`)",
-                                     origin, format_name));
+    throw database_error(
+        fmt::format(COTUNE_FMT("{}: not a tuning database (its \"format\" is not \"{}\"; write one with "
+                               "`cotune db export`)"),
+                    origin, format_name));
   std::int64_t v = 0;
   if (root["version"].get_int64().get(v) != SUCCESS || v != format_version)
-    throw database_error(fmt::format("{}: database format version {} is not {}, the one this cotune reads; "
-                                     "export it again with this cotune",
+    throw database_error(fmt::format(COTUNE_FMT("{}: database format version {} is not {}, the one this cotune reads; "
+                                                "export it again with this cotune"),
                                      origin, v, format_version));
   tuning_database db;
   dom::array list;
   if (root["entries"].get_array().get(list) != SUCCESS)
-    throw database_error(fmt::format("{}: the database has no \"entries\" list", origin));
+    throw database_error(fmt::format(COTUNE_FMT("{}: the database has no \"entries\" list"), origin));
   if (const auto n = element_count(list); n > max_candidates())
-    throw database_error(fmt::format("{}: the database has {} entries, more than the limit of {} ({}); is this the "
-                                     "file you meant? If it is, raise the limit",
-                                     origin, n, max_candidates(), max_candidates_knob));
+    throw database_error(
+        fmt::format(COTUNE_FMT("{}: the database has {} entries, more than the limit of {} ({}); is this the "
+                               "file you meant? If it is, raise the limit"),
+                    origin, n, max_candidates(), max_candidates_knob));
   std::size_t i = 0;
   for (auto item : list) {
     auto fail = [&](std::string_view why) {
-      return database_error(fmt::format("{}: entries[{}]: {}", origin, i, why));
+      return database_error(fmt::format(COTUNE_FMT("{}: entries[{}]: {}"), origin, i, why));
     };
     dom::object o;
     if (item.get_object().get(o) != SUCCESS) throw fail("expected an object");
     database_entry e;
     auto str = [&](const char* k, std::string& out, bool required) {
       if (o[k].get_string().get(sv) == SUCCESS) out = sv;
-      else if (required) throw fail(fmt::format("missing string \"{}\"", k));
+      else if (required)
+        throw fail(fmt::format(COTUNE_FMT("missing string \"{}\""), k));
       if (out.size() > max_text_bytes)
-        throw fail(fmt::format("\"{}\" has {} bytes, more than {}", k, out.size(), max_text_bytes));
-      if (out.find('\0') != std::string::npos) throw fail(fmt::format("\"{}\" holds a NUL character", k));
+        throw fail(fmt::format(COTUNE_FMT("\"{}\" has {} bytes, more than {}"), k, out.size(), max_text_bytes));
+      if (out.find('\0') != std::string::npos) throw fail(fmt::format(COTUNE_FMT("\"{}\" holds a NUL character"), k));
     };
     // What a job file or a tuner could have written: a kernel name that may become a file name, and
     // launch options in the range a job file gives them.
     auto check_config = [&](const config& c, std::string_view what) {
       if (auto why = launch_problem(c.launch()); !why.empty())
-        throw fail(fmt::format("{} {{{}}}: {}", what, c.text(), why));
+        throw fail(fmt::format(COTUNE_FMT("{} {{{}}}: {}"), what, c.text(), why));
     };
     str("kernel", e.kernel, true);
     if (auto why = kernel_name_problem(e.kernel); !why.empty())
-      throw fail(fmt::format("{}, as a job file requires; is the database damaged or forged?", why));
+      throw fail(fmt::format(COTUNE_FMT("{}, as a job file requires; is the database damaged or forged?"), why));
     str("key", e.key, true);
     str("device", e.device, true);
     str("fingerprint", e.fingerprint, false);
@@ -160,13 +163,14 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
     if (o["result"].get(r) == SUCCESS) {
       dom::array cands;
       if (r["candidates"].get_array().get(cands) == SUCCESS && element_count(cands) > max_candidates())
-        throw fail(fmt::format("\"result\" lists {} candidates, more than the limit of {} ({})", element_count(cands),
-                               max_candidates(), max_candidates_knob));
+        throw fail(fmt::format(COTUNE_FMT("\"result\" lists {} candidates, more than the limit of {} ({})"),
+                               element_count(cands), max_candidates(), max_candidates_knob));
       auto parsed = tuning_result::from_json(simdjson::to_string(r));
       if (!parsed) throw fail("\"result\" is not a readable tuning result");
-      if (auto why = kernel_name_problem(parsed->kernel); !why.empty()) throw fail(fmt::format("\"result\": {}", why));
+      if (auto why = kernel_name_problem(parsed->kernel); !why.empty())
+        throw fail(fmt::format(COTUNE_FMT("\"result\": {}"), why));
       for (std::size_t j = 0; j < parsed->candidates.size(); ++j)
-        check_config(parsed->candidates[j].cfg, fmt::format("\"result\" candidate {}", j));
+        check_config(parsed->candidates[j].cfg, fmt::format(COTUNE_FMT("\"result\" candidate {}"), j));
       e.detail = std::move(parsed);
     }
     db.index_.try_emplace(detail::id_text(e), db.entries_.size()); // the first of equal ids, as find() sees it
@@ -175,20 +179,21 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
   }
   const std::string digest = digest_of(db.entries_);
   if (root["sha256"].get_string().get(sv) != SUCCESS || sv != digest)
-    throw database_error(fmt::format("{}: the database's checksum does not match its entries (edited or "
-                                     "damaged); export it again",
+    throw database_error(fmt::format(COTUNE_FMT("{}: the database's checksum does not match its entries (edited or "
+                                                "damaged); export it again"),
                                      origin));
   std::string_view mac;
   db.signed_ = root["hmac_sha256"].get_string().get(mac) == SUCCESS;
   if (!secret.empty()) {
     if (!db.signed_)
-      throw database_error(fmt::format("{}: the database is not signed, and a secret is set "
-                                       "(COTUNE_TUNING_DB_SECRET): export it with that secret, or unset it",
+      throw database_error(fmt::format(COTUNE_FMT("{}: the database is not signed, and a secret is set "
+                                                  "(COTUNE_TUNING_DB_SECRET): export it with that secret, or unset it"),
                                        origin));
     if (!cotune::detail::constant_time_equal(mac, cotune::detail::hmac_sha256_hex(secret, digest)))
-      throw database_error(fmt::format("{}: the database's signature does not match the secret "
-                                       "(COTUNE_TUNING_DB_SECRET): it was signed with another secret, or altered",
-                                       origin));
+      throw database_error(
+          fmt::format(COTUNE_FMT("{}: the database's signature does not match the secret "
+                                 "(COTUNE_TUNING_DB_SECRET): it was signed with another secret, or altered"),
+                      origin));
   }
   return db;
 }
@@ -267,9 +272,10 @@ COTUNE_DECL std::size_t import_database(const std::filesystem::path& root, const
   merged.merge(db);
   // Refused here, not stored: a cache database past the limit would be refused by every reader.
   if (merged.size() > max_candidates())
-    throw database_error(fmt::format("{}: importing {} entries would make the cache's database hold {}, more than the "
-                                     "limit of {} ({}); raise the limit, or import into another cache (--dir)",
-                                     root.string(), db.size(), merged.size(), max_candidates(), max_candidates_knob));
+    throw database_error(
+        fmt::format(COTUNE_FMT("{}: importing {} entries would make the cache's database hold {}, more than the "
+                               "limit of {} ({}); raise the limit, or import into another cache (--dir)"),
+                    root.string(), db.size(), merged.size(), max_candidates(), max_candidates_knob));
   file_cache cache(root, imported_database_key());
   cache.put(merged.json(secret), imported_database_file);
   return merged.size();

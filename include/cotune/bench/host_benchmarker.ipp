@@ -25,9 +25,10 @@ COTUNE_DECL measurement host_benchmarker::measure(const std::function<void()>& f
   // A candidate whose single run exceeds the deadline is not measured further: its repetitions
   // would take far longer still. (An in-process CPU kernel cannot be preempted, only not rerun.)
   if (const auto limit = knobs().bench.timeout_ms.get(); limit > 0 && ms_since(first) > static_cast<double>(limit))
-    throw timeout_error(fmt::format("host benchmarker: one run took {:.0f} ms, more than COTUNE_BENCH_TIMEOUT_MS={} ms; "
-                                    "the candidate is not measured further (raise the knob to measure it)",
-                                    ms_since(first), limit));
+    throw timeout_error(
+        fmt::format(COTUNE_FMT("host benchmarker: one run took {:.0f} ms, more than COTUNE_BENCH_TIMEOUT_MS={} ms; "
+                               "the candidate is not measured further (raise the knob to measure it)"),
+                    ms_since(first), limit));
   if (options_.flush_bytes) flush_.resize(options_.flush_bytes);
 
   // The estimate: 5 calls, or fewer once they have taken the measurement's budget (a kernel slower than

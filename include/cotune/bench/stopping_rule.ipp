@@ -28,8 +28,8 @@ COTUNE_DECL stopping_rule stopping_rule::from(const bench_options& opts, std::si
   r.noise_target = opts.noise_target.value_or(knobs().bench.noise_target.get());
   r.min_samples = opts.min_samples.value_or(static_cast<std::size_t>(knobs().bench.min_samples.get()));
   if (!(r.noise_target >= 0.0))
-    throw error(fmt::format("bench_options::noise_target={} is out of range; it must be at least 0 (0 = off)",
-                            r.noise_target));
+    throw error(fmt::format(
+        COTUNE_FMT("bench_options::noise_target={} is out of range; it must be at least 0 (0 = off)"), r.noise_target));
   r.required_samples = std::max<std::size_t>(1, opts.required_samples.value_or(1));
   r.max_samples = std::max({std::size_t{1}, max_samples, r.required_samples});
   r.budget_ms = opts.rep_ms;

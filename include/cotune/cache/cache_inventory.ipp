@@ -43,7 +43,7 @@ COTUNE_DECL bool cache_inventory::exists() const {
   std::error_code ec;
   if (std::filesystem::is_directory(root_, ec)) return true;
   if (std::filesystem::exists(root_, ec))
-    throw cache_error(fmt::format("'{}' is not a directory; pass the cache directory (COTUNE_CACHE_DIR)",
+    throw cache_error(fmt::format(COTUNE_FMT("'{}' is not a directory; pass the cache directory (COTUNE_CACHE_DIR)"),
                                   root_.string()));
   return false;
 }
@@ -96,7 +96,8 @@ COTUNE_DECL cache_gc_report cache_inventory::gc(const cache_gc_options& opts) co
   if (!exists()) return r;
   const auto root_fd = detail::open_trusted_root(root_);
   if (!root_fd)
-    throw cache_error(fmt::format("cannot open the cache directory '{}': {}", root_.string(), std::strerror(errno)));
+    throw cache_error(
+        fmt::format(COTUNE_FMT("cannot open the cache directory '{}': {}"), root_.string(), std::strerror(errno)));
   // Under the ledger's lock (cache/cache_ledger.hpp): no put commits while the walk counts, and the
   // ledger takes the walk's count.
   detail::cache_ledger ledger(root_fd.get(), root_);
@@ -155,8 +156,8 @@ COTUNE_DECL cache_clear_plan cache_inventory::plan_clear() const {
 COTUNE_DECL void cache_inventory::clear(const cache_clear_plan& plan) const {
   for (const auto& dir : plan.key_dirs) {
     if (dir.parent_path() != root_ || !key_of_dir(dir.filename().string()))
-      throw cache_error(fmt::format("'{}' is not a key directory of the cache '{}'; not removed", dir.string(),
-                                    root_.string()));
+      throw cache_error(fmt::format(COTUNE_FMT("'{}' is not a key directory of the cache '{}'; not removed"),
+                                    dir.string(), root_.string()));
     std::filesystem::remove_all(dir);
   }
 }
@@ -164,16 +165,18 @@ COTUNE_DECL void cache_inventory::clear(const cache_clear_plan& plan) const {
 COTUNE_DECL stored_entry cache_inventory::read_entry(const std::filesystem::path& file) {
   auto text = detail::read_file(file);
   if (!text)
-    throw cache_error(fmt::format("cannot read '{}': it does not exist or is not a regular file", file.string()));
+    throw cache_error(
+        fmt::format(COTUNE_FMT("cannot read '{}': it does not exist or is not a regular file"), file.string()));
   const auto key = key_of_dir(std::filesystem::absolute(file).parent_path().filename().string());
   const auto checked = key ? detail::unframe(*key, file.filename().string(), *text, local_cache_key())
                            : detail::unframed{};
   if (checked) return {std::string(checked.payload), true};
   if (std::string_view(*text).ends_with(detail::frame_tail))
-    throw cache_error(fmt::format("'{}' is a damaged, renamed or moved cache entry ({}: an entry is bound to its "
-                                  "file name and its key's directory, so show it where the cache keeps it); the "
-                                  "tuning result cannot be trusted",
-                                  file.string(), fault_note(checked.fault)));
+    throw cache_error(
+        fmt::format(COTUNE_FMT("'{}' is a damaged, renamed or moved cache entry ({}: an entry is bound to its "
+                               "file name and its key's directory, so show it where the cache keeps it); the "
+                               "tuning result cannot be trusted"),
+                    file.string(), fault_note(checked.fault)));
   return {std::move(*text), false};
 }
 
@@ -191,7 +194,7 @@ COTUNE_DECL void cache_inventory::check_entry(int dir, const std::string& key, c
                         const entry_describer& describe) {
   auto opened = detail::open_file_at(dir, f.file);
   if (opened && !detail::trusted_file(opened->st)) {
-    f.note = fmt::format("owned by {} or writable by others (mode {:04o}): readers ignore it",
+    f.note = fmt::format(COTUNE_FMT("owned by {} or writable by others (mode {:04o}): readers ignore it"),
                          detail::user_text(opened->st.st_uid), opened->st.st_mode & 07777);
     return;
   }

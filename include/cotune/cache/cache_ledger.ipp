@@ -54,14 +54,16 @@ COTUNE_DECL cache_ledger::cache_ledger(int root, const std::filesystem::path& ro
     read_only_ = true;
   }
   if (!fd_)
-    throw std::system_error(errno, std::generic_category(), fmt::format("cannot open the cache's ledger '{}'", shown));
+    throw std::system_error(errno, std::generic_category(),
+                            fmt::format(COTUNE_FMT("cannot open the cache's ledger '{}'"), shown));
   struct stat st {};
   if (::fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode))
     throw std::system_error(EEXIST, std::generic_category(),
-                            fmt::format("the cache's ledger '{}' is not a regular file; remove it", shown));
+                            fmt::format(COTUNE_FMT("the cache's ledger '{}' is not a regular file; remove it"), shown));
   while (::flock(fd_.get(), LOCK_EX) != 0)
     if (errno != EINTR)
-      throw std::system_error(errno, std::generic_category(), fmt::format("cannot lock the cache's ledger '{}'", shown));
+      throw std::system_error(errno, std::generic_category(),
+                              fmt::format(COTUNE_FMT("cannot lock the cache's ledger '{}'"), shown));
   const auto text = read_all(fd_.get(), 4096);
   if (!text) return;
   // "cotune-ledger 1\nbytes N|?\nwritten N\nw <hex dir> <hex temporary> N\n...": anything else is torn.
@@ -118,9 +120,11 @@ COTUNE_DECL void cache_ledger::reclaim_dead_writes(int root) {
 COTUNE_DECL void cache_ledger::save() noexcept {
   if (read_only_) return;
   try {
-    std::string text = fmt::format("cotune-ledger 1\nbytes {}\nwritten {}\n", bytes ? std::to_string(*bytes) : "?", written);
+    std::string text = fmt::format(COTUNE_FMT("cotune-ledger 1\nbytes {}\nwritten {}\n"),
+                                   bytes ? std::to_string(*bytes) : "?", written);
     for (const auto& w : writes)
-      text += fmt::format("w {} {} {}\n", ledger_detail::to_hex_text(w.dir), ledger_detail::to_hex_text(w.temporary), w.bytes);
+      text += fmt::format(COTUNE_FMT("w {} {} {}\n"), ledger_detail::to_hex_text(w.dir),
+                          ledger_detail::to_hex_text(w.temporary), w.bytes);
     // Written over in place, then cut to length: never truncated to zero first, which on ext4 makes the
     // close flush the file to disk (auto_da_alloc: 4-8 ms a put, measured, instead of microseconds).
     std::string_view rest = text;

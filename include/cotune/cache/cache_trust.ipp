@@ -27,24 +27,28 @@ COTUNE_DECL std::string user_text(uid_t uid) {
   struct passwd* found = nullptr;
   char buf[1024];
   if (::getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found)
-    return fmt::format("{} (uid {})", found->pw_name, uid);
-  return fmt::format("uid {}", uid);
+    return fmt::format(COTUNE_FMT("{} (uid {})"), found->pw_name, uid);
+  return fmt::format(COTUNE_FMT("uid {}"), uid);
 }
 
 COTUNE_DECL cache_dir_trust judge_dir(const struct stat& st, const std::filesystem::path& path, std::string_view what) {
   const uid_t me = ::geteuid();
   if (!S_ISDIR(st.st_mode))
-    return {false, fmt::format("the {} '{}' is not a directory; set COTUNE_CACHE_DIR elsewhere", what, path.string())};
+    return {false, fmt::format(COTUNE_FMT("the {} '{}' is not a directory; set COTUNE_CACHE_DIR elsewhere"), what,
+                               path.string())};
   if (st.st_uid != me && st.st_uid != 0)
-    return {false, fmt::format("the {} '{}' is owned by {}, not by this process's user {}: cotune loads nothing from "
-                               "it; use a directory of your own (set COTUNE_CACHE_DIR) or `chown {} '{}'`",
-                               what, path.string(), user_text(st.st_uid), user_text(me), me, path.string())};
+    return {
+        false,
+        fmt::format(COTUNE_FMT("the {} '{}' is owned by {}, not by this process's user {}: cotune loads nothing from "
+                               "it; use a directory of your own (set COTUNE_CACHE_DIR) or `chown {} '{}'`"),
+                    what, path.string(), user_text(st.st_uid), user_text(me), me, path.string())};
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-    return {false, fmt::format("the {} '{}' is writable by {} (mode {:04o}): anyone who can write there could plant "
-                               "what this process loads, so cotune loads nothing from it; run `chmod 700 '{}'` or "
-                               "set COTUNE_CACHE_DIR to a private directory",
-                               what, path.string(), (st.st_mode & S_IWOTH) ? "others" : "its group",
-                               st.st_mode & 07777, path.string())};
+    return {false, fmt::format(
+                       COTUNE_FMT("the {} '{}' is writable by {} (mode {:04o}): anyone who can write there could plant "
+                                  "what this process loads, so cotune loads nothing from it; run `chmod 700 '{}'` or "
+                                  "set COTUNE_CACHE_DIR to a private directory"),
+                       what, path.string(), (st.st_mode & S_IWOTH) ? "others" : "its group", st.st_mode & 07777,
+                       path.string())};
   return {};
 }
 
@@ -75,7 +79,7 @@ COTUNE_DECL unique_fd open_trusted_root(const std::filesystem::path& root) {
 COTUNE_DECL void require_trusted_key_dir(int fd, const std::filesystem::path& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0)
-    throw cache_error(fmt::format("cannot examine '{}': {}", path.string(), std::strerror(errno)));
+    throw cache_error(fmt::format(COTUNE_FMT("cannot examine '{}': {}"), path.string(), std::strerror(errno)));
   if (auto v = judge_dir(st, path, "cache key directory"); !v.trusted) throw cache_error(v.why);
 }
 

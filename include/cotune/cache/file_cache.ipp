@@ -40,16 +40,17 @@ COTUNE_DECL void validate_cache_file_name(std::string_view name) {
   if (bad) {
     std::string shown;
     for (char c : name) shown += c == '\0' ? std::string("\\0") : std::string(1, c);
-    throw cache_error(fmt::format("cache file name '{}' is refused: a name must be a plain file name (no '/', "
-                                  "'..' or NUL, not empty, not starting with '.tmp.', at most 255 bytes)",
-                                  shown));
+    throw cache_error(
+        fmt::format(COTUNE_FMT("cache file name '{}' is refused: a name must be a plain file name (no '/', "
+                               "'..' or NUL, not empty, not starting with '.tmp.', at most 255 bytes)"),
+                    shown));
   }
 }
 
 COTUNE_DECL file_cache::file_cache(const std::filesystem::path& root, std::string_view hex_key, cache_mode mode)
     : mode_(mode), key_(hex_key), root_(root) {
   if (!detail::is_hex(hex_key))
-    throw cache_error(fmt::format("cache key '{}' is not a lower-case hex digest", hex_key));
+    throw cache_error(fmt::format(COTUNE_FMT("cache key '{}' is not a lower-case hex digest"), hex_key));
   if (root.empty())
     throw cache_error("the cache directory is empty; set COTUNE_CACHE_DIR (or cotune::knobs().cache.dir)");
   std::string bytes;
@@ -82,7 +83,8 @@ COTUNE_DECL std::optional<entry_pin> file_cache::pin(std::string_view name) cons
 COTUNE_DECL std::filesystem::path file_cache::put(std::string_view data, std::string_view name) {
   validate_cache_file_name(name);
   if (mode_ == cache_mode::override_)
-    throw cache_error(fmt::format("the override cache '{}' is read-only; cannot put '{}'", dir_.string(), name));
+    throw cache_error(
+        fmt::format(COTUNE_FMT("the override cache '{}' is read-only; cannot put '{}'"), dir_.string(), name));
   try {
     return store(data, name);
   } catch (const std::system_error& e) {
@@ -127,9 +129,10 @@ COTUNE_DECL std::filesystem::path file_cache::store(std::string_view data, std::
     detail::make_private_dirs(root_);
     root = detail::open_trusted_root(root_);
     if (!root)
-      throw cache_error(fmt::format("cannot open the cache directory '{}': {}; set COTUNE_CACHE_DIR to a writable "
-                                    "place",
-                                    root_.string(), std::strerror(errno)));
+      throw cache_error(
+          fmt::format(COTUNE_FMT("cannot open the cache directory '{}': {}; set COTUNE_CACHE_DIR to a writable "
+                                 "place"),
+                      root_.string(), std::strerror(errno)));
   }
   const auto dir = detail::make_dir_at(root.get(), dir_name_, dir_);
   detail::require_trusted_key_dir(dir.get(), dir_);

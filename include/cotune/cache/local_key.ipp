@@ -32,13 +32,14 @@ COTUNE_DECL void create_key_file(const std::filesystem::path& path) {
   for (std::size_t got = 0; got < sizeof bytes;) {
     const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw cache_error(fmt::format("cannot make a cache key: getrandom: {}", std::strerror(errno)));
+    if (n < 0)
+      throw cache_error(fmt::format(COTUNE_FMT("cannot make a cache key: getrandom: {}"), std::strerror(errno)));
     got += static_cast<std::size_t>(n);
   }
   const auto dir = open_dir(path.parent_path());
   if (!dir)
-    throw cache_error(fmt::format("cannot open '{}' to create the cache key file: {}", path.parent_path().string(),
-                                  std::strerror(errno)));
+    throw cache_error(fmt::format(COTUNE_FMT("cannot open '{}' to create the cache key file: {}"),
+                                  path.parent_path().string(), std::strerror(errno)));
   temp_file_writer w(dir.get(), path.filename().string() + ".new", path.parent_path());
   w.write(to_hex(bytes));
   w.write("\n");
@@ -46,9 +47,10 @@ COTUNE_DECL void create_key_file(const std::filesystem::path& path) {
   const auto tmp = w.temporary_name();
   // link, not rename: if another process created the key meanwhile, its key stays and ours is dropped.
   if (::linkat(dir.get(), tmp.c_str(), dir.get(), path.filename().c_str(), 0) != 0 && errno != EEXIST)
-    throw cache_error(fmt::format("cannot create the cache key file '{}': {}; set COTUNE_CACHE_KEY_FILE to a "
-                                  "writable place",
-                                  path.string(), std::strerror(errno)));
+    throw cache_error(
+        fmt::format(COTUNE_FMT("cannot create the cache key file '{}': {}; set COTUNE_CACHE_KEY_FILE to a "
+                               "writable place"),
+                    path.string(), std::strerror(errno)));
   // `w` is never committed: its destructor removes the temporary name.
 }
 
@@ -58,31 +60,39 @@ COTUNE_DECL std::string read_key_file(const std::filesystem::path& path) {
     try {
       create_key_file(path);
     } catch (const std::system_error& e) {
-      throw cache_error(fmt::format("cannot create the cache key file '{}': {}; set COTUNE_CACHE_KEY_FILE to a "
-                                    "writable place",
-                                    path.string(), e.what()));
+      throw cache_error(
+          fmt::format(COTUNE_FMT("cannot create the cache key file '{}': {}; set COTUNE_CACHE_KEY_FILE to a "
+                                 "writable place"),
+                      path.string(), e.what()));
     }
     fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   }
   const unique_fd owned(fd);
   if (!owned)
-    throw cache_error(fmt::format("cannot read the cache key file '{}': {}{}", path.string(), std::strerror(errno),
+    throw cache_error(fmt::format(COTUNE_FMT("cannot read the cache key file '{}': {}{}"), path.string(),
+                                  std::strerror(errno),
                                   errno == ELOOP ? " (a symbolic link is refused: name the file itself)" : ""));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-    throw cache_error(fmt::format("the cache key file '{}' is not a regular file", path.string()));
+    throw cache_error(fmt::format(COTUNE_FMT("the cache key file '{}' is not a regular file"), path.string()));
   if (st.st_uid != ::geteuid())
-    throw cache_error(fmt::format("the cache key file '{}' is owned by {}, not by this process's user {}; use a key "
-                                  "file of your own (COTUNE_CACHE_KEY_FILE)",
-                                  path.string(), user_text(st.st_uid), user_text(::geteuid())));
+    throw cache_error(
+        fmt::format(COTUNE_FMT("the cache key file '{}' is owned by {}, not by this process's user {}; use a key "
+                               "file of your own (COTUNE_CACHE_KEY_FILE)"),
+                    path.string(), user_text(st.st_uid), user_text(::geteuid())));
   if ((st.st_mode & 077) != 0)
-    throw cache_error(fmt::format("the cache key file '{}' may be read or written by others (mode {:04o}); run "
-                                  "`chmod 600 '{}'`",
-                                  path.string(), st.st_mode & 07777, path.string()));
+    throw cache_error(
+        fmt::format(COTUNE_FMT("the cache key file '{}' may be read or written by others (mode {:04o}); run "
+                               "`chmod 600 '{}'`"),
+                    path.string(), st.st_mode & 07777, path.string()));
   auto text = read_all(fd, static_cast<std::size_t>(st.st_size));
-  if (!text) throw cache_error(fmt::format("cannot read the cache key file '{}': {}", path.string(), std::strerror(errno)));
+  if (!text)
+    throw cache_error(
+        fmt::format(COTUNE_FMT("cannot read the cache key file '{}': {}"), path.string(), std::strerror(errno)));
   while (!text->empty() && (text->back() == '\n' || text->back() == '\r' || text->back() == ' ')) text->pop_back();
-  if (text->empty()) throw cache_error(fmt::format("the cache key file '{}' is empty; remove it and a new key is made", path.string()));
+  if (text->empty())
+    throw cache_error(
+        fmt::format(COTUNE_FMT("the cache key file '{}' is empty; remove it and a new key is made"), path.string()));
   return *text;
 }
 

@@ -27,11 +27,11 @@ namespace cotune::detail {
 COTUNE_DECL std::string encode_companion(const remote_companion& c, std::string_view with_sha256, std::string_view secret) {
   validate_remote_key(c.key);
   std::string out(companion_magic);
-  out += fmt::format("with {}\nkey {}\n", with_sha256, c.key);
+  out += fmt::format(COTUNE_FMT("with {}\nkey {}\n"), with_sha256, c.key);
   for (const auto& [name, content] : c.entries) {
     validate_remote_file_name(name);
     const std::string framed = frame_entry(c.key, name, content, secret);
-    out += fmt::format("entry {} {}\n", name, framed.size());
+    out += fmt::format(COTUNE_FMT("entry {} {}\n"), name, framed.size());
     out += framed;
   }
   return out;
@@ -48,7 +48,8 @@ COTUNE_DECL std::optional<decoded_companion> decode_companion(std::string_view t
     return l;
   };
   auto with = line(), key = line();
-  if (!with || !key || *with != fmt::format("with {}", with_sha256) || !key->starts_with("key ")) return std::nullopt;
+  if (!with || !key || *with != fmt::format(COTUNE_FMT("with {}"), with_sha256) || !key->starts_with("key "))
+    return std::nullopt;
   decoded_companion out;
   out.key = key->substr(4);
   try {

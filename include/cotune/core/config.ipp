@@ -21,14 +21,15 @@ namespace cotune {
 COTUNE_DECL config::config(std::initializer_list<std::pair<std::string_view, value>> params, launch_options launch)
     : launch_(launch) {
   for (const auto& [name, v] : params) {
-    if (find(name)) throw error(fmt::format("config: parameter '{}' is given twice", name));
+    if (find(name)) throw error(fmt::format(COTUNE_FMT("config: parameter '{}' is given twice"), name));
     set(name, v);
   }
 }
 
 COTUNE_DECL config& config::set(std::string_view name, value v) {
   if (!is_identifier(name))
-    throw error(fmt::format("config: parameter name '{}' is not a C identifier (letters, digits, '_')", name));
+    throw error(
+        fmt::format(COTUNE_FMT("config: parameter name '{}' is not a C identifier (letters, digits, '_')"), name));
   auto it = std::lower_bound(params_.begin(), params_.end(), name,
                              [](const param& p, std::string_view n) { return p.first < n; });
   if (it != params_.end() && it->first == name) it->second = std::move(v);
@@ -38,20 +39,22 @@ COTUNE_DECL config& config::set(std::string_view name, value v) {
 
 COTUNE_DECL std::string config::text() const {
   std::string out;
-  for (const auto& [name, v] : params_) out += fmt::format("{}: {}, ", name, v.text());
-  out += fmt::format("num_warps: {}, num_stages: {}, num_ctas: {}", launch_.num_warps, launch_.num_stages,
+  for (const auto& [name, v] : params_) out += fmt::format(COTUNE_FMT("{}: {}, "), name, v.text());
+  out += fmt::format(COTUNE_FMT("num_warps: {}, num_stages: {}, num_ctas: {}"), launch_.num_warps, launch_.num_stages,
                      launch_.num_ctas);
-  if (launch_.maxnreg) out += fmt::format(", maxnreg: {}", *launch_.maxnreg);
-  if (launch_.threads_per_block) out += fmt::format(", threads_per_block: {}", *launch_.threads_per_block);
-  if (launch_.block) out += fmt::format(", block: {}x{}x{}", launch_.block->x, launch_.block->y, launch_.block->z);
-  if (pre_hook_) out += fmt::format(", pre_hook: {}", pre_hook_->name);
+  if (launch_.maxnreg) out += fmt::format(COTUNE_FMT(", maxnreg: {}"), *launch_.maxnreg);
+  if (launch_.threads_per_block) out += fmt::format(COTUNE_FMT(", threads_per_block: {}"), *launch_.threads_per_block);
+  if (launch_.block)
+    out += fmt::format(COTUNE_FMT(", block: {}x{}x{}"), launch_.block->x, launch_.block->y, launch_.block->z);
+  if (pre_hook_) out += fmt::format(COTUNE_FMT(", pre_hook: {}"), pre_hook_->name);
   return out;
 }
 
 COTUNE_DECL std::string config::params_text() const {
   std::string out;
-  for (const auto& [name, v] : params_) out += fmt::format("{}{}: {}", out.empty() ? "" : ", ", name, v.text());
-  if (pre_hook_) out += fmt::format("{}pre_hook: {}", out.empty() ? "" : ", ", pre_hook_->name);
+  for (const auto& [name, v] : params_)
+    out += fmt::format(COTUNE_FMT("{}{}: {}"), out.empty() ? "" : ", ", name, v.text());
+  if (pre_hook_) out += fmt::format(COTUNE_FMT("{}pre_hook: {}"), out.empty() ? "" : ", ", pre_hook_->name);
   return out.empty() ? std::string("(no parameters)") : out;
 }
 
@@ -90,15 +93,17 @@ COTUNE_DECL config config::from_json(simdjson::dom::element e) {
     else if (v.is_int64()) c.set(name, std::int64_t(v));
     else if (v.is_double()) c.set(name, double(v));
     else if (v.is_string()) c.set(name, std::string_view(v));
-    else throw error(fmt::format("config JSON: parameter '{}' has an unsupported type", name));
+    else
+      throw error(fmt::format(COTUNE_FMT("config JSON: parameter '{}' has an unsupported type"), name));
   }
   auto read_int = [&](const char* key, int fallback) -> int {
     auto f = obj[key];
     if (f.error() == NO_SUCH_FIELD) return fallback;
     std::int64_t n = 0;
-    if (f.get_int64().get(n) != SUCCESS) throw error(fmt::format("config JSON: '{}' is not an integer", key));
+    if (f.get_int64().get(n) != SUCCESS)
+      throw error(fmt::format(COTUNE_FMT("config JSON: '{}' is not an integer"), key));
     // A value beyond int would otherwise wrap silently into another launch option.
-    if (!std::in_range<int>(n)) throw error(fmt::format("config JSON: '{}' = {} is out of range", key, n));
+    if (!std::in_range<int>(n)) throw error(fmt::format(COTUNE_FMT("config JSON: '{}' = {} is out of range"), key, n));
     return static_cast<int>(n);
   };
   auto read_opt = [&](const char* key) -> std::optional<int> {
@@ -149,7 +154,7 @@ COTUNE_DECL config& config::with_pre_hook(std::string name, config_hook fn) {
 }
 
 COTUNE_DECL void config::throw_missing(std::string_view name) const {
-  throw error(fmt::format("config {{{}}} has no parameter '{}'", text(), name));
+  throw error(fmt::format(COTUNE_FMT("config {{{}}} has no parameter '{}'"), text(), name));
 }
 
 COTUNE_DECL bool config::equals(const config& other) const {

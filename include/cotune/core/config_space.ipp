@@ -16,9 +16,9 @@
 namespace cotune {
 
 COTUNE_DECL config_space& config_space::axis(std::string name, std::vector<value> values) {
-  if (values.empty()) throw error(fmt::format("config_space: axis '{}' has no values", name));
+  if (values.empty()) throw error(fmt::format(COTUNE_FMT("config_space: axis '{}' has no values"), name));
   if (!is_identifier(name))
-    throw error(fmt::format("config_space: axis name '{}' is not a C identifier", name));
+    throw error(fmt::format(COTUNE_FMT("config_space: axis name '{}' is not a C identifier"), name));
   refuse_duplicate(name);
   const std::size_t n = values.size();
   axes_.push_back({name, [vals = std::move(values), name](config& c, std::size_t i) { c.set(name, vals[i]); }, n});
@@ -33,7 +33,7 @@ COTUNE_DECL config_space& config_space::categorical(std::string name, std::vecto
 
 template <class Member>
 config_space& config_space::launch_axis(const char* name, std::vector<int> values, Member member) {
-  if (values.empty()) throw error(fmt::format("config_space: axis '{}' has no values", name));
+  if (values.empty()) throw error(fmt::format(COTUNE_FMT("config_space: axis '{}' has no values"), name));
   refuse_duplicate(name);
   const std::size_t n = values.size();
   axes_.push_back({name, [vals = std::move(values), member](config& c, std::size_t i) {
@@ -55,12 +55,13 @@ COTUNE_DECL config_space& config_space::num_ctas(std::vector<int> values) {
 }
 
 COTUNE_DECL void config_space::refuse_derived(const std::string& name) const {
-  if (!is_identifier(name)) throw error(fmt::format("config_space: derived name '{}' is not a C identifier", name));
+  if (!is_identifier(name))
+    throw error(fmt::format(COTUNE_FMT("config_space: derived name '{}' is not a C identifier"), name));
   for (const auto& a : axes_)
     if (a.name == name || (name == "threads" && a.name == "threads_per_block"))
-      throw error(fmt::format("config_space: '{}' is both an axis and derived; drop one of them", name));
+      throw error(fmt::format(COTUNE_FMT("config_space: '{}' is both an axis and derived; drop one of them"), name));
   for (const auto& d : derived_)
-    if (d.name == name) throw error(fmt::format("config_space: '{}' is derived twice", name));
+    if (d.name == name) throw error(fmt::format(COTUNE_FMT("config_space: '{}' is derived twice"), name));
 }
 
 COTUNE_DECL std::vector<config> config_space::build() const {
@@ -79,30 +80,32 @@ COTUNE_DECL std::vector<config> config_space::build() const {
     }
   }
   if (out.empty() && total > 0)
-    throw error(fmt::format("config_space: the predicates rejected all {} combinations", total));
+    throw error(fmt::format(COTUNE_FMT("config_space: the predicates rejected all {} combinations"), total));
   return out;
 }
 
 COTUNE_DECL void config_space::refuse_duplicate(const std::string& name) const {
   for (const auto& a : axes_)
-    if (a.name == name) throw error(fmt::format("config_space: axis '{}' is given twice", name));
+    if (a.name == name) throw error(fmt::format(COTUNE_FMT("config_space: axis '{}' is given twice"), name));
 }
 
 COTUNE_DECL void config_space::apply_derived(config& c, const derived_entry& d) {
   const value v = d.fn(c);
   auto launch_int = [&]() -> int {
     if (!v.is_int() || !std::in_range<int>(v.as_int()) || v.as_int() < (d.name == "maxnreg" ? 1 : 0))
-      throw error(fmt::format("config_space: derived launch option '{}' is {} for config {{{}}}; it must be a "
-                              "non-negative int",
-                              d.name, v.text(), c.text()));
+      throw error(
+          fmt::format(COTUNE_FMT("config_space: derived launch option '{}' is {} for config {{{}}}; it must be a "
+                                 "non-negative int"),
+                      d.name, v.text(), c.text()));
     return static_cast<int>(v.as_int());
   };
   auto launch = c.launch();
   auto block = [&](int block_dims::*dim) {
     const int n = launch_int();
     if (n < 1)
-      throw error(fmt::format("config_space: derived '{}' is {} for config {{{}}}; a block dimension must be >= 1",
-                              d.name, n, c.text()));
+      throw error(
+          fmt::format(COTUNE_FMT("config_space: derived '{}' is {} for config {{{}}}; a block dimension must be >= 1"),
+                      d.name, n, c.text()));
     block_dims b = launch.block.value_or(block_dims{});
     b.*dim = n;
     launch.block = b;

@@ -34,10 +34,11 @@ COTUNE_DECL availability_report availability() {
 
 
 COTUNE_DECL std::string availability_report::text() const {
-  std::string out = driver_loaded ? fmt::format("CUDA driver {} from '{}': {} device(s)", driver_version, driver_path,
-                                                device_count)
-                                  : fmt::format("CUDA driver: not loaded ('{}')", driver_path);
-  out += nvrtc_loaded ? fmt::format("\nNVRTC {} from '{}'", nvrtc_version, nvrtc_path) : "\nNVRTC: not loaded";
+  std::string out = driver_loaded ? fmt::format(COTUNE_FMT("CUDA driver {} from '{}': {} device(s)"), driver_version,
+                                                driver_path, device_count)
+                                  : fmt::format(COTUNE_FMT("CUDA driver: not loaded ('{}')"), driver_path);
+  out +=
+      nvrtc_loaded ? fmt::format(COTUNE_FMT("\nNVRTC {} from '{}'"), nvrtc_version, nvrtc_path) : "\nNVRTC: not loaded";
   if (!message.empty()) out += "\n" + message;
   return out;
 }

@@ -24,7 +24,7 @@ COTUNE_DECL std::optional<gpu::worker_image> compiled_image(const device_context
   ctx.make_current();
   const char* name = nullptr;
   if (const CUresult r = get_name(&name, f); r != CUDA_SUCCESS || !name) {
-    why = fmt::format("cuFuncGetName failed: {}", ctx.library().error_text(r));
+    why = fmt::format(COTUNE_FMT("cuFuncGetName failed: {}"), ctx.library().error_text(r));
     return std::nullopt;
   }
   const gpu::program_module* module = nullptr;
@@ -42,8 +42,8 @@ COTUNE_DECL std::optional<gpu::worker_image> compiled_image(const device_context
     (void)ctx.api().module_unload(m);
     if (holds) return gpu::worker_image{std::string(fat), name};
   }
-  why = fmt::format("none of the {} device images nvcc embedded in '{}' holds kernel '{}'", module->fat_binaries.size(),
-                    module->file.string(), name);
+  why = fmt::format(COTUNE_FMT("none of the {} device images nvcc embedded in '{}' holds kernel '{}'"),
+                    module->fat_binaries.size(), module->file.string(), name);
   return std::nullopt;
 }
 

@@ -48,10 +48,11 @@ COTUNE_DECL CUresult kernel_calls::attribute(const device_context& ctx, int* v, 
 COTUNE_DECL void backend_api::check_target(const nvrtc_library& nv, const device& d, const std::string& arch,
                                            std::string_view name) {
   if (arch == d.arch() && !nv.supports(d.cc.major * 10 + d.cc.minor))
-    throw compile_error(fmt::format("cuda backend: NVRTC {} cannot compile for {} (device {}); it supports {}; use "
-                                    "a CUDA toolkit that supports this GPU (COTUNE_LIBNVRTC_PATH)",
-                                    nv.version_text(), arch, name, supported_text(nv)),
-                        "");
+    throw compile_error(
+        fmt::format(COTUNE_FMT("cuda backend: NVRTC {} cannot compile for {} (device {}); it supports {}; use "
+                               "a CUDA toolkit that supports this GPU (COTUNE_LIBNVRTC_PATH)"),
+                    nv.version_text(), arch, name, supported_text(nv)),
+        "");
 }
 
 COTUNE_DECL CUresult backend_api::is_capturing(const driver_library& lib, CUstream stream, bool* capturing) {

@@ -19,7 +19,7 @@ COTUNE_DECL device describe_device(const driver_library& lib, int ordinal) {
   CUdevice handle = 0;
   auto check = [&](CUresult r, const char* what) {
     if (r != CUDA_SUCCESS)
-      throw error(fmt::format("CUDA device {}: {} failed: {}", ordinal, what, lib.error_text(r)));
+      throw error(fmt::format(COTUNE_FMT("CUDA device {}: {} failed: {}"), ordinal, what, lib.error_text(r)));
   };
   check(api.device_get(&handle, ordinal), "cuDeviceGet");
   auto attribute = [&](CUdevice_attribute a) {
@@ -48,7 +48,7 @@ COTUNE_DECL device describe_device(const driver_library& lib, int ordinal) {
   d.max_shared_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
   d.max_shared_per_block_optin = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   if (d.max_shared_per_block_optin < d.max_shared_per_block) d.max_shared_per_block_optin = d.max_shared_per_block;
-  d.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", attribute(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+  d.pci_bus_id = fmt::format(COTUNE_FMT("{:04x}:{:02x}:{:02x}.0"), attribute(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
                              attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID), attribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID));
   return d;
 }

@@ -11,7 +11,7 @@ COTUNE_DECL bool memory_runtime::allocate(const context& ctx, pointer* out, std:
   ctx.make_current();
   const CUresult r = ctx.api().mem_alloc(out, bytes);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) return false;
-  ctx.check(r, fmt::format("cuMemAlloc of {} bytes", bytes));
+  ctx.check(r, fmt::format(COTUNE_FMT("cuMemAlloc of {} bytes"), bytes));
   return true;
 }
 

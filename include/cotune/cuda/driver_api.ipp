@@ -25,9 +25,10 @@ COTUNE_DECL std::unique_ptr<driver_library> driver_library::open(const std::stri
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* e = ::dlerror();
-    why = fmt::format("cannot load the CUDA driver library '{}': {}; install the NVIDIA driver, or set "
-                      "COTUNE_LIBCUDA_PATH (cotune::cuda::cuda_knobs().libcuda_path) to libcuda.so.1's path",
-                      path, e ? e : "unknown error");
+    why =
+        fmt::format(COTUNE_FMT("cannot load the CUDA driver library '{}': {}; install the NVIDIA driver, or set "
+                               "COTUNE_LIBCUDA_PATH (cotune::cuda::cuda_knobs().libcuda_path) to libcuda.so.1's path"),
+                    path, e ? e : "unknown error");
     return nullptr;
   }
   std::unique_ptr<driver_library> lib(new driver_library(handle, path));
@@ -36,19 +37,20 @@ COTUNE_DECL std::unique_ptr<driver_library> driver_library::open(const std::stri
   if (!missing.empty()) {
     int version = 0;
     if (lib->api_.driver_get_version) lib->api_.driver_get_version(&version);
-    why = fmt::format("the CUDA driver library '{}' (CUDA {}.{}) lacks {}; cotune was built against the CUDA "
-                      "{}.{} headers: update the NVIDIA driver to one that supports CUDA {}.{} or newer",
-                      path, version / 1000, version % 1000 / 10, missing, CUDA_VERSION / 1000,
-                      CUDA_VERSION % 1000 / 10, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
+    why =
+        fmt::format(COTUNE_FMT("the CUDA driver library '{}' (CUDA {}.{}) lacks {}; cotune was built against the CUDA "
+                               "{}.{} headers: update the NVIDIA driver to one that supports CUDA {}.{} or newer"),
+                    path, version / 1000, version % 1000 / 10, missing, CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10,
+                    CUDA_VERSION / 1000, CUDA_VERSION % 1000 / 10);
     return nullptr;
   }
   lib->api_.driver_get_version(&lib->version_);
   detail::driver_opened().store(true);
   if (auto hook = detail::driver_opened_hook().load()) hook();
   if (CUresult r = lib->api_.init(0); r != CUDA_SUCCESS) {
-    lib->init_error_ = fmt::format("cuInit failed: {}", lib->error_text(r));
+    lib->init_error_ = fmt::format(COTUNE_FMT("cuInit failed: {}"), lib->error_text(r));
   } else if (CUresult c = lib->api_.device_get_count(&lib->device_count_); c != CUDA_SUCCESS) {
-    lib->init_error_ = fmt::format("cuDeviceGetCount failed: {}", lib->error_text(c));
+    lib->init_error_ = fmt::format(COTUNE_FMT("cuDeviceGetCount failed: {}"), lib->error_text(c));
     lib->device_count_ = 0;
   }
   lib->contexts_.reserve(static_cast<std::size_t>(lib->device_count_));
@@ -62,18 +64,18 @@ COTUNE_DECL std::string driver_library::error_text(CUresult r) const {
   const char* text = nullptr;
   if (api_.get_error_name) api_.get_error_name(r, &name);
   if (api_.get_error_string) api_.get_error_string(r, &text);
-  return fmt::format("{} ({})", name ? name : fmt::format("CUresult {}", static_cast<int>(r)),
+  return fmt::format(COTUNE_FMT("{} ({})"), name ? name : fmt::format(COTUNE_FMT("CUresult {}"), static_cast<int>(r)),
                      text ? text : "no description");
 }
 
 COTUNE_DECL const device_context& driver_library::context(int ordinal) const {
   if (ordinal < 0 || ordinal >= device_count_)
-    throw error(fmt::format("CUDA device {} does not exist: the driver reports {} device(s)", ordinal,
+    throw error(fmt::format(COTUNE_FMT("CUDA device {} does not exist: the driver reports {} device(s)"), ordinal,
                             device_count_));
   device_context& ctx = *contexts_[static_cast<std::size_t>(ordinal)];
   std::call_once(ctx.once_, [&] {
     auto fail = [&](CUresult r, const char* what) {
-      throw error(fmt::format("CUDA device {}: {} failed: {}", ordinal, what, error_text(r)));
+      throw error(fmt::format(COTUNE_FMT("CUDA device {}: {} failed: {}"), ordinal, what, error_text(r)));
     };
     if (CUresult r = api_.device_get(&ctx.device_, ordinal); r != CUDA_SUCCESS) fail(r, "cuDeviceGet");
     if (CUresult r = api_.device_primary_ctx_retain(&ctx.context_, ctx.device_); r != CUDA_SUCCESS)

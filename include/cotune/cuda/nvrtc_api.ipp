@@ -9,10 +9,10 @@ namespace cotune::cuda::detail {
 
 COTUNE_DECL std::vector<std::string> nvrtc_search_paths() {
   if (auto chosen = cuda_knobs().libnvrtc_path.get()) return {*chosen};
-  const std::string soname = fmt::format("libnvrtc.so.{}", CUDA_VERSION / 1000);
+  const std::string soname = fmt::format(COTUNE_FMT("libnvrtc.so.{}"), CUDA_VERSION / 1000);
   std::vector<std::string> paths{soname, "libnvrtc.so"};
   for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* v = std::getenv(env); v && *v) paths.push_back(fmt::format("{}/lib64/{}", v, soname));
+    if (const char* v = std::getenv(env); v && *v) paths.push_back(fmt::format(COTUNE_FMT("{}/lib64/{}"), v, soname));
   paths.push_back("/usr/local/cuda/lib64/" + soname);
   return paths;
 }
@@ -44,9 +44,10 @@ COTUNE_DECL std::unique_ptr<nvrtc_library> nvrtc_library::open(const std::vector
     lib->include_dir_ = find_toolkit_include_dir(lib->handle_);
     return lib;
   }
-  why = fmt::format("cannot load NVRTC (needed to compile CUDA kernels); tried:{}\ninstall the CUDA toolkit's "
-                    "NVRTC, or set COTUNE_LIBNVRTC_PATH (cotune::cuda::cuda_knobs().libnvrtc_path) to libnvrtc.so's path",
-                    tried);
+  why = fmt::format(
+      COTUNE_FMT("cannot load NVRTC (needed to compile CUDA kernels); tried:{}\ninstall the CUDA toolkit's "
+                 "NVRTC, or set COTUNE_LIBNVRTC_PATH (cotune::cuda::cuda_knobs().libnvrtc_path) to libnvrtc.so's path"),
+      tried);
   return nullptr;
 }
 
@@ -57,7 +58,7 @@ COTUNE_DECL nvrtc_output nvrtc_library::compile_here(const std::string& source, 
   nvrtcProgram program = nullptr;
   if (nvrtcResult r = api_.create_program(&program, source.c_str(), file_name.c_str(), 0, nullptr, nullptr);
       r != NVRTC_SUCCESS) {
-    out.error = fmt::format("nvrtcCreateProgram: {}", api_.get_error_string(r));
+    out.error = fmt::format(COTUNE_FMT("nvrtcCreateProgram: {}"), api_.get_error_string(r));
     return out;
   }
   struct destroy {
@@ -66,7 +67,7 @@ COTUNE_DECL nvrtc_output nvrtc_library::compile_here(const std::string& source, 
     ~destroy() { api.destroy_program(&p); }
   } guard{api_, program};
   if (nvrtcResult r = api_.add_name_expression(program, name_expression.c_str()); r != NVRTC_SUCCESS) {
-    out.error = fmt::format("nvrtcAddNameExpression('{}'): {}", name_expression, api_.get_error_string(r));
+    out.error = fmt::format(COTUNE_FMT("nvrtcAddNameExpression('{}'): {}"), name_expression, api_.get_error_string(r));
     return out;
   }
   std::vector<const char*> argv;
@@ -87,7 +88,7 @@ COTUNE_DECL nvrtc_output nvrtc_library::compile_here(const std::string& source, 
   if (api_.get_cubin_size(program, &size) == NVRTC_SUCCESS && size > 0) {
     out.image.resize(size);
     if (nvrtcResult r = api_.get_cubin(program, out.image.data()); r != NVRTC_SUCCESS) {
-      out.error = fmt::format("nvrtcGetCUBIN: {}", api_.get_error_string(r));
+      out.error = fmt::format(COTUNE_FMT("nvrtcGetCUBIN: {}"), api_.get_error_string(r));
       return out;
     }
   } else {
@@ -98,7 +99,7 @@ COTUNE_DECL nvrtc_output nvrtc_library::compile_here(const std::string& source, 
     }
     out.image.resize(size);
     if (nvrtcResult r = api_.get_ptx(program, out.image.data()); r != NVRTC_SUCCESS) {
-      out.error = fmt::format("nvrtcGetPTX: {}", api_.get_error_string(r));
+      out.error = fmt::format(COTUNE_FMT("nvrtcGetPTX: {}"), api_.get_error_string(r));
       return out;
     }
     while (!out.image.empty() && out.image.back() == '\0') out.image.pop_back();
@@ -107,7 +108,7 @@ COTUNE_DECL nvrtc_output nvrtc_library::compile_here(const std::string& source, 
   const char* lowered = nullptr;
   if (nvrtcResult r = api_.get_lowered_name(program, name_expression.c_str(), &lowered);
       r != NVRTC_SUCCESS || !lowered) {
-    out.error = fmt::format("nvrtcGetLoweredName('{}'): {}", name_expression,
+    out.error = fmt::format(COTUNE_FMT("nvrtcGetLoweredName('{}'): {}"), name_expression,
                             r != NVRTC_SUCCESS ? api_.get_error_string(r) : "no name");
     return out;
   }

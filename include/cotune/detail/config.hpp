@@ -25,3 +25,16 @@
 #define COTUNE_HEADER_ONLY 1
 #define COTUNE_DECL inline
 #endif
+
+/// A format string in a `.ipp` body: checked at compile time (fmt's consteval check) where the bodies are
+/// compiled once, with COTUNE_SEPARATE_COMPILATION (the `cotune_separate` library, which `make test`
+/// builds, so every string is checked there), and read at run time in a header-only file, which
+/// compiles every body whether it calls it or not: checking the ~500 strings of the bodies cost each
+/// file that includes cotune about 1.2 s of the umbrella's 8.2 s (g++ 12 -O2, issue 38). Define
+/// COTUNE_CHECK_FORMAT_STRINGS to check them header-only too. Bodies that the separate library does not
+/// compile (templates in headers) keep plain literals, checked wherever they are instantiated.
+#if COTUNE_HEADER_ONLY && !defined(COTUNE_CHECK_FORMAT_STRINGS)
+#define COTUNE_FMT(s) ::fmt::runtime(s)
+#else
+#define COTUNE_FMT(s) s
+#endif

@@ -37,7 +37,7 @@ struct proc_stat {
 
 /// /proc/<pid>/stat read, or nothing when there is no such process (or no /proc).
 COTUNE_DECL std::optional<proc_stat> read_proc_stat(const std::string& pid) {
-  const unique_fd fd(::open(fmt::format("/proc/{}/stat", pid).c_str(), O_RDONLY | O_CLOEXEC));
+  const unique_fd fd(::open(fmt::format(COTUNE_FMT("/proc/{}/stat"), pid).c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return std::nullopt;
   auto text = read_all(fd.get(), 512);
   if (!text) return std::nullopt;
@@ -94,8 +94,8 @@ COTUNE_DECL std::string temporary_name_for(std::string_view target) {
   using namespace proc_detail;
   // The target's name is cut to 64 bytes: with a 255-byte name the temporary name would exceed NAME_MAX
   // (5 + 64 + 17 + 33 + 65 bytes at most).
-  return fmt::format(".tmp.{}.{}.w{}-{}@{}", target.substr(0, 64), random_suffix(), ::getpid(), own_start_time(),
-                     host_tag());
+  return fmt::format(COTUNE_FMT(".tmp.{}.{}.w{}-{}@{}"), target.substr(0, 64), random_suffix(), ::getpid(),
+                     own_start_time(), host_tag());
 }
 
 COTUNE_DECL bool temporary_writer_gone(std::string_view name) {
@@ -159,7 +159,8 @@ COTUNE_DECL bool still_linked(int dir, const std::string& name, const struct sta
 COTUNE_DECL unique_fd make_dir_at(int dir, const std::string& name, const std::filesystem::path& shown) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     if (::mkdirat(dir, name.c_str(), 0700) != 0 && errno != EEXIST)
-      throw std::system_error(errno, std::generic_category(), fmt::format("cannot create directory '{}'", shown.string()));
+      throw std::system_error(errno, std::generic_category(),
+                              fmt::format(COTUNE_FMT("cannot create directory '{}'"), shown.string()));
     if (auto fd = open_dir_at(dir, name)) return fd;
     const int err = errno;
     struct stat st {};
@@ -168,11 +169,13 @@ COTUNE_DECL unique_fd make_dir_at(int dir, const std::string& name, const std::f
       continue;
     }
     if (err == ENOENT) continue; // removed by a concurrent gc between mkdirat and openat
-    throw std::system_error(err, std::generic_category(),
-                            fmt::format("cannot open directory '{}' (remove what is there)", shown.string()));
+    throw std::system_error(
+        err, std::generic_category(),
+        fmt::format(COTUNE_FMT("cannot open directory '{}' (remove what is there)"), shown.string()));
   }
-  throw std::system_error(EEXIST, std::generic_category(),
-                          fmt::format("cannot create directory '{}': it keeps being replaced", shown.string()));
+  throw std::system_error(
+      EEXIST, std::generic_category(),
+      fmt::format(COTUNE_FMT("cannot create directory '{}': it keeps being replaced"), shown.string()));
 }
 
 COTUNE_DECL temp_file_writer::temp_file_writer(int dir, std::string target, std::filesystem::path dir_shown)
@@ -182,15 +185,17 @@ COTUNE_DECL temp_file_writer::temp_file_writer(int dir, std::string target, std:
     tmp_ = temporary_name_for(target_);
     fd_ = unique_fd(::openat(dir_, tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd_)
-      throw std::system_error(errno, std::generic_category(), fmt::format("cannot write file '{}'", (shown_ / tmp_).string()));
+      throw std::system_error(errno, std::generic_category(),
+                              fmt::format(COTUNE_FMT("cannot write file '{}'"), (shown_ / tmp_).string()));
     ::flock(fd_.get(), LOCK_EX); // see the file comment; a failure (no flock here) leaves the age rule
     // A reclaimer may have taken the file between its creation and the lock: then it is gone; retry.
     struct stat st {};
     if (::fstat(fd_.get(), &st) == 0 && st.st_nlink > 0) break;
     fd_.reset();
     if (attempt == 3)
-      throw std::system_error(ENOENT, std::generic_category(),
-                              fmt::format("cannot write file '{}': it keeps being removed", (shown_ / tmp_).string()));
+      throw std::system_error(
+          ENOENT, std::generic_category(),
+          fmt::format(COTUNE_FMT("cannot write file '{}': it keeps being removed"), (shown_ / tmp_).string()));
   }
 }
 
@@ -213,14 +218,16 @@ COTUNE_DECL void temp_file_writer::commit(bool flush) {
   if (flush) sync();
   if (::renameat(dir_, tmp_.c_str(), dir_, target_.c_str()) != 0) {
     const int err = errno;
-    throw std::system_error(err, std::generic_category(),
-                            fmt::format("cannot rename '{}' onto '{}'", (shown_ / tmp_).string(), (shown_ / target_).string()));
+    throw std::system_error(
+        err, std::generic_category(),
+        fmt::format(COTUNE_FMT("cannot rename '{}' onto '{}'"), (shown_ / tmp_).string(), (shown_ / target_).string()));
   }
   fd_.reset(); // closing drops the lock; the file now has its final name
 }
 
 [[noreturn]] COTUNE_DECL void temp_file_writer::fail(const char* what) const {
-  throw std::system_error(errno, std::generic_category(), fmt::format("cannot {} file '{}'", what, (shown_ / tmp_).string()));
+  throw std::system_error(errno, std::generic_category(),
+                          fmt::format(COTUNE_FMT("cannot {} file '{}'"), what, (shown_ / tmp_).string()));
 }
 
 COTUNE_DECL void atomic_write_parts(const std::filesystem::path& target,
@@ -229,8 +236,9 @@ COTUNE_DECL void atomic_write_parts(const std::filesystem::path& target,
   const auto parent = target.parent_path();
   const unique_fd dir(::open(parent.empty() ? "." : parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dir)
-    throw std::system_error(errno, std::generic_category(),
-                            fmt::format("cannot write file '{}': cannot open its directory", target.string()));
+    throw std::system_error(
+        errno, std::generic_category(),
+        fmt::format(COTUNE_FMT("cannot write file '{}': cannot open its directory"), target.string()));
   temp_file_writer w(dir.get(), target.filename().string(), parent);
   for (auto part : parts) w.write(part);
   w.commit(true);

@@ -28,11 +28,13 @@ COTUNE_DECL void make_private_dirs(const std::filesystem::path& dir) {
     partial /= part;
     if (partial.empty() || partial == partial.root_path()) continue;
     if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
-      throw std::system_error(errno, std::generic_category(), fmt::format("cannot create directory '{}'", partial.string()));
+      throw std::system_error(errno, std::generic_category(),
+                              fmt::format(COTUNE_FMT("cannot create directory '{}'"), partial.string()));
   }
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw std::system_error(ENOTDIR, std::generic_category(), fmt::format("'{}' exists but is not a directory", dir.string()));
+    throw std::system_error(ENOTDIR, std::generic_category(),
+                            fmt::format(COTUNE_FMT("'{}' exists but is not a directory"), dir.string()));
 }
 
 COTUNE_DECL std::optional<std::string> read_file(const std::filesystem::path& path) {
@@ -66,9 +68,9 @@ COTUNE_DECL const std::filesystem::path& process_private_dir() {
     owned() {
       std::string tmpl = (std::filesystem::temp_directory_path() / "cotune-private-XXXXXX").string();
       if (!::mkdtemp(tmpl.data()))
-        throw std::system_error(errno, std::generic_category(),
-                                fmt::format("cannot create a private directory '{}' (set TMPDIR to a writable place)",
-                                            tmpl));
+        throw std::system_error(
+            errno, std::generic_category(),
+            fmt::format(COTUNE_FMT("cannot create a private directory '{}' (set TMPDIR to a writable place)"), tmpl));
       path = tmpl;
     }
     ~owned() {
@@ -82,7 +84,7 @@ COTUNE_DECL const std::filesystem::path& process_private_dir() {
 
 COTUNE_DECL std::string random_suffix() {
   thread_local std::mt19937_64 rng{std::random_device{}() ^ static_cast<std::uint64_t>(::getpid())};
-  return fmt::format("{:016x}", rng());
+  return fmt::format(COTUNE_FMT("{:016x}"), rng());
 }
 
 } // namespace cotune::detail

@@ -42,13 +42,13 @@ COTUNE_DECL job_result fork_server::run_forked(std::string_view request, std::ch
     result = job_result{};
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-      result.detail = fmt::format("pipe: {}", std::strerror(errno));
+      result.detail = fmt::format(COTUNE_FMT("pipe: {}"), std::strerror(errno));
       return result;
     }
     unique_fd in(above_standard_streams(pipe_fds[0]));
     unique_fd out(above_standard_streams(pipe_fds[1]));
     if (in.get() < 0 || out.get() < 0) {
-      result.detail = fmt::format("fcntl: {}", std::strerror(errno));
+      result.detail = fmt::format(COTUNE_FMT("fcntl: {}"), std::strerror(errno));
       return result;
     }
     std::string why;
@@ -72,14 +72,14 @@ COTUNE_DECL job_result fork_server::run_forked(std::string_view request, std::ch
 COTUNE_DECL std::unique_ptr<fork_server::warm_worker> fork_server::spawn(std::string& why) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-    why = fmt::format("socketpair: {}", std::strerror(errno));
+    why = fmt::format(COTUNE_FMT("socketpair: {}"), std::strerror(errno));
     return nullptr;
   }
   auto w = std::make_unique<warm_worker>();
   w->channel.reset(above_standard_streams(sv[0]));
   unique_fd theirs(above_standard_streams(sv[1]));
   if (w->channel.get() < 0 || theirs.get() < 0) {
-    why = fmt::format("fcntl: {}", std::strerror(errno));
+    why = fmt::format(COTUNE_FMT("fcntl: {}"), std::strerror(errno));
     return nullptr;
   }
   std::uint64_t generation = 0;
@@ -325,7 +325,7 @@ COTUNE_DECL bool fork_server::send_locked(std::uint64_t header, std::string_view
   do n = ::sendmsg(socket_, &msg, MSG_NOSIGNAL);
   while (n < 0 && errno == EINTR);
   if (n != static_cast<ssize_t>(sizeof size)) {
-    why = fmt::format("the server is gone (sendmsg: {})", n < 0 ? std::strerror(errno) : "short write");
+    why = fmt::format(COTUNE_FMT("the server is gone (sendmsg: {})"), n < 0 ? std::strerror(errno) : "short write");
     return false;
   }
   std::size_t done = 0;
@@ -333,7 +333,7 @@ COTUNE_DECL bool fork_server::send_locked(std::uint64_t header, std::string_view
     ssize_t w = ::send(socket_, request.data() + done, request.size() - done, MSG_NOSIGNAL);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
-      why = fmt::format("the server is gone (send: {})", w < 0 ? std::strerror(errno) : "closed");
+      why = fmt::format(COTUNE_FMT("the server is gone (send: {})"), w < 0 ? std::strerror(errno) : "closed");
       return false;
     }
     done += static_cast<std::size_t>(w);
@@ -361,7 +361,7 @@ COTUNE_DECL void fork_server::receive(int in, std::chrono::steady_clock::time_po
     if (ready < 0 && errno != EINTR) {
       result.worker = rec.pid;
       result.outcome = job_outcome::lost;
-      result.detail = fmt::format("poll: {}", std::strerror(errno));
+      result.detail = fmt::format(COTUNE_FMT("poll: {}"), std::strerror(errno));
       return;
     }
     if (ready <= 0) continue;
@@ -384,9 +384,9 @@ COTUNE_DECL void fork_server::receive(int in, std::chrono::steady_clock::time_po
   }
   if (result.worker <= 0) {
     result.outcome = job_outcome::lost;
-    result.detail = rec.fork_errno
-                        ? fmt::format("the server could not start a worker: fork: {}", std::strerror(*rec.fork_errno))
-                        : std::string("the server ended before starting the job");
+    result.detail = rec.fork_errno ? fmt::format(COTUNE_FMT("the server could not start a worker: fork: {}"),
+                                                 std::strerror(*rec.fork_errno))
+                                   : std::string("the server ended before starting the job");
     return;
   }
   result.outcome = job_outcome::crashed;

@@ -68,9 +68,9 @@ COTUNE_DECL void read_isolated_report(const std::string& got, isolated_result& r
 COTUNE_DECL std::string ending_of_status(int status) {
   if (WIFSIGNALED(status)) {
     const char* name = ::sigdescr_np(WTERMSIG(status));
-    return fmt::format("killed by signal {} ({})", WTERMSIG(status), name ? name : "unknown signal");
+    return fmt::format(COTUNE_FMT("killed by signal {} ({})"), WTERMSIG(status), name ? name : "unknown signal");
   }
-  return WIFEXITED(status) ? fmt::format("exited with status {} before reporting", WEXITSTATUS(status))
+  return WIFEXITED(status) ? fmt::format(COTUNE_FMT("exited with status {} before reporting"), WEXITSTATUS(status))
                            : std::string("ended without reporting");
 }
 
@@ -137,7 +137,8 @@ COTUNE_DECL isolated_result run_isolated_call(std::vector<double> (*call)(void*)
   }
   if (hung) {
     result.end = isolated_result::ending::hung;
-    result.detail = fmt::format("still running after {} ms (COTUNE_BENCH_TIMEOUT_MS); killed", limit.count());
+    result.detail =
+        fmt::format(COTUNE_FMT("still running after {} ms (COTUNE_BENCH_TIMEOUT_MS); killed"), limit.count());
     return result;
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got.empty()) {

@@ -24,10 +24,10 @@ COTUNE_DECL std::vector<char*> merged_environment(const std::vector<std::string>
 COTUNE_DECL std::string wait_status_text(int status) {
   if (WIFSIGNALED(status)) {
     const char* name = ::strsignal(WTERMSIG(status));
-    return fmt::format("killed by signal {} ({})", WTERMSIG(status), name ? name : "unknown");
+    return fmt::format(COTUNE_FMT("killed by signal {} ({})"), WTERMSIG(status), name ? name : "unknown");
   }
-  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
-  return fmt::format("ended with wait status {:#x}", status);
+  if (WIFEXITED(status)) return fmt::format(COTUNE_FMT("exited with status {}"), WEXITSTATUS(status));
+  return fmt::format(COTUNE_FMT("ended with wait status {:#x}"), status);
 }
 
 COTUNE_DECL child_process::child_process(const std::string& path, const std::vector<std::string>& argv,
@@ -52,7 +52,7 @@ COTUNE_DECL child_process::child_process(const std::string& path, const std::vec
   if (duplicate >= 0) ::close(duplicate);
   if (rc != 0) {
     pid_ = -1;
-    throw std::system_error(rc, std::generic_category(), fmt::format("posix_spawn of {}", path));
+    throw std::system_error(rc, std::generic_category(), fmt::format(COTUNE_FMT("posix_spawn of {}"), path));
   }
 }
 
@@ -96,7 +96,7 @@ COTUNE_DECL process_result run_process(const std::vector<std::string>& argv, std
   ::close(pipe_fds[1]);
   if (rc != 0) {
     ::close(pipe_fds[0]);
-    throw std::system_error(rc, std::generic_category(), fmt::format("cannot start '{}'", argv[0]));
+    throw std::system_error(rc, std::generic_category(), fmt::format(COTUNE_FMT("cannot start '{}'"), argv[0]));
   }
 
   process_result result;

@@ -29,16 +29,18 @@ namespace cotune::gpu::detail {
 COTUNE_DECL isolation_worker::isolation_worker(const worker_kind& kind, int ordinal) : kind_(&kind), ordinal_(ordinal) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-    throw error(fmt::format("COTUNE_ISOLATE: cannot make the {} isolation worker's socket: {}", kind.runtime,
-                            std::strerror(errno)));
+    throw error(fmt::format(COTUNE_FMT("COTUNE_ISOLATE: cannot make the {} isolation worker's socket: {}"),
+                            kind.runtime, std::strerror(errno)));
   socket_.reset(sv[0]);
   const cotune::detail::unique_fd child_end(sv[1]);
   started_ = std::chrono::steady_clock::now();
   try {
     process_.emplace("/proc/self/exe", std::vector<std::string>{kind.program},
-                     std::vector<std::string>{fmt::format("{}=3:{}", kind.variable, ordinal)}, child_end.get());
+                     std::vector<std::string>{fmt::format(COTUNE_FMT("{}=3:{}"), kind.variable, ordinal)},
+                     child_end.get());
   } catch (const std::system_error& e) {
-    throw error(fmt::format("COTUNE_ISOLATE: cannot start the {} isolation worker: {}", kind.runtime, e.what()));
+    throw error(
+        fmt::format(COTUNE_FMT("COTUNE_ISOLATE: cannot start the {} isolation worker: {}"), kind.runtime, e.what()));
   }
 }
 
@@ -53,10 +55,11 @@ COTUNE_DECL std::optional<std::string> isolation_worker::ready() {
   }
   if (f.end == frame::ending::ok && f.tag == tag_not_ready) why_not_ = f.payload;
   else if (f.end == frame::ending::timed_out)
-    why_not_ = fmt::format("it did not report ready within {} s", worker_start_limit.count());
-  else why_not_ = fmt::format("it ended before reporting ready ({}); is the program's executable built with "
-                              "{} (the worker's entry)?",
-                              reap(), kind_->entry);
+    why_not_ = fmt::format(COTUNE_FMT("it did not report ready within {} s"), worker_start_limit.count());
+  else
+    why_not_ = fmt::format(COTUNE_FMT("it ended before reporting ready ({}); is the program's executable built with "
+                                      "{} (the worker's entry)?"),
+                           reap(), kind_->entry);
   kill();
   return why_not_;
 }
@@ -69,7 +72,7 @@ COTUNE_DECL cotune::detail::isolated_result isolation_worker::run(const worker_j
   auto deadline = t0 + first_limit;
   if (!send_frame(socket_.get(), tag_job, encode(job))) {
     out.end = isolated_result::ending::crashed;
-    out.detail = fmt::format("its isolation worker (pid {}) could not be sent the job: {}", pid(), reap());
+    out.detail = fmt::format(COTUNE_FMT("its isolation worker (pid {}) could not be sent the job: {}"), pid(), reap());
     return out;
   }
   for (;;) {
@@ -77,15 +80,17 @@ COTUNE_DECL cotune::detail::isolated_result isolation_worker::run(const worker_j
     if (f.end == frame::ending::timed_out) {
       kill();
       out.end = isolated_result::ending::hung;
-      out.detail = fmt::format("still running after {} ms (COTUNE_BENCH_TIMEOUT_MS = {} ms); its isolation worker "
-                               "was killed and is replaced",
-                               std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count(),
-                               job.timeout_ms);
+      out.detail = fmt::format(
+          COTUNE_FMT("still running after {} ms (COTUNE_BENCH_TIMEOUT_MS = {} ms); its isolation worker "
+                     "was killed and is replaced"),
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count(),
+          job.timeout_ms);
       return out;
     }
     if (f.end == frame::ending::closed) {
       out.end = isolated_result::ending::crashed;
-      out.detail = fmt::format("its isolation worker (pid {}) was {} without replying; it is replaced", pid(), reap());
+      out.detail = fmt::format(COTUNE_FMT("its isolation worker (pid {}) was {} without replying; it is replaced"),
+                               pid(), reap());
       return out;
     }
     if (f.tag == tag_first_run) {
@@ -106,17 +111,18 @@ COTUNE_DECL cotune::detail::isolated_result isolation_worker::run(const worker_j
       if (kind == worker_failure::timeout) {
         kill();
         out.end = isolated_result::ending::hung;
-        out.detail = fmt::format("{}; its isolation worker was killed and is replaced", message);
+        out.detail = fmt::format(COTUNE_FMT("{}; its isolation worker was killed and is replaced"), message);
       } else if (kind == worker_failure::unmappable) {
         out.end = isolated_result::ending::refused;
-        out.detail = fmt::format("COTUNE_ISOLATE: the {} isolation worker cannot map an argument's memory ({}); "
-                                 "candidates are measured in-process",
-                                 kind_->runtime, message);
+        out.detail =
+            fmt::format(COTUNE_FMT("COTUNE_ISOLATE: the {} isolation worker cannot map an argument's memory ({}); "
+                                   "candidates are measured in-process"),
+                        kind_->runtime, message);
       } else if (kind == worker_failure::context_lost) {
         kill();
         out.end = isolated_result::ending::crashed;
-        out.detail = fmt::format("{} (in its isolation worker, whose {} context it lost; the tuning's own "
-                                 "context is untouched and the worker is replaced)",
+        out.detail = fmt::format(COTUNE_FMT("{} (in its isolation worker, whose {} context it lost; the tuning's own "
+                                            "context is untouched and the worker is replaced)"),
                                  message, kind_->runtime);
       } else {
         out.end = isolated_result::ending::threw;
@@ -127,7 +133,8 @@ COTUNE_DECL cotune::detail::isolated_result isolation_worker::run(const worker_j
     }
     kill();
     out.end = isolated_result::ending::crashed;
-    out.detail = fmt::format("its isolation worker sent a malformed reply (tag {}); it is replaced", static_cast<int>(f.tag));
+    out.detail = fmt::format(COTUNE_FMT("its isolation worker sent a malformed reply (tag {}); it is replaced"),
+                             static_cast<int>(f.tag));
     return out;
   }
 }
@@ -223,10 +230,11 @@ COTUNE_DECL isolation_pool::slot& isolation_pool::slot_for(int ordinal) {
 
 COTUNE_DECL cotune::detail::isolated_result isolation_pool::refuse(slot& s, int ordinal, const std::string& why) {
   s.worker.reset();
-  s.unavailable = fmt::format("COTUNE_ISOLATE: cannot start a {0} isolation worker for device {1} ({2}); its "
-                              "candidates are measured in-process, where a crash or a hang of one takes the "
-                              "program's {0} context (or the program) with it",
-                              kind_->runtime, ordinal, why);
+  s.unavailable =
+      fmt::format(COTUNE_FMT("COTUNE_ISOLATE: cannot start a {0} isolation worker for device {1} ({2}); its "
+                             "candidates are measured in-process, where a crash or a hang of one takes the "
+                             "program's {0} context (or the program) with it"),
+                  kind_->runtime, ordinal, why);
   warn_once(s.unavailable);
   cotune::detail::isolated_result out;
   out.end = cotune::detail::isolated_result::ending::refused;

@@ -34,15 +34,17 @@ namespace detail {
 inline constexpr std::string_view precompiled_magic = "cotune-precompiled";
 
 [[noreturn]] inline void refuse_precompiled(const std::filesystem::path& path, std::string_view why) {
-  throw precompiled_file_error(fmt::format("precompiled file '{}' {}; rebuild it with cotune_precompile() (or `cotune "
-                                           "precompile`) from this cotune",
-                                           path.string(), why));
+  throw precompiled_file_error(
+      fmt::format(COTUNE_FMT("precompiled file '{}' {}; rebuild it with cotune_precompile() (or `cotune "
+                             "precompile`) from this cotune"),
+                  path.string(), why));
 }
 
 template <class T>
 [[nodiscard]] T field_or_refuse(const simdjson::dom::object& o, std::string_view name, const std::filesystem::path& path) {
   T v{};
-  if (o[name].get(v) != simdjson::SUCCESS) refuse_precompiled(path, fmt::format("has an index entry without '{}'", name));
+  if (o[name].get(v) != simdjson::SUCCESS)
+    refuse_precompiled(path, fmt::format(COTUNE_FMT("has an index entry without '{}'"), name));
   return v;
 }
 } // namespace detail
@@ -65,7 +67,7 @@ COTUNE_DECL precompiled_file precompiled_file::read(const std::filesystem::path&
   try {
     bytes = cotune::detail::read_file(path);
   } catch (const std::exception& e) {
-    detail::refuse_precompiled(path, fmt::format("cannot be read ({})", e.what()));
+    detail::refuse_precompiled(path, fmt::format(COTUNE_FMT("cannot be read ({})"), e.what()));
   }
   if (!bytes) detail::refuse_precompiled(path, "does not exist");
   const std::string_view text = *bytes;
@@ -78,9 +80,10 @@ COTUNE_DECL precompiled_file precompiled_file::read(const std::filesystem::path&
   char index_digest[65] = {};
   const std::string header_text(header);
   if (std::sscanf(header_text.c_str(), "cotune-precompiled %d %zu %64s", &version, &index_bytes, index_digest) != 3)
-    detail::refuse_precompiled(path, fmt::format("has a damaged header line '{}'", header_text));
+    detail::refuse_precompiled(path, fmt::format(COTUNE_FMT("has a damaged header line '{}'"), header_text));
   if (version != format_version)
-    detail::refuse_precompiled(path, fmt::format("has format {}, this cotune reads format {}", version, format_version));
+    detail::refuse_precompiled(
+        path, fmt::format(COTUNE_FMT("has format {}, this cotune reads format {}"), version, format_version));
   const std::size_t index_at = eol + 1;
   if (index_bytes > text.size() - index_at) detail::refuse_precompiled(path, "is truncated (its index is cut short)");
   const std::string_view index = text.substr(index_at, index_bytes);
@@ -112,16 +115,19 @@ COTUNE_DECL precompiled_file precompiled_file::read(const std::filesystem::path&
     const auto size = detail::field_or_refuse<std::uint64_t>(o, "size", path);
     const auto image_sha = detail::field_or_refuse<std::string_view>(o, "image_sha256", path);
     if (offset > text.size() - images_at || size > text.size() - images_at - offset)
-      detail::refuse_precompiled(path, fmt::format("is truncated (the image of kernel '{}' config {{{}}} for {} is cut short)",
-                                                   e.kernel, e.config, e.arch));
+      detail::refuse_precompiled(
+          path, fmt::format(COTUNE_FMT("is truncated (the image of kernel '{}' config {{{}}} for {} is cut short)"),
+                            e.kernel, e.config, e.arch));
     e.image = std::string(text.substr(images_at + offset, size));
     if (cotune::detail::sha256_hex(e.image) != image_sha)
-      detail::refuse_precompiled(path, fmt::format("is damaged: the image of kernel '{}' config {{{}}} for {} does not match "
-                                                   "its SHA-256",
-                                                   e.kernel, e.config, e.arch));
+      detail::refuse_precompiled(
+          path, fmt::format(COTUNE_FMT("is damaged: the image of kernel '{}' config {{{}}} for {} does not match "
+                                       "its SHA-256"),
+                            e.kernel, e.config, e.arch));
     if (e.ok && (e.image.empty() || e.lowered_name.empty()))
-      detail::refuse_precompiled(path, fmt::format("has an entry without an image or a symbol (kernel '{}' config {{{}}} for {})",
-                                                   e.kernel, e.config, e.arch));
+      detail::refuse_precompiled(
+          path, fmt::format(COTUNE_FMT("has an entry without an image or a symbol (kernel '{}' config {{{}}} for {})"),
+                            e.kernel, e.config, e.arch));
     out.entries_.push_back(std::move(e));
   }
   return out;
@@ -156,23 +162,23 @@ COTUNE_DECL void precompiled_file::write(const std::filesystem::path& path, cons
   }
   w.end_array().end_object();
   const std::string index = w.str();
-  const std::string temp = fmt::format("{}.tmp.{}", path.string(), ::getpid());
+  const std::string temp = fmt::format(COTUNE_FMT("{}.tmp.{}"), path.string(), ::getpid());
   {
     std::ofstream f(temp, std::ios::binary | std::ios::trunc);
-    f << fmt::format("{} {} {} {}\n", detail::precompiled_magic, format_version, index.size(),
+    f << fmt::format(COTUNE_FMT("{} {} {} {}\n"), detail::precompiled_magic, format_version, index.size(),
                      cotune::detail::sha256_hex(index))
       << index;
     for (const auto& e : entries) f << e.image;
     f.flush();
     if (!f) {
       std::remove(temp.c_str());
-      throw error(fmt::format("cannot write precompiled file '{}'", temp));
+      throw error(fmt::format(COTUNE_FMT("cannot write precompiled file '{}'"), temp));
     }
   }
   if (std::rename(temp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     std::remove(temp.c_str());
-    throw error(fmt::format("cannot rename '{}' to '{}': {}", temp, path.string(), std::strerror(err)));
+    throw error(fmt::format(COTUNE_FMT("cannot rename '{}' to '{}': {}"), temp, path.string(), std::strerror(err)));
   }
 }
 
@@ -229,7 +235,7 @@ template <class T>
 /// `symbol` is the C++ mangling of a function named `base` at global scope: of a template's instance
 /// (`_Z4gemmILi64EEvPf`) when `instance`, else of a plain function (`_Z3addPfi`).
 [[nodiscard]] inline bool mangles(std::string_view symbol, std::string_view base, bool instance) {
-  const std::string prefix = fmt::format("_Z{}{}", base.size(), base);
+  const std::string prefix = fmt::format(COTUNE_FMT("_Z{}{}"), base.size(), base);
   if (!symbol.starts_with(prefix) || symbol.size() == prefix.size()) return false;
   return (symbol[prefix.size()] == 'I') == instance;
 }
@@ -278,16 +284,17 @@ COTUNE_DECL std::optional<std::string> elf_kernel_symbol(std::string_view image,
       }
     }
   }
-  if (found.empty()) return fail(fmt::format("the image has no kernel named '{}'", entry));
+  if (found.empty()) return fail(fmt::format(COTUNE_FMT("the image has no kernel named '{}'"), entry));
   // An extern "C" kernel named exactly as the entry wins over any C++ overload of the same name.
   for (const auto& s : found)
     if (s == entry) return s;
   if (found.size() > 1) {
     std::string names;
     for (const auto& s : found) names += (names.empty() ? "" : ", ") + s;
-    return fail(fmt::format("the image has several kernels named '{}' ({}); give the kernel a unique name or "
-                            "make it extern \"C\"",
-                            base, names));
+    return fail(
+        fmt::format(COTUNE_FMT("the image has several kernels named '{}' ({}); give the kernel a unique name or "
+                               "make it extern \"C\""),
+                    base, names));
   }
   return found.front();
 }

@@ -134,7 +134,7 @@ COTUNE_DECL const program_module& program_module_of(const void* address) {
   static std::map<const void*, std::unique_ptr<program_module>> modules; // by base address; never freed
   Dl_info info{};
   if (!address || !::dladdr(address, &info) || !info.dli_fbase)
-    throw error(fmt::format("the kernel address {} is in no file the program loaded", address));
+    throw error(fmt::format(COTUNE_FMT("the kernel address {} is in no file the program loaded"), address));
   std::lock_guard lock(mutex);
   auto& m = modules[info.dli_fbase];
   if (m) return *m;
@@ -146,7 +146,7 @@ COTUNE_DECL const program_module& program_module_of(const void* address) {
   } else {
     auto bytes = cotune::detail::read_file(made->file);
     if (!bytes)
-      throw error(fmt::format("cannot read '{}' to name the program's build (it holds compiled kernels)",
+      throw error(fmt::format(COTUNE_FMT("cannot read '{}' to name the program's build (it holds compiled kernels)"),
                               made->file.string()));
     made->build = "sha256:" + cotune::detail::sha256_hex(*bytes);
   }

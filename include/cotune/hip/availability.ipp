@@ -34,10 +34,11 @@ COTUNE_DECL availability_report availability() {
 
 
 COTUNE_DECL std::string availability_report::text() const {
-  std::string out = runtime_loaded ? fmt::format("HIP runtime {} from '{}': {} device(s)", runtime_version,
+  std::string out = runtime_loaded ? fmt::format(COTUNE_FMT("HIP runtime {} from '{}': {} device(s)"), runtime_version,
                                                  runtime_path, device_count)
                                    : std::string("HIP runtime: not loaded");
-  out += hiprtc_loaded ? fmt::format("\nhiprtc {} from '{}'", hiprtc_version, hiprtc_path) : "\nhiprtc: not loaded";
+  out += hiprtc_loaded ? fmt::format(COTUNE_FMT("\nhiprtc {} from '{}'"), hiprtc_version, hiprtc_path)
+                       : "\nhiprtc: not loaded";
   if (!message.empty()) out += "\n" + message;
   return out;
 }

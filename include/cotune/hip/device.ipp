@@ -17,7 +17,8 @@ COTUNE_DECL bool interchangeable(const device& a, const device& b) {
 COTUNE_DECL device describe_device(const runtime_library& lib, int ordinal) {
   device_properties p{};
   if (hip_error r = lib.api().get_device_properties(&p, ordinal); r != hip_success)
-    throw error(fmt::format("HIP device {}: hipGetDeviceProperties failed: {}", ordinal, lib.error_text(r)));
+    throw error(
+        fmt::format(COTUNE_FMT("HIP device {}: hipGetDeviceProperties failed: {}"), ordinal, lib.error_text(r)));
   device d;
   d.ordinal = ordinal;
   d.name.assign(p.name, ::strnlen(p.name, sizeof p.name));
@@ -31,7 +32,7 @@ COTUNE_DECL device describe_device(const runtime_library& lib, int ordinal) {
   d.max_block_dims = {p.max_threads_dim[0], p.max_threads_dim[1], p.max_threads_dim[2]};
   d.max_grid_dims = {p.max_grid_size[0], p.max_grid_size[1], p.max_grid_size[2]};
   d.max_shared_per_block = static_cast<std::int64_t>(p.shared_mem_per_block);
-  d.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", p.pci_domain_id, p.pci_bus_id, p.pci_device_id);
+  d.pci_bus_id = fmt::format(COTUNE_FMT("{:04x}:{:02x}:{:02x}.0"), p.pci_domain_id, p.pci_bus_id, p.pci_device_id);
   return d;
 }
 

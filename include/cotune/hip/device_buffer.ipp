@@ -11,7 +11,7 @@ COTUNE_DECL bool memory_runtime::allocate(const context& ctx, pointer* out, std:
   ctx.make_current();
   const hip_error r = ctx.api().malloc(out, bytes);
   if (r == hip_error_out_of_memory) return false;
-  ctx.check(r, fmt::format("hipMalloc of {} bytes", bytes));
+  ctx.check(r, fmt::format(COTUNE_FMT("hipMalloc of {} bytes"), bytes));
   return true;
 }
 

@@ -40,9 +40,9 @@ COTUNE_DECL std::unique_ptr<runtime_library> runtime_library::open(const std::ve
   if (lib) {
     lib->api_.runtime_get_version(&lib->version_);
     if (hip_error r = lib->api_.init(0); r != hip_success) {
-      lib->init_error_ = fmt::format("hipInit failed: {}", lib->error_text(r));
+      lib->init_error_ = fmt::format(COTUNE_FMT("hipInit failed: {}"), lib->error_text(r));
     } else if (hip_error c = lib->api_.get_device_count(&lib->device_count_); c != hip_success) {
-      lib->init_error_ = fmt::format("hipGetDeviceCount failed: {}", lib->error_text(c));
+      lib->init_error_ = fmt::format(COTUNE_FMT("hipGetDeviceCount failed: {}"), lib->error_text(c));
       lib->device_count_ = 0;
     }
     if (lib->device_count_ < 0) lib->device_count_ = 0;
@@ -50,29 +50,32 @@ COTUNE_DECL std::unique_ptr<runtime_library> runtime_library::open(const std::ve
       lib->contexts_.emplace_back(new device_context(*lib, lib->api_, i));
     return lib;
   }
-  why = fmt::format("cannot load the HIP runtime (libamdhip64); tried:{}\ninstall ROCm's HIP runtime (Debian: "
-                    "libamdhip64-5), or set COTUNE_LIBAMDHIP64_PATH (cotune::hip::hip_knobs().libamdhip64_path) "
-                    "to libamdhip64.so's path",
-                    tried);
+  why = fmt::format(
+      COTUNE_FMT("cannot load the HIP runtime (libamdhip64); tried:{}\ninstall ROCm's HIP runtime (Debian: "
+                 "libamdhip64-5), or set COTUNE_LIBAMDHIP64_PATH (cotune::hip::hip_knobs().libamdhip64_path) "
+                 "to libamdhip64.so's path"),
+      tried);
   return nullptr;
 }
 
 COTUNE_DECL std::string runtime_library::error_text(hip_error r) const {
   const char* name = api_.get_error_name ? api_.get_error_name(r) : nullptr;
   const char* text = api_.get_error_string ? api_.get_error_string(r) : nullptr;
-  return fmt::format("{} ({})", name ? name : fmt::format("hipError_t {}", r), text ? text : "no description");
+  return fmt::format(COTUNE_FMT("{} ({})"), name ? name : fmt::format(COTUNE_FMT("hipError_t {}"), r),
+                     text ? text : "no description");
 }
 
 COTUNE_DECL const device_context& runtime_library::context(int ordinal) const {
   if (ordinal < 0 || ordinal >= device_count_)
-    throw error(fmt::format("HIP device {} does not exist: the runtime reports {} device(s){}", ordinal,
+    throw error(fmt::format(COTUNE_FMT("HIP device {} does not exist: the runtime reports {} device(s){}"), ordinal,
                             device_count_, init_error_.empty() ? "" : " (" + init_error_ + ")"));
   device_context& ctx = *contexts_[static_cast<std::size_t>(ordinal)];
   std::call_once(ctx.once_, [&] {
     if (hip_error r = api_.set_device(ordinal); r != hip_success)
-      throw error(fmt::format("HIP device {}: hipSetDevice failed: {}", ordinal, error_text(r)));
+      throw error(fmt::format(COTUNE_FMT("HIP device {}: hipSetDevice failed: {}"), ordinal, error_text(r)));
     if (hip_error r = api_.stream_create_with_flags(&ctx.stream_, hip_stream_non_blocking); r != hip_success)
-      throw error(fmt::format("HIP device {}: hipStreamCreateWithFlags failed: {}", ordinal, error_text(r)));
+      throw error(
+          fmt::format(COTUNE_FMT("HIP device {}: hipStreamCreateWithFlags failed: {}"), ordinal, error_text(r)));
   });
   return ctx;
 }

@@ -41,9 +41,10 @@ COTUNE_DECL std::unique_ptr<hiprtc_library> hiprtc_library::open(const std::vect
     lib->api_.version(&lib->major_, &lib->minor_);
     return lib;
   }
-  why = fmt::format("cannot load hiprtc (needed to compile HIP kernels); tried:{}\ninstall ROCm's hiprtc (Debian: "
-                    "libamdhip64-5), or set COTUNE_LIBHIPRTC_PATH (cotune::hip::hip_knobs().libhiprtc_path)",
-                    tried);
+  why = fmt::format(
+      COTUNE_FMT("cannot load hiprtc (needed to compile HIP kernels); tried:{}\ninstall ROCm's hiprtc (Debian: "
+                 "libamdhip64-5), or set COTUNE_LIBHIPRTC_PATH (cotune::hip::hip_knobs().libhiprtc_path)"),
+      tried);
   return nullptr;
 }
 
@@ -52,7 +53,7 @@ COTUNE_DECL gpu::rtc_output hiprtc_library::compile_here(const gpu::rtc_request&
   hiprtc_program program = nullptr;
   if (hiprtc_result e = api_.create_program(&program, r.source.c_str(), r.file_name.c_str(), 0, nullptr, nullptr);
       e != hiprtc_success) {
-    out.error = fmt::format("hiprtcCreateProgram: {}", api_.get_error_string(e));
+    out.error = fmt::format(COTUNE_FMT("hiprtcCreateProgram: {}"), api_.get_error_string(e));
     return out;
   }
   struct destroy {
@@ -61,7 +62,8 @@ COTUNE_DECL gpu::rtc_output hiprtc_library::compile_here(const gpu::rtc_request&
     ~destroy() { api.destroy_program(&p); }
   } guard{api_, program};
   if (hiprtc_result e = api_.add_name_expression(program, r.name_expression.c_str()); e != hiprtc_success) {
-    out.error = fmt::format("hiprtcAddNameExpression('{}'): {}", r.name_expression, api_.get_error_string(e));
+    out.error =
+        fmt::format(COTUNE_FMT("hiprtcAddNameExpression('{}'): {}"), r.name_expression, api_.get_error_string(e));
     return out;
   }
   std::vector<const char*> argv;
@@ -79,18 +81,19 @@ COTUNE_DECL gpu::rtc_output hiprtc_library::compile_here(const gpu::rtc_request&
   }
   std::size_t size = 0;
   if (hiprtc_result e = api_.get_code_size(program, &size); e != hiprtc_success || size == 0) {
-    out.error = fmt::format("hiprtcGetCodeSize: {}", e != hiprtc_success ? api_.get_error_string(e) : "no code");
+    out.error =
+        fmt::format(COTUNE_FMT("hiprtcGetCodeSize: {}"), e != hiprtc_success ? api_.get_error_string(e) : "no code");
     return out;
   }
   out.image.resize(size);
   if (hiprtc_result e = api_.get_code(program, out.image.data()); e != hiprtc_success) {
-    out.error = fmt::format("hiprtcGetCode: {}", api_.get_error_string(e));
+    out.error = fmt::format(COTUNE_FMT("hiprtcGetCode: {}"), api_.get_error_string(e));
     return out;
   }
   const char* lowered = nullptr;
   if (hiprtc_result e = api_.get_lowered_name(program, r.name_expression.c_str(), &lowered);
       e != hiprtc_success || !lowered) {
-    out.error = fmt::format("hiprtcGetLoweredName('{}'): {}", r.name_expression,
+    out.error = fmt::format(COTUNE_FMT("hiprtcGetLoweredName('{}'): {}"), r.name_expression,
                             e != hiprtc_success ? api_.get_error_string(e) : "no name");
     return out;
   }

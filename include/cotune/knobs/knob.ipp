@@ -40,13 +40,13 @@ COTUNE_DECL void knob_registry::check() const {
     try {
       (void)k->current_text();
     } catch (const knob_error& e) {
-      problems += fmt::format("\n  {}", e.what());
+      problems += fmt::format(COTUNE_FMT("\n  {}"), e.what());
       ++bad;
     }
   }
   if (bad)
-    throw knob_error(fmt::format("{} setting{} cannot be used; fix or unset {}:{}", bad, bad == 1 ? "" : "s",
-                                 bad == 1 ? "it" : "them", problems));
+    throw knob_error(fmt::format(COTUNE_FMT("{} setting{} cannot be used; fix or unset {}:{}"), bad,
+                                 bad == 1 ? "" : "s", bad == 1 ? "it" : "them", problems));
 }
 
 COTUNE_DECL std::vector<knob_base*> knob_registry::all() const {

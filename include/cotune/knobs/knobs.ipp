@@ -26,7 +26,7 @@ COTUNE_DECL std::string default_dump_dir() { return user_cache_root() + "/cotune
 COTUNE_DECL std::string default_override_dir() { return user_cache_root() + "/cotune-override"; }
 
 COTUNE_DECL void throw_below_minimum(const char* env, const std::string& value, const std::string& minimum) {
-  throw knob_error(fmt::format("{}={} is out of range; it must be at least {}", env, value, minimum));
+  throw knob_error(fmt::format(COTUNE_FMT("{}={} is out of range; it must be at least {}"), env, value, minimum));
 }
 
 /// Constructs the core knobs during static initialisation, so that the registry lists them (and

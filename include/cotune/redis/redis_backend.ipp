@@ -179,7 +179,7 @@ COTUNE_DECL bool redis_backend::answer_from_backoff(const redis_options& o) {
 
 COTUNE_DECL void redis_backend::fail(const redis_options& o, std::string why) {
   std::lock_guard lock(state_mutex_);
-  last_error_ = fmt::format("Redis at {}: {}", o.endpoint.display(), why);
+  last_error_ = fmt::format(COTUNE_FMT("Redis at {}: {}"), o.endpoint.display(), why);
   backoff_endpoint_ = o.endpoint;
   backoff_until_ = clock::now() + o.backoff;
 }
@@ -199,13 +199,13 @@ COTUNE_DECL bool redis_backend::connect(const redis_options& o) {
     return false;
   };
   if (!c) return refuse("cannot allocate a connection");
-  if (c->err) return refuse(fmt::format("connect failed: {}", c->errstr));
+  if (c->err) return refuse(fmt::format(COTUNE_FMT("connect failed: {}"), c->errstr));
   if (::redisSetTimeout(c.get(), detail::to_timeval(o.timeout)) != REDIS_OK)
-    return refuse(fmt::format("cannot set the operation timeout: {}", c->errstr));
+    return refuse(fmt::format(COTUNE_FMT("cannot set the operation timeout: {}"), c->errstr));
   auto login = [&](std::span<const std::string_view> argv, std::string_view what) {
     auto r = send(c.get(), argv, o.timeout);
-    if (!r) return refuse(fmt::format("{} failed: {}", what, send_failure_.what));
-    if (r->is_error()) return refuse(fmt::format("{} refused: {}", what, r->str));
+    if (!r) return refuse(fmt::format(COTUNE_FMT("{} failed: {}"), what, send_failure_.what));
+    if (r->is_error()) return refuse(fmt::format(COTUNE_FMT("{} refused: {}"), what, r->str));
     return true;
   };
   if (!e.password.empty()) {
@@ -238,7 +238,7 @@ COTUNE_DECL std::optional<redis_reply> redis_backend::send(redisContext* c, std:
 COTUNE_DECL bool redis_backend::flush(redisContext* c, std::chrono::milliseconds timeout) {
   const int flags = ::fcntl(c->fd, F_GETFL);
   if (flags < 0 || ::fcntl(c->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-    send_failure_.what = fmt::format("fcntl: {}", std::strerror(errno));
+    send_failure_.what = fmt::format(COTUNE_FMT("fcntl: {}"), std::strerror(errno));
     return false;
   }
   // Without REDIS_BLOCK, hiredis takes EAGAIN from write(2) as "try again later", not as an error.
@@ -254,12 +254,12 @@ COTUNE_DECL bool redis_backend::flush(redisContext* c, std::chrono::milliseconds
     pollfd p{c->fd, POLLOUT, 0};
     const int n = ::poll(&p, 1, static_cast<int>(timeout.count()));
     if (n == 0) {
-      send_failure_ = {true, fmt::format("write stalled for {} ms", timeout.count())};
+      send_failure_ = {true, fmt::format(COTUNE_FMT("write stalled for {} ms"), timeout.count())};
       ok = false;
       break;
     }
     if (n < 0 && errno != EINTR) {
-      send_failure_.what = fmt::format("poll: {}", std::strerror(errno));
+      send_failure_.what = fmt::format(COTUNE_FMT("poll: {}"), std::strerror(errno));
       ok = false;
       break;
     }
@@ -333,7 +333,7 @@ COTUNE_DECL std::optional<redis_reply> redis_backend::transact(const redis_optio
       if (reply->is_error() || reply->type != redis_reply::kind::array) {
         ++errors_;
         std::lock_guard state(state_mutex_);
-        last_error_ = fmt::format("Redis at {}: a transaction ({} ...) failed: {}", o.endpoint.display(),
+        last_error_ = fmt::format(COTUNE_FMT("Redis at {}: a transaction ({} ...) failed: {}"), o.endpoint.display(),
                                   commands.empty() ? std::string_view("EXEC") : commands[0][0],
                                   reply->is_error() ? reply->str : std::string("EXEC was aborted"));
       }
@@ -343,11 +343,11 @@ COTUNE_DECL std::optional<redis_reply> redis_backend::transact(const redis_optio
     ++errors_;
     if (send_failure_.timed_out) {
       ++timeouts_;
-      fail(o, fmt::format("a transaction timed out after {} ms", o.timeout.count()));
+      fail(o, fmt::format(COTUNE_FMT("a transaction timed out after {} ms"), o.timeout.count()));
       return std::nullopt;
     }
     if (fresh || multi_answered) {
-      fail(o, fmt::format("a transaction failed: {}", send_failure_.what));
+      fail(o, fmt::format(COTUNE_FMT("a transaction failed: {}"), send_failure_.what));
       return std::nullopt;
     }
   }
@@ -370,7 +370,7 @@ COTUNE_DECL std::optional<redis_reply> redis_backend::execute(const redis_option
       if (reply->is_error()) {
         ++errors_;
         std::lock_guard state(state_mutex_);
-        last_error_ = fmt::format("Redis at {}: {} replied: {}", o.endpoint.display(), argv[0], reply->str);
+        last_error_ = fmt::format(COTUNE_FMT("Redis at {}: {} replied: {}"), o.endpoint.display(), argv[0], reply->str);
       }
       return reply;
     }
@@ -378,11 +378,11 @@ COTUNE_DECL std::optional<redis_reply> redis_backend::execute(const redis_option
     ++errors_;
     if (send_failure_.timed_out) {
       ++timeouts_;
-      fail(o, fmt::format("{} timed out after {} ms", argv[0], o.timeout.count()));
+      fail(o, fmt::format(COTUNE_FMT("{} timed out after {} ms"), argv[0], o.timeout.count()));
       return std::nullopt;
     }
     if (fresh) {
-      fail(o, fmt::format("{} failed: {}", argv[0], send_failure_.what));
+      fail(o, fmt::format(COTUNE_FMT("{} failed: {}"), argv[0], send_failure_.what));
       return std::nullopt;
     }
     // An old connection the server closed (restart, idle timeout): one retry on a new one.

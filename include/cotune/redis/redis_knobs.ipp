@@ -20,10 +20,10 @@ COTUNE_DECL redis_knob_group& redis_knobs_registered = redis_knobs();
 COTUNE_DECL std::string redis_endpoint::display() const {
   std::string login;
   if (!user.empty() || !password.empty()) login = user + (password.empty() ? "" : ":***") + "@";
-  if (unix_socket) return fmt::format("unix://{}{}", login, path);
+  if (unix_socket) return fmt::format(COTUNE_FMT("unix://{}{}"), login, path);
   const bool v6 = host.find(':') != std::string::npos;
-  return fmt::format("redis://{}{}{}{}:{}{}", login, v6 ? "[" : "", host, v6 ? "]" : "", port,
-                     db != 0 ? fmt::format("/{}", db) : std::string());
+  return fmt::format(COTUNE_FMT("redis://{}{}{}{}:{}{}"), login, v6 ? "[" : "", host, v6 ? "]" : "", port,
+                     db != 0 ? fmt::format(COTUNE_FMT("/{}"), db) : std::string());
 }
 
 } // namespace cotune::redis
@@ -39,7 +39,8 @@ COTUNE_DECL std::string percent_decode(std::string_view in, std::string_view url
     unsigned v = 0;
     if (i + 2 >= in.size() ||
         std::from_chars(in.data() + i + 1, in.data() + i + 3, v, 16).ptr != in.data() + i + 3)
-      throw knob_error(fmt::format("COTUNE_REDIS_URL='{}': bad percent escape in the login part", url_shown));
+      throw knob_error(
+          fmt::format(COTUNE_FMT("COTUNE_REDIS_URL='{}': bad percent escape in the login part"), url_shown));
     out.push_back(static_cast<char>(v));
     i += 2;
   }
@@ -63,9 +64,10 @@ COTUNE_DECL redis_endpoint parse_redis_url(std::string_view url) {
     }
   }
   auto fail = [&](std::string_view why) {
-    return knob_error(fmt::format("COTUNE_REDIS_URL='{}' is not a usable Redis URL: {}; use "
-                                  "redis://[[user]:password@]host[:port][/db] or unix:///path/to/redis.sock",
-                                  shown, why));
+    return knob_error(
+        fmt::format(COTUNE_FMT("COTUNE_REDIS_URL='{}' is not a usable Redis URL: {}; use "
+                               "redis://[[user]:password@]host[:port][/db] or unix:///path/to/redis.sock"),
+                    shown, why));
   };
   redis_endpoint e;
   std::string_view rest;

@@ -151,7 +151,7 @@ COTUNE_DECL std::string make_lease_token() {
   if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
   std::random_device rd;
   const std::uint64_t hi = (std::uint64_t(rd()) << 32) ^ rd(), lo = (std::uint64_t(rd()) << 32) ^ rd();
-  return fmt::format("{}:{}:{:016x}{:016x}", host, ::getpid(), hi, lo);
+  return fmt::format(COTUNE_FMT("{}:{}:{:016x}{:016x}"), host, ::getpid(), hi, lo);
 }
 
 } // namespace cotune::redis

@@ -21,9 +21,10 @@ namespace detail {
 
 COTUNE_DECL search_settings search_budget_of(const std::string& text) {
   const auto refuse = [&](std::string_view why) {
-    throw knob_error(fmt::format("COTUNE_SEARCH_BUDGET={} {}; give a count of candidates (64), a share of them (25%), "
-                                 "or 0 for the strategy's default",
-                                 text, why));
+    throw knob_error(
+        fmt::format(COTUNE_FMT("COTUNE_SEARCH_BUDGET={} {}; give a count of candidates (64), a share of them (25%), "
+                               "or 0 for the strategy's default"),
+                    text, why));
   };
   search_settings s;
   if (text.ends_with('%')) {
@@ -47,15 +48,17 @@ COTUNE_DECL void check_search_name(const std::string& name) {
   if (search_registry::instance().contains(name)) return;
   std::string names;
   for (const auto& n : search_registry::instance().names()) names += (names.empty() ? "" : ", ") + n;
-  throw knob_error(fmt::format("COTUNE_SEARCH={} is not a registered search strategy; the strategies are: {} "
-                               "(cotune::register_search adds one)",
-                               name, names));
+  throw knob_error(
+      fmt::format(COTUNE_FMT("COTUNE_SEARCH={} is not a registered search strategy; the strategies are: {} "
+                             "(cotune::register_search adds one)"),
+                  name, names));
 }
 
 COTUNE_DECL std::string search_strategy_doc() {
-  return fmt::format("which candidates a tuning measures, a registered strategy: {}; all but exhaustive stop at "
-                     "COTUNE_SEARCH_BUDGET; unset: exhaustive, or bayes-local when a budget is set",
-                     search_registry::instance().describe());
+  return fmt::format(
+      COTUNE_FMT("which candidates a tuning measures, a registered strategy: {}; all but exhaustive stop at "
+                 "COTUNE_SEARCH_BUDGET; unset: exhaustive, or bayes-local when a budget is set"),
+      search_registry::instance().describe());
 }
 
 } // namespace detail

@@ -45,13 +45,14 @@ COTUNE_DECL void search_registry::add(std::string name, search_factory make, std
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
   });
   if (!word)
-    throw error(fmt::format("register_search: '{}' is not a strategy name; use letters, digits, '-' and '_'", name));
-  if (!make) throw error(fmt::format("register_search: strategy '{}' has no factory", name));
+    throw error(fmt::format(
+        COTUNE_FMT("register_search: '{}' is not a strategy name; use letters, digits, '-' and '_'"), name));
+  if (!make) throw error(fmt::format(COTUNE_FMT("register_search: strategy '{}' has no factory"), name));
   std::lock_guard lock(mutex_);
   for (const auto& e : entries_)
     if (e.name == name)
-      throw error(fmt::format("register_search: a strategy named '{}' is registered already; give yours another name",
-                              name));
+      throw error(fmt::format(
+          COTUNE_FMT("register_search: a strategy named '{}' is registered already; give yours another name"), name));
   entries_.push_back({std::move(name), std::move(doc), std::move(make)});
 }
 
@@ -81,7 +82,7 @@ COTUNE_DECL std::string search_registry::describe() const {
   std::lock_guard lock(mutex_);
   std::string out;
   for (const auto& e : entries_)
-    out += fmt::format("{}{}{}", out.empty() ? "" : ", ", e.name, e.doc.empty() ? "" : " (" + e.doc + ")");
+    out += fmt::format(COTUNE_FMT("{}{}{}"), out.empty() ? "" : ", ", e.name, e.doc.empty() ? "" : " (" + e.doc + ")");
   return out;
 }
 

@@ -20,9 +20,10 @@ COTUNE_DECL std::size_t search_settings::evaluations_of(std::size_t candidates, 
   if (evaluations) return std::min(candidates, evaluations);
   if (fraction == 0) return std::min(candidates, fallback);
   if (!(fraction > 0 && fraction <= 1))
-    throw error(fmt::format("search_settings: fraction {} is not in (0, 1]; give a share of the candidates such as "
-                            "0.25 (a quarter), or 0 for none",
-                            fraction));
+    throw error(
+        fmt::format(COTUNE_FMT("search_settings: fraction {} is not in (0, 1]; give a share of the candidates such as "
+                               "0.25 (a quarter), or 0 for none"),
+                    fraction));
   return std::min(candidates, static_cast<std::size_t>(std::ceil(fraction * static_cast<double>(candidates))));
 }
 

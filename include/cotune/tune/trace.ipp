@@ -51,13 +51,14 @@ namespace detail {
 inline constexpr std::string_view trace_tail = "\n],\"displayTimeUnit\":\"ms\"}\n";
 
 COTUNE_DECL std::string trace_meta(const char* what, std::size_t pid, std::size_t tid, const std::string& name) {
-  return fmt::format(",\n{{\"name\":\"{}\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}", what, pid, tid,
-                     detail::json_quoted(name));
+  return fmt::format(COTUNE_FMT(",\n{{\"name\":\"{}\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}"),
+                     what, pid, tid, detail::json_quoted(name));
 }
 
 COTUNE_DECL std::string trace_sort(const char* what, std::size_t pid, std::size_t tid, std::size_t index) {
-  return fmt::format(",\n{{\"name\":\"{}\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}", what, pid,
-                     tid, index);
+  return fmt::format(
+      COTUNE_FMT(",\n{{\"name\":\"{}\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}"), what, pid,
+      tid, index);
 }
 
 } // namespace detail
@@ -94,9 +95,9 @@ COTUNE_DECL std::pair<std::size_t, std::size_t> trace_observer::place(const trac
     meta += detail::trace_sort("process_sort_index", pid, 0, pid);
   }
   // An isolated measurement ran in another process (a forked copy, a device worker): its own track.
-  std::string thread = compile ? fmt::format("compile thread {}", s.thread)
-                               : (s.isolated.empty() ? fmt::format("device thread {}", s.thread)
-                                                     : fmt::format("isolated ({})", s.isolated));
+  std::string thread = compile ? fmt::format(COTUNE_FMT("compile thread {}"), s.thread)
+                               : (s.isolated.empty() ? fmt::format(COTUNE_FMT("device thread {}"), s.thread)
+                                                     : fmt::format(COTUNE_FMT("isolated ({})"), s.isolated));
   const std::size_t tid = s.isolated.empty() ? s.thread : 1000000 + pid;
   if (threads_.try_emplace({pid, thread}, tid).second) {
     meta += detail::trace_meta("thread_name", pid, tid, thread);
@@ -114,36 +115,38 @@ COTUNE_DECL void trace_observer::on_event(const tuning_event& e) {
   if (failed_) return;
   std::string out;
   const std::size_t tuning = ++tunings_;
-  const std::string name = fmt::format("{} [{}]", r.kernel, r.key_text);
-  out += detail::trace_meta("thread_name", 1, tuning, fmt::format("tuning {}: {}", tuning, name));
+  const std::string name = fmt::format(COTUNE_FMT("{} [{}]"), r.kernel, r.key_text);
+  out += detail::trace_meta("thread_name", 1, tuning, fmt::format(COTUNE_FMT("tuning {}: {}"), tuning, name));
   const double start = detail::trace_us(t.start());
-  out += fmt::format(",\n{{\"name\":{},\"cat\":\"tuning\",\"ph\":\"X\",\"ts\":{:.3f},\"dur\":{:.3f},\"pid\":1,\"tid\":{},"
-                     "\"args\":{{\"kernel\":{},\"key\":{},\"candidates\":{},\"winner\":{},\"best\":{},\"phases\":{},"
-                     "\"wall_ms\":{:.3f},\"lower_bound_ms\":{:.3f},\"compile_busy_ms\":{:.3f},\"measure_busy_ms\":{:.3f},"
-                     "\"compile_threads\":{},\"devices\":{}}}}}",
-                     detail::json_quoted("tune " + name), start, std::max(0.0, detail::trace_us(t.end()) - start),
-                     tuning, detail::json_quoted(r.kernel), detail::json_quoted(r.key_text), r.candidates.size(),
-                     r.winner, detail::json_quoted(r.shown(r.best())), detail::json_quoted(r.phases.text()), r.wall_ms,
-                     r.phases.lower_bound_ms(), r.phases.busy.compile, r.phases.busy.measure, r.phases.compile_threads,
-                     r.phases.devices);
+  out += fmt::format(
+      COTUNE_FMT(",\n{{\"name\":{},\"cat\":\"tuning\",\"ph\":\"X\",\"ts\":{:.3f},\"dur\":{:.3f},\"pid\":1,\"tid\":{},"
+                 "\"args\":{{\"kernel\":{},\"key\":{},\"candidates\":{},\"winner\":{},\"best\":{},\"phases\":{},"
+                 "\"wall_ms\":{:.3f},\"lower_bound_ms\":{:.3f},\"compile_busy_ms\":{:.3f},\"measure_busy_ms\":{:.3f},"
+                 "\"compile_threads\":{},\"devices\":{}}}}}"),
+      detail::json_quoted("tune " + name), start, std::max(0.0, detail::trace_us(t.end()) - start), tuning,
+      detail::json_quoted(r.kernel), detail::json_quoted(r.key_text), r.candidates.size(), r.winner,
+      detail::json_quoted(r.shown(r.best())), detail::json_quoted(r.phases.text()), r.wall_ms,
+      r.phases.lower_bound_ms(), r.phases.busy.compile, r.phases.busy.measure, r.phases.compile_threads,
+      r.phases.devices);
   for (const auto& s : t.spans()) {
     const auto [pid, tid] = place(s, out);
     const bool one = s.candidate < r.candidates.size();
     const double ts = detail::trace_us(s.start);
-    std::string args = fmt::format("\"kernel\":{},\"key\":{},\"tuning\":{}", detail::json_quoted(r.kernel),
+    std::string args = fmt::format(COTUNE_FMT("\"kernel\":{},\"key\":{},\"tuning\":{}"), detail::json_quoted(r.kernel),
                                    detail::json_quoted(r.key_text), tuning);
     if (one) {
       const auto& c = r.candidates[s.candidate];
-      args += fmt::format(",\"candidate\":{},\"config\":{},\"status\":{}", s.candidate,
+      args += fmt::format(COTUNE_FMT(",\"candidate\":{},\"config\":{},\"status\":{}"), s.candidate,
                           detail::json_quoted(r.shown(c.cfg)), detail::json_quoted(to_string(c.status)));
     }
-    if (!s.isolated.empty()) args += fmt::format(",\"isolated\":{}", detail::json_quoted(s.isolated));
-    if (!s.note.empty()) args += fmt::format(",\"note\":{}", detail::json_quoted(s.note));
-    out += fmt::format(",\n{{\"name\":{},\"cat\":\"{}\",\"ph\":\"X\",\"ts\":{:.3f},\"dur\":{:.3f},\"pid\":{},\"tid\":{},"
-                       "\"args\":{{{}}}}}",
-                       detail::json_quoted(one ? fmt::format("{} #{}", to_string(s.phase), s.candidate)
-                                               : std::string(to_string(s.phase))),
-                       to_string(s.phase), ts, std::max(0.0, detail::trace_us(s.end) - ts), pid, tid, args);
+    if (!s.isolated.empty()) args += fmt::format(COTUNE_FMT(",\"isolated\":{}"), detail::json_quoted(s.isolated));
+    if (!s.note.empty()) args += fmt::format(COTUNE_FMT(",\"note\":{}"), detail::json_quoted(s.note));
+    out += fmt::format(
+        COTUNE_FMT(",\n{{\"name\":{},\"cat\":\"{}\",\"ph\":\"X\",\"ts\":{:.3f},\"dur\":{:.3f},\"pid\":{},\"tid\":{},"
+                   "\"args\":{{{}}}}}"),
+        detail::json_quoted(one ? fmt::format(COTUNE_FMT("{} #{}"), to_string(s.phase), s.candidate)
+                                : std::string(to_string(s.phase))),
+        to_string(s.phase), ts, std::max(0.0, detail::trace_us(s.end) - ts), pid, tid, args);
   }
   append(out);
 }
@@ -151,7 +154,7 @@ COTUNE_DECL void trace_observer::on_event(const tuning_event& e) {
 COTUNE_DECL void trace_observer::append(const std::string& events) {
   auto fail = [&](const char* what) {
     failed_ = true;
-    error_ = fmt::format("cannot {} the trace file '{}' ({}); no trace is written", what, path(),
+    error_ = fmt::format(COTUNE_FMT("cannot {} the trace file '{}' ({}); no trace is written"), what, path(),
                          std::strerror(errno));
     if (file_) std::fclose(file_);
     file_ = nullptr;

@@ -16,8 +16,8 @@ COTUNE_DECL std::string tuning_phases::text() const {
   std::stable_sort(std::begin(parts), std::end(parts), [](const part& a, const part& b) { return a.ms > b.ms; });
   std::string out;
   for (const auto& p : parts)
-    if (p.ms >= 50) out += fmt::format("{}{} {:.1f} s", out.empty() ? "" : ", ", p.name, p.ms / 1000.0);
-  out += fmt::format("{}idle {:.1f} s", out.empty() ? "" : ", ", idle_ms / 1000.0);
+    if (p.ms >= 50) out += fmt::format(COTUNE_FMT("{}{} {:.1f} s"), out.empty() ? "" : ", ", p.name, p.ms / 1000.0);
+  out += fmt::format(COTUNE_FMT("{}idle {:.1f} s"), out.empty() ? "" : ", ", idle_ms / 1000.0);
   return out;
 }
 

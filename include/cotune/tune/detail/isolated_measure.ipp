@@ -101,17 +101,20 @@ COTUNE_DECL std::vector<double> fork_measurer::measure(std::size_t index, const 
     case job_outcome::timed_out:
     case job_outcome::cancelled:
       run.end = isolated_result::ending::hung;
-      run.detail = fmt::format("still running after {} ms (COTUNE_BENCH_TIMEOUT_MS); killed", limit.count());
+      run.detail =
+          fmt::format(COTUNE_FMT("still running after {} ms (COTUNE_BENCH_TIMEOUT_MS); killed"), limit.count());
       break;
     case job_outcome::lost:
       stop(); // the next candidate forks a new server
-      throw error(fmt::format("kernel '{}' with config {{{}}}: its isolated benchmark process could not run it: {}",
-                              kernel, shown, done.detail));
+      throw error(
+          fmt::format(COTUNE_FMT("kernel '{}' with config {{{}}}: its isolated benchmark process could not run it: {}"),
+                      kernel, shown, done.detail));
     }
     return isolated_values(std::move(run), kernel, shown, "its isolated benchmark process was ");
   }
-  throw error(fmt::format("kernel '{}' with config {{{}}}: a fresh isolated benchmark process has no binary for it",
-                          kernel, shown));
+  throw error(
+      fmt::format(COTUNE_FMT("kernel '{}' with config {{{}}}: a fresh isolated benchmark process has no binary for it"),
+                  kernel, shown));
 }
 
 
@@ -124,14 +127,16 @@ COTUNE_DECL std::vector<double> isolated_values(isolated_result run, std::string
     if (run.kind == 'l') throw launch_error(run.detail);
     throw error(run.detail);
   case isolated_result::ending::crashed:
-    throw candidate_crashed(fmt::format("kernel '{}' with config {{{}}}: {}{}; this candidate is lost, the tuning "
-                                        "goes on (COTUNE_ISOLATE)",
-                                        kernel, shown, process, run.detail));
+    throw candidate_crashed(
+        fmt::format(COTUNE_FMT("kernel '{}' with config {{{}}}: {}{}; this candidate is lost, the tuning "
+                               "goes on (COTUNE_ISOLATE)"),
+                    kernel, shown, process, run.detail));
   case isolated_result::ending::hung:
-    throw candidate_hung(fmt::format("kernel '{}' with config {{{}}}: {}{}", kernel, shown, process, run.detail));
+    throw candidate_hung(
+        fmt::format(COTUNE_FMT("kernel '{}' with config {{{}}}: {}{}"), kernel, shown, process, run.detail));
   case isolated_result::ending::refused: break;
   }
-  throw error(fmt::format("kernel '{}' with config {{{}}}: {}", kernel, shown, run.detail));
+  throw error(fmt::format(COTUNE_FMT("kernel '{}' with config {{{}}}: {}"), kernel, shown, run.detail));
 }
 
 } // namespace cotune::detail

@@ -83,8 +83,9 @@ COTUNE_DECL std::string result_key(const std::string& fingerprint, const std::st
   // A budgeted search's winner is the best of what it measured: another strategy, budget or seed
   // must not reuse it. An exhaustive search keeps the keys it always had.
   if (!search.evaluates_all() || budget.limited())
-    h.field(fmt::format("search {} {} {} {}{}", search.name(), budget.evaluations, budget.wall_ms, budget.seed,
-                        budget.fraction > 0 ? fmt::format(" fraction {}", budget.fraction) : std::string()));
+    h.field(
+        fmt::format(COTUNE_FMT("search {} {} {} {}{}"), search.name(), budget.evaluations, budget.wall_ms, budget.seed,
+                    budget.fraction > 0 ? fmt::format(COTUNE_FMT(" fraction {}"), budget.fraction) : std::string()));
   return to_hex(h.digest());
 }
 
