@@ -33,6 +33,11 @@ under the include dir is reached from impl/*.hpp (a program without CMake compil
 each FILE given (cotune_separate's sources, src/*.cpp), following the includes of `.ipp` files and of
 impl/ (a header includes its `.ipp` only when header-only, so a header's includes are not followed).
 
+Format strings: in a `.ipp` body, every fmt::format / fmt::print format string is written
+COTUNE_FMT("...") (detail/config.hpp): a header-only file compiles every body, and fmt's compile-time check
+of ~500 plain literals cost each file that includes cotune about 1.2 s (issue 38); COTUNE_FMT keeps the
+check where the bodies are compiled once. A plain literal there fails, named with its line.
+
 --pending FILE names bodies not moved yet (`<file under include/cotune> <function>` a line; `#`
 comments), for a rule brought to a tree that breaks it: they are listed but do not fail. An entry that
 no longer matches a body fails (take it off the list), so such a list only shrinks. cotune's own tree
@@ -241,6 +246,32 @@ def uncompiled(root, compiled_by):
     return problems
 
 
+FORMAT_CALL = re.compile(r"fmt::(format|print)\(\s*")
+
+
+def unchecked_formats(root):
+    """Problems: format strings in `.ipp` bodies that are plain literals instead of COTUNE_FMT("...")."""
+    problems = []
+    for path in sorted(root.rglob("*.ipp")):
+        rel = path.relative_to(root).as_posix()
+        text = path.read_text(encoding="utf-8")
+        for m in FORMAT_CALL.finditer(text):
+            at = m.end()
+            if m.group(1) == "print":  # fmt::print(out, "...", ...): the string is the second argument
+                comma = text.find(",", at)
+                if comma < 0:
+                    continue
+                at = comma + 1
+                while at < len(text) and text[at] in " \t\n":
+                    at += 1
+            if text.startswith('"', at) or text.startswith('R"', at):
+                line = text.count("\n", 0, m.start()) + 1
+                problems.append(f"include/cotune/{rel}:{line}: a format string that is not in COTUNE_FMT(...): a "
+                                f"header-only file would check it at compile time in every file that includes cotune "
+                                f"(detail/config.hpp); write fmt::{m.group(1)}(COTUNE_FMT(\"...\"), ...)")
+    return problems
+
+
 def main(argv):
     if not argv:
         print(__doc__)
@@ -288,6 +319,7 @@ def main(argv):
         problems.append(f"include/cotune/{rel}: {name}() is on the pending list but no longer a body of more than "
                         f"{max_lines} lines there: take it off the list")
     problems += uncompiled(root, compiled_by) if compiled_by else []
+    problems += unchecked_formats(root)
     if problems:
         print(f"{len(problems)} problems with bodies in headers (issue 34, item 5; at most {max_lines} lines a body):")
         for p in problems:
