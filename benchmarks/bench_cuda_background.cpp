@@ -30,6 +30,8 @@
 #include <cotune/cotune.hpp>
 #include <cotune/cuda/cuda.hpp>
 
+#include "cuda_device.hpp"
+
 namespace cuda = cotune::cuda;
 
 namespace {
@@ -190,16 +192,13 @@ double spread_of(const cotune::candidate_result& c) { return c.time[2] - c.time[
 } // namespace
 
 int main(int argc, char** argv) {
-  const auto devices = cuda::devices();
-  if (devices.empty()) {
-    std::printf("bench_cuda_background: no CUDA device: skipping (%s)\n", cuda::availability().message.c_str());
-    return 0;
-  }
+  const auto first = cotune_bench::first_cuda_device("bench_cuda_background");
+  if (!first) return 0;
   const double seconds = argc > 1 ? std::atof(argv[1]) : 5.0;
   const int runs = argc > 2 ? std::atoi(argv[2]) : 10;
   const double share_b = argc > 3 ? std::atof(argv[3]) : 0.5;
   const auto start = clock_type::now();
-  const cuda::device& d = devices.front();
+  const cuda::device& d = *first;
   const double share_a = cotune::knobs().autotuning.background_share.get();
   std::printf("bench_cuda_background: %s; (a) at share %.2f (COTUNE_BACKGROUND_SHARE), (b) %d runs at share %.2f\n",
               d.name.c_str(), share_a, runs, share_b);

@@ -35,6 +35,8 @@
 #define COTUNE_EXAMPLE_NO_MAIN
 #include "../examples/10_compiled_kernels.cpp"
 
+#include "cuda_device.hpp"
+
 namespace bench_compiled {
 using raw_launch = void (*)(unsigned grid, cudaStream_t stream, const int* x, unsigned long long* total, int n);
 std::vector<raw_launch> raw_launches(); // bench_cuda_compiled.cu
@@ -71,12 +73,9 @@ double seconds_since(clock_type::time_point t0) { return std::chrono::duration<d
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 200;
   const int batch = argc > 2 ? std::atoi(argv[2]) : 256;
-  const auto devices = cuda::devices();
-  if (devices.empty()) {
-    std::printf("bench_cuda_compiled: skipped, no CUDA device (%s)\n", cuda::availability().message.c_str());
-    return 0;
-  }
-  const cuda::device& d = devices.front();
+  const auto first = cotune_bench::first_cuda_device("bench_cuda_compiled");
+  if (!first) return 0;
+  const cuda::device& d = *first;
   const int n = 1 << 20;
   std::vector<int> hx(static_cast<std::size_t>(n));
   unsigned long long expected = 0;

@@ -19,6 +19,8 @@
 #define COTUNE_EXAMPLE_NO_MAIN
 #include "../examples/03_tune_cuda_vector.cpp"
 
+#include "cuda_device.hpp"
+
 namespace {
 
 double median(std::vector<double> v) {
@@ -35,15 +37,12 @@ double quantile(std::vector<double> v, double q) {
 int main(int argc, char** argv) {
   using namespace example03;
   using clock = std::chrono::steady_clock;
-  const auto devices = cuda::devices();
-  if (devices.empty()) {
-    std::printf("no CUDA device: skipping (%s)\n", cuda::availability().message.c_str());
-    return 0;
-  }
+  const auto first = cotune_bench::first_cuda_device("bench_cuda_launch");
+  if (!first) return 0;
   const int n = argc > 1 ? std::atoi(argv[1]) : 1 << 16;
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 200;
   const int batch = argc > 3 ? std::atoi(argv[3]) : 256;
-  const cuda::device& d = devices.front();
+  const cuda::device& d = *first;
 
   std::vector<float> hx(static_cast<std::size_t>(n)), hy(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {

@@ -49,6 +49,8 @@
 #include "../tests/support/temp_dir.hpp"
 #endif
 
+#include "cuda_device.hpp"
+
 namespace {
 
 using namespace example04;
@@ -91,12 +93,9 @@ bool check_sampled(const std::vector<float>& c, const std::vector<cuda::float16>
 template <class Cache>
 int child(const std::string& mode, const std::string& kernel_name, int size) {
   cuda::cuda_backend backend; // first, as in S3: NVRTC opens in the background as the driver starts
-  const auto devices = backend.devices();
-  if (devices.empty()) {
-    std::printf("no CUDA device: skipping (%s)\n", cuda::availability().message.c_str());
-    return 3;
-  }
-  const cuda::device& d = devices.front();
+  const auto first = cotune_bench::first_cuda_device("bench_cuda_remote_start");
+  if (!first) return 3;
+  const cuda::device& d = *first;
   const auto t_ctx0 = clock_type::now();
   (void)cuda::driver().context(d.ordinal);
   const double context_ms = ms_since(t_ctx0);
@@ -262,11 +261,7 @@ void add_side(cotune::json_writer& w, const side& s) {
 }
 
 int parent(int processes, int size) {
-  const auto devices = cuda::devices();
-  if (devices.empty()) {
-    std::printf("no CUDA device: skipping (%s)\n", cuda::availability().message.c_str());
-    return 0;
-  }
+  if (!cotune_bench::first_cuda_device("bench_cuda_remote_start")) return 0;
   cotune_test::temp_dir root("cotune-bench-s4");
   std::filesystem::create_directory(root / "bin");
   point_path_at_redis_server(root / "bin");

@@ -59,6 +59,8 @@
 #define COTUNE_EXAMPLE_NO_MAIN
 #include "../examples/04_tune_cuda_gemm.cpp"
 
+#include "cuda_device.hpp"
+
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -568,12 +570,9 @@ int main(int argc, char** argv) {
   if (!sizes_table.empty()) {
     if (!from.empty() || !pos.empty()) return usage();
     cuda::cuda_backend backend;
-    const auto devices = backend.devices();
-    if (devices.empty()) {
-      std::printf("no CUDA device: skipping (%s)\n", cuda::availability().message.c_str());
-      return 0;
-    }
-    const cuda::device& d = devices.front();
+    const auto first = cotune_bench::first_cuda_device("bench_cuda_search_spaces");
+    if (!first) return 0;
+    const cuda::device& d = *first;
     const auto threads = cotune::engine::shared().compile_threads();
     warm_up(backend, d);
     fmt::print("measuring every config of the GEMM space at {} sizes on {} ({} compile threads, cache {})\n",
@@ -604,12 +603,9 @@ int main(int argc, char** argv) {
     fmt::print("ground truth read from {} (measured on {}, {} compile threads)\n", from, device, threads);
   } else {
     cuda::cuda_backend backend;
-    const auto devices = backend.devices();
-    if (devices.empty()) {
-      std::printf("no CUDA device: skipping (%s)\n", cuda::availability().message.c_str());
-      return 0;
-    }
-    const cuda::device& d = devices.front();
+    const auto first = cotune_bench::first_cuda_device("bench_cuda_search_spaces");
+    if (!first) return 0;
+    const cuda::device& d = *first;
     device = backend.device_name(d);
     threads = cotune::engine::shared().compile_threads();
     warm_up(backend, d);

@@ -35,6 +35,8 @@
 #include <cotune/cotune.hpp>
 #include <cotune/cuda/cuda.hpp>
 
+#include "cuda_device.hpp"
+
 namespace cuda = cotune::cuda;
 
 namespace {
@@ -165,12 +167,9 @@ bool check_methods(const cuda::cuda_backend& backend, const cuda::device& d, con
 int main(int argc, char** argv) try {
   const std::filesystem::path out = argc > 1 ? argv[1] : ".";
   cuda::cuda_backend backend;
-  const auto devices = backend.devices();
-  if (devices.empty()) {
-    std::printf("no CUDA device: skipping (%s)\n", cuda::availability().message.c_str());
-    return 0;
-  }
-  const cuda::device& d = devices.front();
+  const auto first = cotune_bench::first_cuda_device("bench_cuda_search_suite");
+  if (!first) return 0;
+  const cuda::device& d = *first;
   const std::string device = backend.device_name(d);
   const auto host = skewed_bytes(n_bytes);
   cuda::device_buffer<unsigned char> data(d, host);

@@ -20,6 +20,8 @@
 #include <cotune/cuda/availability.hpp>
 #include <cotune/cuda/cuda.hpp>
 
+#include "cuda_device.hpp"
+
 namespace cuda = cotune::cuda;
 
 namespace {
@@ -79,16 +81,13 @@ double graph_truth(const cuda::device_context& ctx, const std::function<void()>&
 } // namespace
 
 int main(int argc, char** argv) {
-  const auto devices = cuda::devices();
-  if (devices.empty()) {
-    std::printf("no CUDA device: skipping (%s)\n", cuda::availability().message.c_str());
-    return 0;
-  }
+  const auto first = cotune_bench::first_cuda_device("bench_cuda_timing_bias");
+  if (!first) return 0;
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   std::vector<double> targets;
   for (int i = 2; i < argc; ++i) targets.push_back(std::atof(argv[i]));
   if (targets.empty()) targets = {1, 5, 20, 100, 1000};
-  const cuda::device& d = devices.front();
+  const cuda::device& d = *first;
   cuda::cuda_backend backend;
   const auto cfg = cotune::config({}, cotune::launch_options{.num_warps = 8});
   const auto f = backend.load(backend.compile(vector_add, cfg, d), vector_add, cfg, d);
