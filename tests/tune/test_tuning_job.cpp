@@ -92,7 +92,58 @@ int lines_with(const std::string& out, const std::string& text) {
   return n;
 }
 
+/// A fork_measurer's job for the tests below: appends the candidate's index to the file named by
+/// `context` (in the isolated copy), then never ends for candidate 1, and returns {index, 0.5, 1} for
+/// the others.
+std::optional<std::vector<double>> logged_measure(const void* context, std::size_t index, const bench_options&) {
+  std::FILE* f = std::fopen(static_cast<const std::string*>(context)->c_str(), "a");
+  if (f) {
+    std::fprintf(f, "%zu\n", index);
+    std::fclose(f);
+  }
+  if (index == 1)
+    for (;;) ::pause();
+  return std::vector<double>{static_cast<double>(index), 0.5, 1.0};
+}
+
+/// How many lines of file `path` are exactly `line`.
+int lines_equal(const std::string& path, const std::string& line) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return 0;
+  int n = 0;
+  char buf[64];
+  while (std::fgets(buf, sizeof buf, f))
+    if (std::string(buf) == line + "\n") ++n;
+  std::fclose(f);
+  return n;
+}
+
 } // namespace
+
+TEST_CASE("a wrong guess sent ahead to the isolated copy is kept: one that hangs costs one timeout, not two",
+          "[tune][tuning_job][isolation]") {
+  private_cache cache;
+  const std::string log = (cache.root() / "runs.txt").string();
+  auto timeout = knobs().bench.timeout_ms.scoped(300);
+  detail::fork_measurer m(&logged_measure, &log);
+  const bench_options o{.warmup_ms = 1, .rep_ms = 2};
+  CHECK(m.measure(0, o, "k", "{0}", 1).at(0) == 0.0); // candidate 1 is sent ahead
+  // A wrong guess: the copy is busy with 1, which never ends; it is killed at the timeout, and its
+  // outcome kept.
+  CHECK(m.measure(2, o, "k", "{2}", 3).at(0) == 2.0); // candidate 3 is sent ahead
+  // 1 is asked for now: its kept outcome, without running it again (and waiting a second timeout).
+  CHECK_THROWS_WITH(m.measure(1, o, "k", "{1}"), Catch::Contains("still running"));
+  CHECK(lines_equal(log, "1") == 1);
+  // 3 was sent ahead with 2 but is not asked for next: 4 is. 3's outcome is kept and returned later.
+  CHECK(m.measure(4, o, "k", "{4}").at(0) == 4.0);
+  CHECK(m.measure(3, o, "k", "{3}").at(0) == 3.0);
+  CHECK(lines_equal(log, "3") == 1);
+  // With other options it is another request: measured again.
+  const bench_options full{.warmup_ms = 1, .rep_ms = 5};
+  CHECK(m.measure(3, full, "k", "{3}").at(0) == 3.0);
+  CHECK(lines_equal(log, "3") == 2);
+  for (const char* i : {"0", "2", "4"}) CHECK(lines_equal(log, i) == 1);
+}
 
 TEST_CASE("run_isolated brings back values, exceptions, crashes and hangs", "[tune][tuning_job][isolation]") {
   using ending = detail::isolated_result::ending;

@@ -41,6 +41,7 @@ COTUNE_DECL std::vector<double> isolated_values(isolated_result run, std::string
 
 class fork_server;
 class fork_server_lane;
+struct job_result;
 
 /// COTUNE_ISOLATE for backends with `fork_isolation` (the host): one tuning's candidates measured one
 /// after another in a persistent copy of the process. The copy is a worker of a `fork_server` forked
@@ -65,8 +66,9 @@ public:
   /// Candidate `index`'s values (as_values of its measurement), within COTUNE_BENCH_TIMEOUT_MS;
   /// throws the candidate's failure (crashed, hung, wrong result, error) as isolated_values does.
   /// `next`: the candidate likely to be measured next with the same options, sent to the worker now
-  /// so that it starts that one as soon as it is done with this one (a wrong guess costs one
-  /// measurement in the worker, whose outcome is dropped).
+  /// so that it starts that one as soon as it is done with this one. A wrong guess costs waiting for
+  /// that measurement; its outcome is kept and is that candidate's when it is asked for with the same
+  /// options, so that one that hangs costs one COTUNE_BENCH_TIMEOUT_MS, not two.
   [[nodiscard]] COTUNE_DECL std::vector<double> measure(std::size_t index, const bench_options& o,
                                                         std::string_view kernel, std::string_view shown,
                                                         std::optional<std::size_t> next = std::nullopt);
@@ -92,6 +94,8 @@ private:
   std::unique_ptr<fork_server> server_;
   std::unique_ptr<fork_server_lane> lane_; ///< the server's worker, held for this measurer's requests
   std::optional<request> ahead_;           ///< sent ahead (`next`), its outcome not yet received
+  /// Outcomes of wrong guesses, received but not yet asked for: (request, outcome), oldest first.
+  std::vector<std::pair<request, std::unique_ptr<job_result>>> drained_;
 };
 
 /// Whether this tuning's candidates are measured in isolation: `wanted` (COTUNE_ISOLATE said so), the

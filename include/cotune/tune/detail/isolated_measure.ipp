@@ -2,12 +2,15 @@
 /// \file The bodies of tune/isolated_measure.hpp's fork_measurer (compiled once with
 /// COTUNE_SEPARATE_COMPILATION, see detail/config.hpp).
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/core.h>
@@ -60,20 +63,30 @@ COTUNE_DECL std::vector<double> fork_measurer::measure(std::size_t index, const 
                                               warm_workers{.count = 1, .jobs_per_worker = 1000000, .prestart = 1});
       lane_ = std::make_unique<fork_server_lane>(*server_);
     }
-    if (ahead_ && *ahead_ == r) {
+    std::optional<job_result> kept; // measured already, as a wrong guess
+    const auto drained = std::find_if(drained_.begin(), drained_.end(), [&](const auto& d) { return d.first == r; });
+    if (drained != drained_.end()) {
+      kept = std::move(*drained->second);
+      drained_.erase(drained);
+    } else if (ahead_ && *ahead_ == r) {
       ahead_.reset(); // sent with the last candidate: the first in flight
     } else {
-      if (ahead_) { // a wrong guess: its outcome is dropped (it is measured again when asked for)
+      if (ahead_) { // a wrong guess: its outcome is kept for when it is asked for
+        job_result guess = lane_->receive(std::chrono::steady_clock::now() + limit);
+        const bool usable = guess.outcome != job_outcome::lost && !(guess.outcome == job_outcome::ok && guess.reply == "M");
+        if (usable) drained_.emplace_back(*ahead_, std::make_unique<job_result>(std::move(guess)));
         ahead_.reset();
-        (void)lane_->receive(std::chrono::steady_clock::now() + limit);
       }
       lane_->send(bytes(r));
     }
-    if (next && *next != index && attempt == 0) {
+    const bool known = next && std::any_of(drained_.begin(), drained_.end(), [&](const auto& d) {
+      return d.first == request{*next, o.warmup_ms, o.rep_ms};
+    });
+    if (next && *next != index && attempt == 0 && !ahead_ && !known) {
       ahead_ = request{*next, o.warmup_ms, o.rep_ms};
       lane_->send(bytes(*ahead_));
     }
-    const job_result done = lane_->receive(std::chrono::steady_clock::now() + limit);
+    const job_result done = kept ? *std::move(kept) : lane_->receive(std::chrono::steady_clock::now() + limit);
     isolated_result run;
     switch (done.outcome) {
     case job_outcome::ok:
