@@ -295,20 +295,22 @@ std::vector<float> pattern(std::size_t n) {
   return v;
 }
 
+/// The GEMM space (example 04's) measured whole at M = N = K = `n`, on random fp16 operands.
+space measure_gemm(const cuda::cuda_backend& backend, const cuda::device& d, int n) {
+  using namespace example04;
+  cuda::device_buffer<cuda::float16> a(d, random_halves(std::size_t(n) * n, 1)), b(d, random_halves(std::size_t(n) * n, 2));
+  cuda::device_buffer<float> c(d, std::size_t(n) * n);
+  const A_span as = a.span(), bs = b.span();
+  return measure<gemm_tuner>("gemm (block m/n/k, warps, stages)", fmt::format("{0}x{0}x{0} fp16 GEMM", n),
+                             gemm_kernel("search_spaces_gemm"), gemm_space(), gemm_options(), backend, as, bs,
+                             C_span(c.span()), n, n, n);
+}
+
 std::vector<space> measure_all(const cuda::cuda_backend& backend, const cuda::device& d) {
   using f_span = cuda::device_span<const float>;
   using o_span = cuda::device_span<float>;
   std::vector<space> out;
-  {
-    using namespace example04;
-    const int n = 2048;
-    cuda::device_buffer<cuda::float16> a(d, random_halves(std::size_t(n) * n, 1)), b(d, random_halves(std::size_t(n) * n, 2));
-    cuda::device_buffer<float> c(d, std::size_t(n) * n);
-    const A_span as = a.span(), bs = b.span();
-    out.push_back(measure<gemm_tuner>("gemm (block m/n/k, warps, stages)", fmt::format("{0}x{0}x{0} fp16 GEMM", n),
-                                      gemm_kernel("search_spaces_gemm"), gemm_space(), gemm_options(), backend, as, bs,
-                                      C_span(c.span()), n, n, n));
-  }
+  out.push_back(measure_gemm(backend, d, 2048));
   {
     const int w = 8192, h = 8192;
     cuda::device_buffer<float> in(d, pattern(std::size_t(w) * h)), res(d, std::size_t(w) * h);
@@ -345,16 +347,10 @@ std::vector<space> measure_all(const cuda::cuda_backend& backend, const cuda::de
 
 /// The GEMM space measured whole at each size n (M = N = K = n), in the order given.
 std::vector<space> measure_gemm_sizes(const cuda::cuda_backend& backend, const cuda::device& d, const std::vector<int>& sizes) {
-  using namespace example04;
   std::vector<space> out;
   for (int n : sizes) {
     const auto t0 = clock_type::now();
-    cuda::device_buffer<cuda::float16> a(d, random_halves(std::size_t(n) * n, 1)), b(d, random_halves(std::size_t(n) * n, 2));
-    cuda::device_buffer<float> c(d, std::size_t(n) * n);
-    const A_span as = a.span(), bs = b.span();
-    out.push_back(measure<gemm_tuner>("gemm (block m/n/k, warps, stages)", fmt::format("{0}x{0}x{0} fp16 GEMM", n),
-                                      gemm_kernel("search_spaces_gemm"), gemm_space(), gemm_options(), backend, as, bs,
-                                      C_span(c.span()), n, n, n));
+    out.push_back(measure_gemm(backend, d, n));
     out.back().key = fmt::format("M={0}, N={0}, K={0}", n);
     const auto& s = out.back();
     fmt::print("  {}: {} configs, {} failed, optimum {:.4f} ms, {} binaries from the cache, {:.1f} s\n", s.key,
