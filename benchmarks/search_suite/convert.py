@@ -34,8 +34,29 @@ HUB_SPACES = [
     ("dedispersion-mi250x", "cachefiles/dedispersion_milo/MI250X.json.gz",
      "radio-astronomy dedispersion, 25000 samples x 2048 DMs", ["tile_stride_x", "tile_stride_y"]),
 ]
+# Held out (benchmarks/search_suite/held_out): the same kernels on GPUs that no strategy or variant was ever
+# chosen on, converted after the default strategy was fixed, to report what it does on spaces it was not
+# tuned to. Same columns as HUB_SPACES.
+HELD_OUT_SPACES = [
+    ("convolution-mi250x", "cachefiles/convolution_milo/MI250X.json.gz",
+     "2D convolution 4096x4096, 15x15 filter (HIP/CUDA version)", ["read_only", "use_padding", "use_shmem"]),
+    ("convolution-w7800", "cachefiles/convolution_milo/W7800.json.gz",
+     "2D convolution 4096x4096, 15x15 filter (HIP/CUDA version)", ["read_only", "use_padding", "use_shmem"]),
+    ("convolution-a6000", "cachefiles/convolution_milo/A6000.json.gz",
+     "2D convolution 4096x4096, 15x15 filter (HIP/CUDA version)", ["read_only", "use_padding", "use_shmem"]),
+    ("dedispersion-w6600", "cachefiles/dedispersion_milo/W6600.json.gz",
+     "radio-astronomy dedispersion, 25000 samples x 2048 DMs", ["tile_stride_x", "tile_stride_y"]),
+    ("dedispersion-a4000", "cachefiles/dedispersion_milo/A4000.json.gz",
+     "radio-astronomy dedispersion, 25000 samples x 2048 DMs", ["tile_stride_x", "tile_stride_y"]),
+    ("convolution-rtx2080ti", "currently_unused/cachefiles/KernelTuner data/convolution/RTX_2080_Ti.json.gz",
+     "2D convolution 4096x4096, 15x15 filter (Kernel Tuner's example)", ["read_only", "use_padding"]),
+    ("pnpoly-rtx2080ti", "currently_unused/cachefiles/KernelTuner data/pnpoly/RTX_2080_Ti.json.gz",
+     "point-in-polygon (cn_pnpoly, Kernel Tuner's example)", ["between_method", "use_method"]),
+    ("xgemm-rtx2080ti", "currently_unused/cachefiles/KernelTuner data/gemm/RTX_2080_Ti.json.gz",
+     "CLBlast Xgemm 4096x4096 fp32", ["SA", "SB"]),
+]
 H200_KINDS = {"stencil": ["SMEM"], "reduction": ["SHUFFLE"], "gemm": [], "histogram": ["METHOD"]}
-GPU_NAMES = {"dedispersion-mi250x": "AMD Instinct MI250X (LUMI)"}
+GPU_NAMES = {"dedispersion-mi250x": "AMD Instinct MI250X (LUMI)", "convolution-mi250x": "AMD Instinct MI250X (LUMI)"}
 
 
 def git_show(gitdir, commit, path):
@@ -141,6 +162,8 @@ def main():
     ap.add_argument("--hub", help="without it, only --table files are converted")
     ap.add_argument("--repo", default=os.path.join(os.path.dirname(__file__), "..", ".."))
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "data"))
+    ap.add_argument("--held-out", default=os.path.join(os.path.dirname(__file__), "held_out"),
+                    help="where --hub's held-out spaces are written")
     ap.add_argument("--table", action="append", default=[],
                     help="a table written by bench_cuda_search_suite (suite_h200_spaces.json); repeatable")
     ap.add_argument("--table-commit", default="", help="the commit of this repository that measured --table")
@@ -149,12 +172,14 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if a.hub:
-        for name, path, kernel, categorical in HUB_SPACES:
-            raw = gzip.decompress(git_show(a.hub, HUB_COMMIT, path))
-            cache = json.loads(raw)
-            src = {"url": f"{HUB_URL}/blob/{HUB_COMMIT}/{path.replace(' ', '%20')}", "repository": HUB_URL,
-                   "commit": HUB_COMMIT, "file": path, "licence": HUB_LICENCE}
-            write(a.out, from_kernel_tuner(name, cache, kernel, categorical, src))
+        os.makedirs(a.held_out, exist_ok=True)
+        for out, spaces in ((a.out, HUB_SPACES), (a.held_out, HELD_OUT_SPACES)):
+            for name, path, kernel, categorical in spaces:
+                raw = gzip.decompress(git_show(a.hub, HUB_COMMIT, path))
+                cache = json.loads(raw)
+                src = {"url": f"{HUB_URL}/blob/{HUB_COMMIT}/{path.replace(' ', '%20')}", "repository": HUB_URL,
+                       "commit": HUB_COMMIT, "file": path, "licence": HUB_LICENCE}
+                write(out, from_kernel_tuner(name, cache, kernel, categorical, src))
         table = json.loads(git_show(a.repo, H200_COMMIT, "benchmarks/cuda_search_spaces.json"))
         from_cotune_table(a.out, table, {"url": "this repository, benchmarks/cuda_search_spaces.json "
                                                 "(bench_cuda_search_spaces, CUDA backend)",

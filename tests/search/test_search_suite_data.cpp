@@ -22,8 +22,8 @@
 #include "../../benchmarks/search_suite/suite_data.hpp"
 #include "../../benchmarks/search_suite/transfer_replay.hpp"
 
-#ifndef COTUNE_SEARCH_SUITE_DATA
-#error "tests/CMakeLists.txt defines COTUNE_SEARCH_SUITE_DATA (the data folder)"
+#if !defined(COTUNE_SEARCH_SUITE_DATA) || !defined(COTUNE_SEARCH_SUITE_HELD_OUT)
+#error "tests/CMakeLists.txt defines COTUNE_SEARCH_SUITE_DATA and COTUNE_SEARCH_SUITE_HELD_OUT (the data folders)"
 #endif
 
 using cotune_bench::load_suite_space;
@@ -31,8 +31,11 @@ using cotune_bench::suite_files;
 
 TEST_CASE("every data file of the search suite parses and holds the sizes, optimum and kinds its header states",
           "[search][search_suite]") {
-  const auto files = suite_files(COTUNE_SEARCH_SUITE_DATA);
+  auto files = suite_files(COTUNE_SEARCH_SUITE_DATA);
   REQUIRE(files.size() >= 8);
+  const auto held_out = suite_files(COTUNE_SEARCH_SUITE_HELD_OUT);
+  REQUIRE(held_out.size() >= 8);
+  files.insert(files.end(), held_out.begin(), held_out.end());
   for (const auto& f : files) {
     INFO(f.string());
     const auto s = load_suite_space(f);
@@ -53,6 +56,21 @@ TEST_CASE("every data file of the search suite parses and holds the sizes, optim
     std::set<std::string> seen;
     for (const auto& c : s.configs) seen.insert(c.text());
     CHECK(seen.size() == s.configs.size());
+  }
+}
+
+TEST_CASE("a held-out space is not one of the suite's spaces (nothing was chosen on it)", "[search][search_suite]") {
+  std::set<std::string> suite;
+  for (const auto& f : suite_files(COTUNE_SEARCH_SUITE_DATA)) suite.insert(f.stem().string());
+  for (const auto& f : suite_files(COTUNE_SEARCH_SUITE_HELD_OUT)) {
+    INFO(f.string());
+    CHECK(suite.count(f.stem().string()) == 0);
+    const auto s = load_suite_space(f);
+    for (const auto& g : suite_files(COTUNE_SEARCH_SUITE_DATA)) {
+      const auto t = load_suite_space(g);
+      INFO(g.string());
+      CHECK_FALSE((t.family == s.family && t.gpu == s.gpu)); // the same kernel on another GPU at most
+    }
   }
 }
 
