@@ -10,10 +10,13 @@
 #include <string>
 #include <vector>
 
+#include <sys/socket.h>
+
 #include <catch2/catch.hpp>
 
 #include <cotune/cotune.hpp>
 #include <cotune/cuda/cuda.hpp>
+#include <cotune/detail/unique_fd.hpp>
 #include <cotune/tune/detail/isolated_measure.hpp>
 
 #include "../support/fault_kernel.hpp"
@@ -83,6 +86,18 @@ TEST_CASE("a truncated or padded isolation message is refused, not misread", "[c
     CHECK_THROWS_WITH(gpu::detail::decode_job(std::string_view(bytes).substr(0, cut)), Catch::Contains("truncated"));
   CHECK_THROWS_WITH(gpu::detail::decode_job(bytes + "x"), Catch::Contains("trailing"));
   CHECK_THROWS(gpu::detail::decode_values(gpu::detail::encode_values({1.0}) + "y"));
+}
+
+TEST_CASE("a frame for a peer that is gone is a false return, not a SIGPIPE", "[cuda][isolation]") {
+  // A worker killed between the pool's alive() check and the next job (the OOM killer's pick): the
+  // parent's send must fail, not raise SIGPIPE, whose default action ends the tuning's process (and
+  // this test program).
+  int sv[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+  const cotune::detail::unique_fd parent(sv[0]);
+  { const cotune::detail::unique_fd gone(sv[1]); }
+  CHECK_FALSE(gpu::detail::send_frame(parent.get(), gpu::detail::tag_job, std::string(std::size_t{1} << 20, 'k')));
+  CHECK_FALSE(gpu::detail::send_frame(parent.get(), gpu::detail::tag_job, {}));
 }
 
 TEST_CASE("the worker variable names a descriptor and a device", "[cuda][isolation]") {

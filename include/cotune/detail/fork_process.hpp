@@ -102,7 +102,8 @@ inline bool read_all(int fd, void* data, std::size_t size) {
 /// socket whose peer may be gone without the caller wanting SIGPIPE.
 COTUNE_DECL bool write_two(int fd, std::string_view head, std::string_view data, int send_flags = -1);
 
-COTUNE_DECL bool write_record(int fd, char tag, std::uint64_t value, std::string_view data = {});
+/// A record: `tag`, `value` (a size, a pid or a status) and `data`, in one write_two (`send_flags` as there).
+COTUNE_DECL bool write_record(int fd, char tag, std::uint64_t value, std::string_view data = {}, int send_flags = -1);
 
 /// Closes every descriptor from 3 up, except `keep`.
 COTUNE_DECL void close_inherited(int keep);

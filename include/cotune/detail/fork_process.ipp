@@ -72,11 +72,11 @@ COTUNE_DECL bool write_two(int fd, std::string_view head, std::string_view data,
   return true;
 }
 
-COTUNE_DECL bool write_record(int fd, char tag, std::uint64_t value, std::string_view data) {
+COTUNE_DECL bool write_record(int fd, char tag, std::uint64_t value, std::string_view data, int send_flags) {
   char head[9];
   head[0] = tag;
   std::memcpy(head + 1, &value, sizeof value);
-  return write_two(fd, std::string_view(head, sizeof head), data);
+  return write_two(fd, std::string_view(head, sizeof head), data, send_flags);
 }
 
 COTUNE_DECL void close_inherited(int keep) {

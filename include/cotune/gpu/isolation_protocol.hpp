@@ -6,7 +6,7 @@
 /// a GPU runtime, so the encoding is tested on machines without a GPU.
 ///
 /// Frames on the stream socket: a tag byte, a u64 payload size, the payload (detail::fork_process's
-/// write_record; `send_frame`, `receive_frame`).
+/// write_record, sent with MSG_NOSIGNAL; `send_frame`, `receive_frame`).
 /// Parent to worker: 'J' job. Worker to parent: 'H' ready (or 'h' + why it cannot serve), then per
 /// job 'F' (the first run finished; only for a timed job) and 'R' (the values) or 'E' (a kind byte and
 /// the message). A worker that answers 'E' with kind `context_lost` exits after the reply.
@@ -155,6 +155,7 @@ struct frame {
   std::string payload{};
 };
 
+/// Sends one frame; false when it could not (the peer is gone: never a SIGPIPE).
 COTUNE_DECL bool send_frame(int fd, char tag, std::string_view payload);
 
 /// Reads one frame, waiting at most until `deadline`.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <cotune/core/errors.hpp>
 #include <cotune/detail/fork_process.hpp>
@@ -126,7 +127,9 @@ COTUNE_DECL std::optional<std::pair<int, int>> parse_worker_env(std::string_view
 }
 
 COTUNE_DECL bool send_frame(int fd, char tag, std::string_view payload) {
-  return cotune::detail::fork_process::write_record(fd, tag, payload.size(), payload);
+  // MSG_NOSIGNAL: a worker that is gone (killed between the pool's alive() check and this job, or the OOM
+  // killer's pick) is a false return, not a SIGPIPE that ends the tuning's process.
+  return cotune::detail::fork_process::write_record(fd, tag, payload.size(), payload, MSG_NOSIGNAL);
 }
 
 COTUNE_DECL frame receive_frame(int fd, std::chrono::steady_clock::time_point deadline) {
