@@ -217,3 +217,29 @@ TEST_CASE("constants keep a tuning out of an isolation worker, which loads its o
   CHECK(detail::isolation_applies<host_backend>(true, "on", with_constants, configs, why));
   CHECK(why.empty());
 }
+
+namespace {
+
+/// A benchmarker of the program's own (what it measures is not what a worker's timer measures).
+struct own_benchmarker {};
+
+} // namespace
+
+TEST_CASE("a benchmarker of the program's own keeps a tuning out of an isolation worker, which would bypass it, "
+          "and says so",
+          "[tune][tune_options][isolation]") {
+  const std::vector<config> configs{config{{"COST", 1}}};
+  tuning_settings plain;
+  std::string why;
+  CHECK_FALSE(detail::isolation_applies<worker_isolating, own_benchmarker>(true, "on", plain, configs, why));
+  CHECK_THAT(why, Catch::Contains("benchmarker of its own") && Catch::Contains("measured in-process") &&
+                      Catch::Contains("COTUNE_ISOLATE=off silences this"));
+  // The backend's own benchmarker, named or not, is what a worker measures with.
+  why.clear();
+  CHECK(detail::isolation_applies<worker_isolating, cotune::default_benchmarker_t<worker_isolating>>(true, "on", plain,
+                                                                                                     configs, why));
+  CHECK(why.empty());
+  // A forked copy runs the program's own benchmarker itself.
+  CHECK(detail::isolation_applies<host_backend, own_benchmarker>(true, "on", plain, configs, why));
+  CHECK(why.empty());
+}

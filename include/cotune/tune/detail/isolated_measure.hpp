@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -101,9 +102,11 @@ private:
 /// Whether this tuning's candidates are measured in isolation: `wanted` (COTUNE_ISOLATE said so), the
 /// backend can, and (for a worker) nothing in the options is host code that only this process can
 /// run or data that only this process writes (`opts`: anything with pre_hook, post_hook and on_load
-/// that test as set or not and a `constants` list, such as tune_options or tuning_settings). Sets
-/// `warning` when isolation was asked for but cannot be.
-template <class B, class Options>
+/// that test as set or not and a `constants` list, such as tune_options or tuning_settings), and the
+/// tuning measures with the backend's own benchmarker (`Bench`: a worker measures with that one, so a
+/// benchmarker of the program's own would be bypassed). Sets `warning` when isolation was asked for but
+/// cannot be.
+template <class B, class Bench = default_benchmarker_t<B>, class Options>
 bool isolation_applies(bool wanted, const std::string& mode, const Options& opts, const std::vector<config>& configs,
                        std::string& warning) {
   if (!wanted) return false;
@@ -117,6 +120,8 @@ bool isolation_applies(bool wanted, const std::string& mode, const Options& opts
   if (fork_isolation<B>()) return true; // a forked copy runs every hook itself
   std::string hooks;
   auto add = [&](std::string_view h) { hooks += fmt::format("{}{}", hooks.empty() ? "" : ", ", h); };
+  if constexpr (!std::is_same_v<Bench, default_benchmarker_t<B>>)
+    add("benchmarker of its own (a worker measures with the backend's)");
   if (opts.pre_hook) add("pre_hook");
   if (opts.post_hook) add("post_hook");
   if (opts.on_load) add("on_load");

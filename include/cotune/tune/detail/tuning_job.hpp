@@ -651,8 +651,8 @@ template <Backend B, class Bench, CacheManager Cache>
 void tuning_job<B, Bench, Cache>::decide_isolation(bool crashed_before) {
   const std::string mode = knobs().autotuning.isolate.get();
   std::string why_not;
-  isolate_ = detail::isolation_applies<B>(mode == "on" || (mode == "auto" && crashed_before), mode, ctx_.settings,
-                                          pruned_, why_not);
+  isolate_ = detail::isolation_applies<B, Bench>(mode == "on" || (mode == "auto" && crashed_before), mode,
+                                                 ctx_.settings, pruned_, why_not);
   if constexpr (detail::PrestartsIsolation<B>)
     if (isolate_ && detail::worker_isolation<B>()) ctx_.backend.prestart_isolation(ctx_.devices[ctx_.settings.device]);
   if (!why_not.empty() && !warned_isolation_) ctx_.emit(tuning_warning{ctx_.kernel.name, std::move(why_not)});
