@@ -54,12 +54,15 @@ protected:
       const auto& h = history()[seen_];
       time_[h.index] = h.valid() ? h.time_ms : INFINITY;
     }
-    // A plateau: so many measured candidates within 2% of the best (the suite's "near-optimal") that
-    // descending from each in turn would mostly measure more of it; the model, whose good share is the
-    // plateau by then, proposes more of it too. Both give their picks to descents from other basins.
-    std::size_t close = 0;
-    while (close < valid.size() && valid[close].time_ms <= valid.front().time_ms * 1.02) ++close;
-    const bool plateau = close >= plateau_size;
+    // A plateau: so many measured candidates within 2% (the suite's "near-optimal") of the fastest one
+    // whose neighbours are not all taken yet (the next to descend from) that descending from each in
+    // turn would mostly measure more of it; the model, whose good share is the plateau by then,
+    // proposes more of it too. Both give their picks to descents from other basins.
+    plateau_from_ = 0;
+    while (plateau_from_ + 1 < valid.size() && exhausted_[valid[plateau_from_].index]) ++plateau_from_;
+    std::size_t close = plateau_from_;
+    while (close < valid.size() && valid[close].time_ms <= valid[plateau_from_].time_ms * 1.02) ++close;
+    const bool plateau = close - plateau_from_ >= plateau_size;
     // Per categorical axis, the runner-up: the fastest candidate with another value than the best's.
     std::vector<std::size_t> parents;
     for (std::size_t d = 0; d < space().dimensions(); ++d) {
@@ -97,12 +100,12 @@ protected:
   }
 
 private:
-  /// Measured candidates within 2% of the best that make a plateau (see do_propose). Measured on the
-  /// search suite (benchmarks/RESULTS.md, "bayes-local: descents from other basins on a plateau"): 9 to
-  /// 11 all meet the targets on convolution-w6600 and convolution-a100 at a 10% budget; 8 cost
-  /// convolution-a100 (0.63% mean regret, whose optimum is found late by the ranked-list descent that
-  /// the plateau takes picks from), 12 cost convolution-w6600 (1.46%).
-  static constexpr std::size_t plateau_size = 10;
+  /// Measured candidates within 2% of the next one to descend from that make a plateau (see
+  /// do_propose). Chosen on the search suite (benchmarks/RESULTS.md, "bayes-local: descents from other
+  /// basins on a plateau", 400 seeds): at a 10% budget, 8 / 9 / 10 / 11 give convolution-w6600 0.44 /
+  /// 0.59 / 0.97 / 1.42% mean regret and convolution-a100 0.78 / 0.63 / 0.65 / 0.51% (a100's optimum is
+  /// found late by the ranked-list descent that a plateau takes picks from).
+  static constexpr std::size_t plateau_size = 9;
 
   /// A pick of the descent from another basin (multi-level single linkage over the measured
   /// candidates): the untried candidate near the fastest one that descent has measured; when that one
@@ -124,7 +127,7 @@ private:
         }
       descent_.clear();
       for (const auto& v : valid) {
-        if (exhausted_[v.index] || started_[v.index] || v.time_ms <= valid.front().time_ms * 1.02) continue;
+        if (exhausted_[v.index] || started_[v.index] || v.time_ms <= valid[plateau_from_].time_ms * 1.02) continue;
         const auto& n = near(v.index);
         if (std::none_of(n.begin(), n.end(), [&](const auto& js) { return js.second == 1 && time_[js.first] < v.time_ms; })) {
           started_[v.index] = 1;
@@ -190,7 +193,7 @@ private:
     return out;
   }
 
-  std::size_t startup_ = 0, local_picks_ = 0, turn_ = 0, seen_ = 0, step_;
+  std::size_t startup_ = 0, local_picks_ = 0, plateau_from_ = 0, turn_ = 0, seen_ = 0, step_;
   std::vector<std::vector<std::pair<std::size_t, int>>> near_;
   std::vector<char> near_done_, exhausted_, started_;
   std::vector<double> time_;          ///< per candidate, its measured time (+inf: untried or failed)
