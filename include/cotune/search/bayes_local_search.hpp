@@ -26,7 +26,14 @@ namespace cotune {
 /// the best's (the best of the second-best method of a selector, so that the method whose region was
 /// found first cannot hide a faster one); else a global pick, the untried candidate the model scores
 /// highest anywhere. Global picks find the good regions and values, local picks take the best region's
-/// last few percent, which the model's per-axis densities cannot see. A batch is spread by the
+/// last few percent, which the model's per-axis densities cannot see. On a plateau (9 measured
+/// candidates within 2% of one), picks go instead to descents from other basins: the ranked list's
+/// (beside the runner-ups) when the best is on one, the model's global picks when the next candidate to
+/// descend from is; each descent starts at the fastest measured candidate off the plateau that has no
+/// faster measured neighbour and goes on beside its own fastest until that one's neighbours are all
+/// taken (multi-level single linkage). On convolution-w6600 the optimum is a needle in a basin that
+/// neither the plateau's descent nor the model reaches (RESULTS.md, "bayes-local: descents from other
+/// basins on a plateau"). A batch is spread by the
 /// model's constant liar. After the random start, batches of `step` wait for the previous one's
 /// outcomes, as local_search's do (fewest evaluations; a tuning pays each batch's compile latency in
 /// turn): waiting with batches of 4 took the regret at a 10% budget from 0.59-1.32% to 0.42-1.13% on
