@@ -115,9 +115,9 @@ private:
   /// A pick of the descent from another basin (multi-level single linkage over the measured
   /// candidates): the untried candidate near the fastest one that descent has measured; when that one
   /// is exhausted, a new descent from the fastest measured candidate off the plateau (slower than the
-  /// next candidate to descend from by more than 2%) that no descent has started from, that is not exhausted and that has no
-  /// faster measured one-step neighbour (a descent from it would run into that neighbour's basin,
-  /// searched already).
+  /// next candidate to descend from by more than 2%) that no descent has started from, that is not
+  /// exhausted and that has no faster measured one-step neighbour (a descent from it would run into
+  /// that neighbour's basin, searched already).
   template <class Fresh>
   std::optional<std::size_t> basin_pick(const detail::parzen_model& model, const std::vector<search_outcome>& valid,
                                         Fresh fresh) {
@@ -134,7 +134,8 @@ private:
       for (const auto& v : valid) {
         if (exhausted_[v.index] || started_[v.index] || v.time_ms <= valid[plateau_from_].time_ms * 1.02) continue;
         const auto& n = near(v.index);
-        if (std::none_of(n.begin(), n.end(), [&](const auto& js) { return js.second == 1 && time_[js.first] < v.time_ms; })) {
+        if (std::none_of(n.begin(), n.end(),
+                         [&](const auto& js) { return js.second == 1 && time_[js.first] < v.time_ms; })) {
           started_[v.index] = 1;
           descent_.push_back(v.index);
           break;
