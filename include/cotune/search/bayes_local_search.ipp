@@ -66,9 +66,10 @@ protected:
       while (close < valid.size() && valid[close].time_ms <= valid[from].time_ms * 1.02) ++close;
       return close - from >= plateau_size;
     };
-    plateau_from_ = 0;
-    while (plateau_from_ + 1 < valid.size() && exhausted_[valid[plateau_from_].index]) ++plateau_from_;
-    const bool flat_top = plateau_at(0), flat_next = plateau_at(plateau_from_);
+    std::size_t next = 0; // the next candidate to descend from
+    while (next + 1 < valid.size() && exhausted_[valid[next].index]) ++next;
+    const bool flat_top = plateau_at(0), flat_next = plateau_at(next);
+    const double plateau_ms = valid[next].time_ms * 1.02; // a new basin's descent starts slower than this
     // Per categorical axis, the runner-up: the fastest candidate with another value than the best's.
     std::vector<std::size_t> parents;
     for (std::size_t d = 0; d < space().dimensions(); ++d) {
@@ -92,10 +93,10 @@ protected:
             pick = best_neighbour(model, parents[(turn_++) % parents.size()], fresh);
         }
         if (!pick) pick = best_neighbour(model, valid.front().index, fresh);
-        if (!pick && flat_top) pick = basin_pick(model, valid, fresh);
+        if (!pick && flat_top) pick = basin_pick(model, valid, plateau_ms, fresh);
         for (std::size_t r = 1; r < valid.size() && !pick; ++r) pick = best_neighbour(model, valid[r].index, fresh);
       } else if (flat_next) {
-        pick = basin_pick(model, valid, fresh);
+        pick = basin_pick(model, valid, plateau_ms, fresh);
       }
       if (!pick) pick = model.best(fresh);
       if (!pick) break;
@@ -114,13 +115,13 @@ private:
 
   /// A pick of the descent from another basin (multi-level single linkage over the measured
   /// candidates): the untried candidate near the fastest one that descent has measured; when that one
-  /// is exhausted, a new descent from the fastest measured candidate off the plateau (slower than the
-  /// next candidate to descend from by more than 2%) that no descent has started from, that is not
-  /// exhausted and that has no faster measured one-step neighbour (a descent from it would run into
+  /// is exhausted, a new descent from the fastest measured candidate off the plateau (slower than
+  /// `plateau_ms`: the next candidate to descend from's time and 2%) that no descent has started from,
+  /// that is not exhausted and that has no faster measured one-step neighbour (a descent from it would run into
   /// that neighbour's basin, searched already).
   template <class Fresh>
   std::optional<std::size_t> basin_pick(const detail::parzen_model& model, const std::vector<search_outcome>& valid,
-                                        Fresh fresh) {
+                                        double plateau_ms, Fresh fresh) {
     for (int attempt = 0; attempt < 8; ++attempt) {
       std::optional<std::size_t> lead;
       for (std::size_t i : descent_)
@@ -132,7 +133,7 @@ private:
         }
       descent_.clear();
       for (const auto& v : valid) {
-        if (exhausted_[v.index] || started_[v.index] || v.time_ms <= valid[plateau_from_].time_ms * 1.02) continue;
+        if (exhausted_[v.index] || started_[v.index] || v.time_ms <= plateau_ms) continue;
         const auto& n = near(v.index);
         if (std::none_of(n.begin(), n.end(),
                          [&](const auto& js) { return js.second == 1 && time_[js.first] < v.time_ms; })) {
@@ -199,7 +200,7 @@ private:
     return out;
   }
 
-  std::size_t startup_ = 0, local_picks_ = 0, plateau_from_ = 0, turn_ = 0, seen_ = 0, step_;
+  std::size_t startup_ = 0, local_picks_ = 0, turn_ = 0, seen_ = 0, step_;
   std::vector<std::vector<std::pair<std::size_t, int>>> near_;
   std::vector<char> near_done_, exhausted_, started_;
   std::vector<double> time_;          ///< per candidate, its measured time (+inf: untried or failed)
