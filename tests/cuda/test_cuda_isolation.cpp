@@ -7,10 +7,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <fmt/core.h>
 
 #include <catch2/catch.hpp>
 
@@ -98,6 +103,92 @@ TEST_CASE("a frame for a peer that is gone is a false return, not a SIGPIPE", "[
   { const cotune::detail::unique_fd gone(sv[1]); }
   CHECK_FALSE(gpu::detail::send_frame(parent.get(), gpu::detail::tag_job, std::string(std::size_t{1} << 20, 'k')));
   CHECK_FALSE(gpu::detail::send_frame(parent.get(), gpu::detail::tag_job, {}));
+}
+
+namespace {
+
+// A worker kind of this test's own, for the pool's side with real processes and no GPU: started from
+// this executable like the CUDA worker, it lives by a plan. COTUNE_TEST_POOL_PLANS holds one plan per
+// device ordinal ("rs;RRs"), a letter per life of that device's workers, counted in the files of
+// COTUNE_TEST_POOL_DIR: 's' serves every job (values {life}); 'r' reports ready with its socket already
+// shut for reading, so no job can be sent to it, and stays running; 'R' does the same and exits.
+inline constexpr gpu::detail::worker_kind planned_worker_kind{"test", "COTUNE_TEST_POOL_WORKER",
+                                                              "cotune-test-pool-worker", "test_cuda_isolation.cpp"};
+
+[[noreturn]] void planned_worker(int fd, int ordinal) {
+  const char* dir = std::getenv("COTUNE_TEST_POOL_DIR");
+  const char* plans = std::getenv("COTUNE_TEST_POOL_PLANS");
+  if (!dir || !plans) ::_exit(4);
+  std::string plan = plans;
+  for (int i = 0; i < ordinal; ++i) plan = plan.substr(std::min(plan.size(), plan.find(';') + 1));
+  plan = plan.substr(0, plan.find(';'));
+  std::size_t life = 0;
+  while (::open(fmt::format("{}/{}-{}", dir, ordinal, life).c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600) < 0)
+    ++life;
+  const char how = life < plan.size() ? plan[life] : 's';
+  if (how == 'r' || how == 'R') {
+    ::shutdown(fd, SHUT_RD);
+    (void)gpu::detail::send_frame(fd, gpu::detail::tag_ready, {});
+    if (how == 'R') ::_exit(0);
+    for (;;) ::pause();
+  }
+  if (!gpu::detail::send_frame(fd, gpu::detail::tag_ready, {})) ::_exit(0);
+  for (;;) {
+    auto f = gpu::detail::receive_frame(fd, std::chrono::steady_clock::time_point::max());
+    if (f.end != gpu::detail::frame::ending::ok) ::_exit(0);
+    (void)gpu::detail::decode_job(f.payload);
+    (void)gpu::detail::send_frame(fd, gpu::detail::tag_values, gpu::detail::encode_values({static_cast<double>(life)}));
+  }
+}
+
+__attribute__((constructor)) void become_planned_worker_if_asked() {
+  const char* v = std::getenv(planned_worker_kind.variable);
+  if (!v) return;
+  const auto parsed = gpu::detail::parse_worker_env(v);
+  ::unsetenv(planned_worker_kind.variable);
+  if (parsed) planned_worker(parsed->first, parsed->second);
+}
+
+} // namespace
+
+TEST_CASE("a job for a worker that ended while idle goes to a new worker, not on the candidate's record",
+          "[cuda][isolation]") {
+  // An idle worker the OOM killer chose is still `alive()` to the pool (not yet collected) until the
+  // next job cannot be sent to it; that job never ran, so it must not be recorded as its candidate's crash.
+  using ending = cotune::detail::isolated_result::ending;
+  cotune_test::temp_dir dir("pool");
+  ::setenv("COTUNE_TEST_POOL_DIR", dir.string().c_str(), 1);
+  // Device 0: a worker no job can be sent to, which does not end by itself (the pool kills it after
+  // its grace), then one that serves. Device 1: two that cannot be sent anything and exit, then one
+  // that serves.
+  ::setenv("COTUNE_TEST_POOL_PLANS", "rs;RRs", 1);
+  auto& pool = gpu::detail::isolation_pool::of<planned_worker_kind>();
+  const gpu::detail::worker_job job{};
+  (void)pool.take_warnings();
+  const auto replaced = pool.replaced();
+
+  const auto on_second = pool.run(0, job);
+  CHECK(on_second.end == ending::returned);
+  CHECK(on_second.values == std::vector<double>{1});
+  CHECK(pool.replaced() == replaced + 1);
+  auto warnings = pool.take_warnings();
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::Contains("test isolation worker for device 0 could no longer be sent a job") &&
+                              Catch::Contains("still running 2000 ms after its channel closed, so killed"));
+
+  const auto after_two = pool.run(1, job);
+  CHECK(after_two.end == ending::crashed);
+  CHECK_THAT(after_two.detail, Catch::Contains("two test isolation workers in a row could not be sent it") &&
+                                   Catch::Contains("exited with status 0; then pid"));
+  CHECK(pool.replaced() == replaced + 3);
+  CHECK(pool.take_warnings().size() == 2);
+  const auto on_third = pool.run(1, job);
+  CHECK(on_third.end == ending::returned);
+  CHECK(on_third.values == std::vector<double>{2});
+  // The workers that serve still do.
+  CHECK(pool.run(0, job).values == std::vector<double>{1});
+  CHECK(pool.replaced() == replaced + 3);
+  ::unsetenv("COTUNE_TEST_POOL_PLANS");
 }
 
 TEST_CASE("the worker variable names a descriptor and a device", "[cuda][isolation]") {

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include <fcntl.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -138,4 +139,19 @@ TEST_CASE("a process that leaves the group cannot hold the call past the grace p
   CHECK(std::chrono::steady_clock::now() - start < 15s); // well under the 20 s sleep
   REQUIRE_FALSE(r.output.empty());
   ::kill(first_pid(r.output), SIGKILL); // tidy up the escaped sleep, by its id
+}
+
+TEST_CASE("a child whose channel closed is collected within the grace, killed if it is stuck", "[detail][process]") {
+  // The GPU isolation pool collects a worker whose socket closed: one that is ending says how it ended;
+  // one stuck on its way out (a driver's teardown, say) must not hold the tuning for ever.
+  int channel = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  REQUIRE(channel >= 0);
+  cotune::detail::child_process ending("/bin/sh", {"sh", "-c", "exit 3"}, {}, channel);
+  CHECK(ending.reap_within(std::chrono::milliseconds(10'000)) == "exited with status 3");
+  CHECK(!ending.running());
+  cotune::detail::child_process stuck("/bin/sleep", {"sleep", "600"}, {}, channel);
+  CHECK(stuck.reap_within(std::chrono::milliseconds(200)) == "still running 200 ms after its channel closed, so killed");
+  CHECK(!stuck.running());
+  CHECK(stuck.reap_within(std::chrono::milliseconds(200)) == "gone");
+  ::close(channel);
 }

@@ -55,6 +55,9 @@ public:
 
   /// Waits for the child to end and says how it did (`wait_status_text`); "gone" when it was collected.
   std::string reap() noexcept;
+  /// As `reap`, but a child still running after `grace` is killed (SIGKILL) first, and the text says so:
+  /// for a child whose channel closed, which should be ending, but may be stuck on its way out.
+  std::string reap_within(std::chrono::milliseconds grace) noexcept;
 
   /// Kills the child (SIGKILL) if it is still there, and collects it.
   void kill() noexcept {

@@ -71,6 +71,35 @@ COTUNE_DECL std::string child_process::reap() noexcept {
   }
 }
 
+COTUNE_DECL std::string child_process::reap_within(std::chrono::milliseconds grace) noexcept {
+  if (pid_ <= 0) return "gone";
+  const auto until = std::chrono::steady_clock::now() + grace;
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      pid_ = -1;
+      try {
+        return wait_status_text(status);
+      } catch (...) {
+        return "ended";
+      }
+    }
+    if (r < 0 && errno != EINTR) {
+      pid_ = -1;
+      return "gone";
+    }
+    if (std::chrono::steady_clock::now() >= until) break;
+    ::usleep(2000);
+  }
+  kill();
+  try {
+    return fmt::format(COTUNE_FMT("still running {} ms after its channel closed, so killed"), grace.count());
+  } catch (...) {
+    return "killed";
+  }
+}
+
 COTUNE_DECL process_result run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
                                        std::stop_token stop, const std::vector<std::string>& env) {
   if (argv.empty()) throw std::invalid_argument("run_process: empty command");

@@ -39,6 +39,8 @@ inline constexpr std::chrono::seconds worker_start_limit{30};
 /// The parent's backstop past the worker's own first-run deadline (COTUNE_BENCH_TIMEOUT_MS), for a
 /// worker stuck inside the driver: hangs are detected at the bench timeout plus at most this.
 inline constexpr std::chrono::milliseconds hang_slack{900};
+/// How long a worker whose socket closed may take to end before it is killed and collected.
+inline constexpr std::chrono::milliseconds reap_grace{2000};
 
 /// One worker process serving one device.
 class isolation_worker {
@@ -58,8 +60,14 @@ public:
   [[nodiscard]] int ordinal() const noexcept { return ordinal_; }
 
   /// Runs one job: sends it and waits for the reply, killing the worker at the deadline. An ending
-  /// other than returned or threw means the worker is gone (`alive()` is false).
-  [[nodiscard]] COTUNE_DECL cotune::detail::isolated_result run(const worker_job& job);
+  /// other than returned or threw means the worker is gone (`alive()` is false). Nothing when the job
+  /// could not be sent: the worker had ended before it (an idle worker the OOM killer chose, say), so
+  /// the job never ran; `unsent()` says how the worker ended.
+  [[nodiscard]] COTUNE_DECL std::optional<cotune::detail::isolated_result> run(const worker_job& job);
+
+  /// How the worker had ended when `run` could not send it a job ("pid 7: exited with status 0"; ""
+  /// otherwise).
+  [[nodiscard]] const std::string& unsent() const noexcept { return unsent_; }
 
   [[nodiscard]] bool alive() const noexcept { return process_ && process_->running(); }
 
@@ -68,7 +76,8 @@ public:
 
 private:
   [[nodiscard]] int pid() const noexcept { return process_ ? process_->pid() : -1; }
-  /// Collects the worker's exit: "killed by signal 6 (Aborted)" or "exited with status 3".
+  /// Collects the worker's exit: "killed by signal 6 (Aborted)" or "exited with status 3". Called when
+  /// its socket closed; one still running after `reap_grace` is killed (stuck in its exit, say).
   COTUNE_DECL std::string reap() noexcept;
 
   const worker_kind* kind_;
@@ -78,6 +87,7 @@ private:
   std::chrono::steady_clock::time_point started_{};
   bool ready_ = false;
   std::optional<std::string> why_not_;
+  std::string unsent_;
   double start_ms_ = 0;
 };
 
@@ -93,7 +103,10 @@ public:
   }
 
   /// Runs `job` on device `ordinal`'s worker. `refused` with the reason when no worker can run
-  /// there (then the caller measures in-process; the first such reason is also a warning).
+  /// there (then the caller measures in-process; the first such reason is also a warning). A worker
+  /// found ended when the job is sent to it is replaced and the job goes to the new one: the job never
+  /// ran, so its candidate is not blamed (after a second such worker in a row it is recorded as crashed,
+  /// with both reasons).
   [[nodiscard]] COTUNE_DECL cotune::detail::isolated_result run(int ordinal, const worker_job& job);
 
   /// Spawns device `ordinal`'s worker now if none is running, without waiting for it: its start-up

@@ -64,16 +64,16 @@ COTUNE_DECL std::optional<std::string> isolation_worker::ready() {
   return why_not_;
 }
 
-COTUNE_DECL cotune::detail::isolated_result isolation_worker::run(const worker_job& job) {
+COTUNE_DECL std::optional<cotune::detail::isolated_result> isolation_worker::run(const worker_job& job) {
   using cotune::detail::isolated_result;
   isolated_result out;
   const auto t0 = std::chrono::steady_clock::now();
   const auto first_limit = std::chrono::milliseconds(job.timeout_ms > 0 ? job.timeout_ms : 3'600'000) + hang_slack;
   auto deadline = t0 + first_limit;
   if (!send_frame(socket_.get(), tag_job, encode(job))) {
-    out.end = isolated_result::ending::crashed;
-    out.detail = fmt::format(COTUNE_FMT("its isolation worker (pid {}) could not be sent the job: {}"), pid(), reap());
-    return out;
+    const int was = pid();
+    unsent_ = fmt::format(COTUNE_FMT("pid {}: {}"), was, reap());
+    return std::nullopt;
   }
   for (;;) {
     frame f = receive_frame(socket_.get(), deadline);
@@ -146,7 +146,7 @@ COTUNE_DECL void isolation_worker::kill() noexcept {
 
 COTUNE_DECL std::string isolation_worker::reap() noexcept {
   socket_.reset();
-  return process_ ? process_->reap() : std::string("gone");
+  return process_ ? process_->reap_within(reap_grace) : std::string("gone");
 }
 
 COTUNE_DECL cotune::detail::isolated_result isolation_pool::run(int ordinal, const worker_job& job) {
@@ -158,20 +158,47 @@ COTUNE_DECL cotune::detail::isolated_result isolation_pool::run(int ordinal, con
     out.detail = s.unavailable;
     return out;
   }
-  if (!s.worker || !s.worker->alive()) {
-    try {
-      s.worker = std::make_unique<isolation_worker>(*kind_, ordinal);
-    } catch (const error& e) {
-      return refuse(s, ordinal, e.what());
+  std::vector<std::string> unsent; // how each worker the job could not be sent to had ended
+  for (;;) {
+    if (!s.worker || !s.worker->alive()) {
+      try {
+        s.worker = std::make_unique<isolation_worker>(*kind_, ordinal);
+        s.counted = false;
+      } catch (const error& e) {
+        return refuse(s, ordinal, e.what());
+      }
+    }
+    if (auto why = s.worker->ready()) return refuse(s, ordinal, *why);
+    if (s.worker->start_ms() > 0 && !s.counted) {
+      s.counted = true;
+      std::lock_guard l(mutex_);
+      start_ms_.push_back(s.worker->start_ms());
+    }
+    if (auto r = s.worker->run(job)) {
+      out = std::move(*r);
+      break;
+    }
+    // The worker had ended (or shut its socket) before the job reached it: the candidate is not to
+    // blame, a new worker gets the job. A second in a row says something ends workers as they come;
+    // then the job is recorded as crashed, so that the tuning goes on without waiting for a third.
+    unsent.push_back(s.worker->unsent());
+    s.worker.reset();
+    {
+      std::lock_guard l(mutex_);
+      ++replaced_;
+    }
+    warn_once(
+        fmt::format(COTUNE_FMT("COTUNE_ISOLATE: the {} isolation worker for device {} could no longer be sent a job "
+                               "({}); it is replaced and the job goes to the new one"),
+                    kind_->runtime, ordinal, unsent.back()));
+    if (unsent.size() == 2) {
+      out.end = cotune::detail::isolated_result::ending::crashed;
+      out.detail = fmt::format(COTUNE_FMT("two {} isolation workers in a row could not be sent it ({}; then {}); "
+                                          "something ends the workers as they start"),
+                               kind_->runtime, unsent[0], unsent[1]);
+      return out;
     }
   }
-  if (auto why = s.worker->ready()) return refuse(s, ordinal, *why);
-  if (s.worker->start_ms() > 0 && !s.counted) {
-    s.counted = true;
-    std::lock_guard l(mutex_);
-    start_ms_.push_back(s.worker->start_ms());
-  }
-  out = s.worker->run(job);
   if (out.end == cotune::detail::isolated_result::ending::refused) warn_once(out.detail);
   if (!s.worker->alive()) {
     // Started at once, so that its cuInit overlaps with whatever the tuning does next.
