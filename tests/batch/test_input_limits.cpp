@@ -370,3 +370,72 @@ TEST_CASE("a Triton import bounds its configs, its times and its size", "[job][i
   auto limit = cj::job_knobs().max_file_bytes.scoped(64);
   CHECK_THAT(triton_refusal(triton_file()), Catch::Contains("more than the limit of 64 bytes (job.max_file_bytes"));
 }
+
+TEST_CASE("a job file's expressions, lists, strings and objects are bounded before they are built",
+          "[job][input_limits]") {
+  // A constraint as deep as a 200 KB file can make it: refused at the nesting limit, where the
+  // recursive parser once overflowed its stack (exit 139).
+  const auto deep = [](const std::string& open, std::size_t n, const std::string& close) {
+    std::string s;
+    for (std::size_t i = 0; i < n; ++i) s += open;
+    s += "1";
+    for (std::size_t i = 0; i < n && !close.empty(); ++i) s += close;
+    return s;
+  };
+  for (const auto& c :
+       {deep("(", 100000, ")"), deep("!", 200000, ""), deep("-", 200000, ""), deep("max(1, ", 5000, ")")}) {
+    const auto why =
+        job_refusal(job_with(R"({"B": [1]}, "constraints": [")" + c.substr(0, 16000) + "\"]", R"({"n": [8]})"));
+    CHECK_THAT(why, Catch::StartsWith("big.json:7:45: kernels[0].space.constraints[0]: ") &&
+                        Catch::Contains("nests deeper than 200 levels") && Catch::Contains("write it flatter"));
+    CHECK(why.size() < 400); // the expression is quoted by its start, not whole
+  }
+  CHECK_THAT(
+      job_refusal(job_with(R"({"B": [1]}, "constraints": [")" + deep("1 + ", 5000, "") + "\"]", R"({"n": [8]})")),
+      Catch::Contains("is longer than the 16384 characters an expression may have"));
+  // 199 levels are an expression.
+  CHECK_NOTHROW(cj::job_spec::parse(
+      job_with(R"({"B": [1]}, "constraints": [")" + deep("(", 199, ")") + "\"]", R"({"n": [8]})"), "ok.json"));
+
+  // Lists: 300 axes of one value (one config), 2,000 arguments.
+  std::string many_axes = "{";
+  for (int a = 0; a < 300; ++a) many_axes += (a ? ", " : "") + std::string("\"A") + std::to_string(a) + "\": [1]";
+  CHECK_THAT(job_refusal(job_with(many_axes + "}", R"({"n": [8]})")),
+             Catch::Contains("kernels[0].space.axes: 300 axes, more than the 256 a space may have"));
+  std::string many_arguments = job_with(R"({"B": [1]})", R"({"n": [8]})");
+  std::string extra;
+  for (int i = 0; i < 2000; ++i)
+    extra += ", {\"name\": \"s" + std::to_string(i) + "\", \"scalar\": \"int32\", \"value\": 1}";
+  many_arguments.insert(many_arguments.find("\n      ],"), extra);
+  CHECK_THAT(job_refusal(many_arguments),
+             Catch::Contains("kernels[0].arguments: 2002 arguments, more than the 1024 a job file may list here"));
+
+  // A string axis value of 100 KB (copied into every config and instance, once 80 times the file).
+  CHECK_THAT(job_refusal(job_with(R"({"T": [")" + std::string(100000, 'x') + "\"]}", R"({"n": [8]})")),
+             Catch::Contains("kernels[0].space.axes.T[0]: a string of 100000 bytes, more than the 65536 allowed"));
+
+  // A key given twice: JSON leaves it to the reader, which would pick one in silence.
+  CHECK_THAT(job_refusal(job_with(R"({"B": [1], "B": [2]})", R"({"n": [8]})")),
+             Catch::Contains("kernels[0].space.axes: 'B' is given twice in this object; keep one"));
+  CHECK_THAT(job_refusal(job_with(R"({"B": [1]})", R"([{"n": 8, "n": 16}])")),
+             Catch::Contains("kernels[0].instances[0]: 'n' is given twice"));
+  CHECK_THAT(job_refusal(job_with(R"({"B": [1]})", R"({"n": [8], "n": [16]})")),
+             Catch::Contains("kernels[0].instances: 'n' is given twice"));
+  auto twice = job_with(R"({"B": [1]})", R"({"n": [8]})");
+  twice.insert(twice.find("\"kernels\""), "\"name\": \"a\", \"name\": \"b\", ");
+  CHECK_THAT(job_refusal(twice), Catch::Contains("(top level): 'name' is given twice in this object"));
+}
+
+TEST_CASE("a job that lists 30,000 instances is read in one pass, its refusals still located", "[job][input_limits]") {
+  // Each instance's position is found from the one before: locating each from the file's start made
+  // this quadratic in the file's size (more than this program's CTest time limit here; minutes for a 7.8 MB file of
+  // 100,000 instances).
+  std::string list = "[";
+  for (int i = 0; i < 30000; ++i) list += std::string(i ? ",\n" : "") + "{\"n\": " + std::to_string(i + 1) + "}";
+  const auto job = cj::job_spec::parse(job_with(R"({"B": [1]})", list + "]"), "many.json");
+  REQUIRE(job.kernels[0].instances.size() == 30000);
+  CHECK_THAT(job.kernels[0].instances[29999].where, Catch::Equals("many.json:30013:1: kernels[0].instances[29999]"));
+  CHECK_THAT(job.kernels[0].instances[1].where, Catch::Equals("many.json:15:1: kernels[0].instances[1]"));
+  CHECK_THAT(job_refusal(job_with(R"({"B": [1]})", list.substr(0, list.rfind('{')) + "{\"n\": \"x\"}]")),
+             Catch::StartsWith("big.json:30013:7: kernels[0].instances[29999].n: expected an integer"));
+}

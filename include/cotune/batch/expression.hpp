@@ -40,7 +40,13 @@ public:
   /// Names to values; nothing for an unknown name (an error naming it).
   using lookup = std::function<std::optional<std::int64_t>(std::string_view)>;
 
-  /// Parses `text`; throws expression_error naming the column of what does not parse.
+  /// The longest expression `parse` takes, in characters, and the deepest nesting of parentheses,
+  /// function calls and unary operators: a job file's expressions are short, and a hostile one must
+  /// get a refusal, not a stack overflow in the recursive parser.
+  static constexpr std::size_t max_length = 16384, max_depth = 200;
+
+  /// Parses `text`; throws expression_error naming the column of what does not parse, or the limit
+  /// it exceeds.
   [[nodiscard]] COTUNE_DECL static expression parse(std::string_view text);
 
   /// A constant.

@@ -15,6 +15,27 @@ struct expression::parser {
   expression& e;
   std::string_view s;
   std::size_t at = 0;
+  std::size_t depth = 0;
+
+  /// One level of nesting (a parenthesis, a call, a unary operator) for the life of the guard.
+  struct nested {
+    parser& p;
+    explicit nested(parser& q) : p(q) {
+      if (++p.depth > max_depth)
+        throw expression_error(fmt::format(COTUNE_FMT("'{}' nests deeper than {} levels at column {} (parentheses, "
+                                                      "calls and unary operators count); write it flatter"),
+                                           shown(p.s), max_depth, p.at + 1),
+                               p.at);
+    }
+    ~nested() { --p.depth; }
+    nested(const nested&) = delete;
+    nested& operator=(const nested&) = delete;
+  };
+  /// The expression as messages quote it: whole when short, else its start.
+  static std::string shown(std::string_view text) {
+    return text.size() <= 80 ? std::string(text)
+                             : fmt::format(COTUNE_FMT("{}... ({} characters)"), text.substr(0, 60), text.size());
+  }
 
   void skip() {
     while (at < s.size() && (s[at] == ' ' || s[at] == '\t')) ++at;
@@ -75,6 +96,7 @@ struct expression::parser {
   }
   void parse_unary() {
     const std::size_t c = at;
+    const nested level(*this);
     if (eat("-")) { parse_unary(); emit(op::negate, c); return; }
     if (eat("!")) { parse_unary(); emit(op::logical_not, c); return; }
     if (eat("+")) { parse_unary(); return; }
@@ -84,10 +106,11 @@ struct expression::parser {
     skip();
     const std::size_t c = at;
     if (at >= s.size())
-      throw expression_error(fmt::format(COTUNE_FMT("'{}' ends where a number or a name was expected"), s), at);
+      throw expression_error(fmt::format(COTUNE_FMT("'{}' ends where a number or a name was expected"), shown(s)), at);
     if (eat("(")) {
       parse_or();
-      if (!eat(")")) throw expression_error(fmt::format(COTUNE_FMT("missing ')' at column {} of '{}'"), at + 1, s), at);
+      if (!eat(")"))
+        throw expression_error(fmt::format(COTUNE_FMT("missing ')' at column {} of '{}'"), at + 1, shown(s)), at);
       return;
     }
     auto alpha = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_'; };
@@ -96,12 +119,13 @@ struct expression::parser {
       std::int64_t v = 0;
       while (at < s.size() && digit(s[at])) {
         if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s[at] - '0', &v))
-          throw expression_error(fmt::format(COTUNE_FMT("number too large at column {} of '{}'"), c + 1, s), c);
+          throw expression_error(fmt::format(COTUNE_FMT("number too large at column {} of '{}'"), c + 1, shown(s)), c);
         ++at;
       }
       if (at < s.size() && alpha(s[at]))
-        throw expression_error(
-            fmt::format(COTUNE_FMT("'{}' at column {} of '{}' is neither a number nor a name"), s[at], at + 1, s), at);
+        throw expression_error(fmt::format(COTUNE_FMT("'{}' at column {} of '{}' is neither a number nor a name"),
+                                           s[at], at + 1, shown(s)),
+                               at);
       e.nodes_.push_back(node{op::number, v, {}, c});
       return;
     }
@@ -120,16 +144,16 @@ struct expression::parser {
         else
           throw expression_error(fmt::format(COTUNE_FMT("unknown function '{}' at column {} of '{}'; the functions are "
                                                         "cdiv, min and max"),
-                                             name, c + 1, s),
+                                             name, c + 1, shown(s)),
                                  c);
         parse_or();
         if (!eat(","))
-          throw expression_error(
-              fmt::format(COTUNE_FMT("'{}' takes two arguments: expected ',' at column {} of '{}'"), name, at + 1, s),
-              at);
+          throw expression_error(fmt::format(COTUNE_FMT("'{}' takes two arguments: expected ',' at column {} of '{}'"),
+                                             name, at + 1, shown(s)),
+                                 at);
         parse_or();
         if (!eat(")"))
-          throw expression_error(fmt::format(COTUNE_FMT("missing ')' at column {} of '{}'"), at + 1, s), at);
+          throw expression_error(fmt::format(COTUNE_FMT("missing ')' at column {} of '{}'"), at + 1, shown(s)), at);
         emit(f, c);
         return;
       }
@@ -138,12 +162,16 @@ struct expression::parser {
     }
     throw expression_error(
         fmt::format(COTUNE_FMT("unexpected '{}' at column {} of '{}' (expected a number, a name or '(')"), s[at],
-                    at + 1, s),
+                    at + 1, shown(s)),
         at);
   }
 };
 
 COTUNE_DECL expression expression::parse(std::string_view text) {
+  if (text.size() > max_length)
+    throw expression_error(fmt::format(COTUNE_FMT("'{}' is longer than the {} characters an expression may have"),
+                                       parser::shown(text), max_length),
+                           max_length);
   expression e;
   e.text_ = text;
   parser p{e, text};
@@ -151,8 +179,9 @@ COTUNE_DECL expression expression::parse(std::string_view text) {
   p.parse_or();
   p.skip();
   if (p.at < text.size())
-    throw expression_error(fmt::format(COTUNE_FMT("unexpected '{}' at column {} of '{}'"), text[p.at], p.at + 1, text),
-                           p.at);
+    throw expression_error(
+        fmt::format(COTUNE_FMT("unexpected '{}' at column {} of '{}'"), text[p.at], p.at + 1, parser::shown(text)),
+        p.at);
   return e;
 }
 
@@ -173,8 +202,8 @@ COTUNE_DECL std::int64_t expression::evaluate(const lookup& names) const {
     if (n.kind == op::name) {
       auto v = names ? names(n.name) : std::nullopt;
       if (!v)
-        throw expression_error(fmt::format(COTUNE_FMT("'{}' names no variable here (in '{}')"), n.name, text_),
-                               n.column);
+        throw expression_error(
+            fmt::format(COTUNE_FMT("'{}' names no variable here (in '{}')"), n.name, parser::shown(text_)), n.column);
       stack.push_back(*v);
       continue;
     }
@@ -193,7 +222,8 @@ COTUNE_DECL std::int64_t expression::evaluate(const lookup& names) const {
     case op::mul: if (__builtin_mul_overflow(a, b, &a)) overflow(n); break;
     case op::div:
     case op::mod:
-      if (b == 0) throw expression_error(fmt::format(COTUNE_FMT("division by zero in '{}'"), text_), n.column);
+      if (b == 0)
+        throw expression_error(fmt::format(COTUNE_FMT("division by zero in '{}'"), parser::shown(text_)), n.column);
       if (a == INT64_MIN && b == -1) overflow(n);
       a = n.kind == op::div ? a / b : a % b;
       break;
@@ -210,7 +240,8 @@ COTUNE_DECL std::int64_t expression::evaluate(const lookup& names) const {
     case op::cdiv:
       if (b <= 0)
         throw expression_error(
-            fmt::format(COTUNE_FMT("cdiv({}, {}) in '{}': the divisor must be positive"), a, b, text_), n.column);
+            fmt::format(COTUNE_FMT("cdiv({}, {}) in '{}': the divisor must be positive"), a, b, parser::shown(text_)),
+            n.column);
       a = a <= 0 ? 0 : a / b + (a % b != 0);
       break;
     default: break;
@@ -227,7 +258,7 @@ COTUNE_DECL std::vector<std::string> expression::names() const {
 }
 
 COTUNE_DECL void expression::overflow(const node& n) const {
-  throw expression_error(fmt::format(COTUNE_FMT("integer overflow in '{}'"), text_), n.column);
+  throw expression_error(fmt::format(COTUNE_FMT("integer overflow in '{}'"), parser::shown(text_)), n.column);
 }
 
 } // namespace cotune::batch

@@ -77,6 +77,13 @@ inline constexpr int max_block_dimension = 1024;
 /// dimensions in [1, 1024]), or empty. Databases hold what job files and tuners made, so the same range.
 [[nodiscard]] COTUNE_DECL std::string launch_problem(const launch_options& lo);
 
+// The most entries of a job file's structural lists, each far past any real kernel, and a bound on
+// the work a hostile file can ask for before it is refused: 256 axes of a space (the largest spaces of
+// the search suite have 15), 1024 arguments of a kernel (CUDA's 32 KiB of parameters hold at most 4096
+// pointers), and 1024 compiler options, include directories, key arguments, categorical axes or
+// constraints; 256 variables of an instance.
+inline constexpr std::size_t max_axes = 256, max_list_entries = 1024, max_instance_variables = 256;
+
 // 32: Triton refuses a num_warps that is not a power of two, and 32 warps of 32 threads fill the
 // largest block a CUDA device runs (AMD's 64-thread wavefronts stop at 16).
 inline constexpr int max_triton_num_warps = 32;

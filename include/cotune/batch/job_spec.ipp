@@ -126,16 +126,17 @@ struct job_spec::reader {
   std::filesystem::path base;
   simdjson::dom::parser parser{};
   std::uint64_t expanded = 0; ///< (config, instance) pairs of the kernels read so far
+  json_locator locator{text};
 
-  [[nodiscard]] std::string at(const json_path& p) const {
-    const auto loc = locate(text, p);
+  [[nodiscard]] std::string at(const json_path& p) {
+    const auto loc = locator(p);
     return fmt::format(COTUNE_FMT("{}:{}:{}: {}"), origin, loc.line, loc.column, p.text());
   }
-  [[noreturn]] void fail(const json_path& p, std::string_view why) const {
+  [[noreturn]] void fail(const json_path& p, std::string_view why) {
     throw job_error(fmt::format(COTUNE_FMT("{}: {}"), at(p), why));
   }
 
-  simdjson::dom::object object(simdjson::dom::element e, const json_path& p, std::set<std::string_view> known) const {
+  simdjson::dom::object object(simdjson::dom::element e, const json_path& p, std::set<std::string_view> known) {
     simdjson::dom::object o;
     if (e.get_object().get(o) != simdjson::SUCCESS) fail(p, "expected an object");
     for (auto [k, v] : o)
@@ -144,37 +145,55 @@ struct job_spec::reader {
         for (auto n : known) list += (list.empty() ? "" : ", ") + std::string(n);
         fail(p / k, fmt::format(COTUNE_FMT("unknown field '{}'; the fields here are: {}"), k, list));
       }
+    unique_keys(o, p);
     return o;
   }
-  std::optional<simdjson::dom::element> field(simdjson::dom::object o, std::string_view k) const {
+  /// JSON leaves a key given twice in one object to the reader; a job file does not: which of two
+  /// "backend"s or two axes of one name was meant is not for cotune to guess.
+  void unique_keys(simdjson::dom::object o, const json_path& p) {
+    std::set<std::string_view> seen;
+    for (auto [k, v] : o)
+      if (!seen.insert(k).second) fail(p, fmt::format(COTUNE_FMT("'{}' is given twice in this object; keep one"), k));
+  }
+  std::optional<simdjson::dom::element> field(simdjson::dom::object o, std::string_view k) {
     simdjson::dom::element e;
     if (o[k].get(e) != simdjson::SUCCESS) return std::nullopt;
     return e;
   }
   simdjson::dom::element required(simdjson::dom::object o, const json_path& p, std::string_view k,
-                                  std::string_view what) const {
+                                  std::string_view what) {
     auto e = field(o, k);
     if (!e) fail(p, fmt::format(COTUNE_FMT("missing field '{}' ({})"), k, what));
     return *e;
   }
-  std::string string(simdjson::dom::element e, const json_path& p) const {
+  /// A string of at most `limit` bytes (a name, an option, a path, a value: max_text_bytes; the inline
+  /// code: the file's own limit).
+  std::string string(simdjson::dom::element e, const json_path& p, std::size_t limit = max_text_bytes) {
     std::string_view s;
     if (e.get_string().get(s) != simdjson::SUCCESS) fail(p, "expected a string");
+    if (s.size() > limit)
+      fail(p, fmt::format(COTUNE_FMT("a string of {} bytes, more than the {} allowed here"), s.size(), limit));
     return std::string(s);
   }
-  bool boolean(simdjson::dom::element e, const json_path& p) const {
+  /// A list of at most `limit` entries.
+  simdjson::dom::array bounded(simdjson::dom::array a, const json_path& p, std::size_t limit, std::string_view what) {
+    if (const auto n = element_count(a); n > limit)
+      fail(p, fmt::format(COTUNE_FMT("{} {}, more than the {} a job file may list here"), count_text(n), what, limit));
+    return a;
+  }
+  bool boolean(simdjson::dom::element e, const json_path& p) {
     bool b = false;
     if (e.get_bool().get(b) != simdjson::SUCCESS) fail(p, "expected true or false");
     return b;
   }
-  double number(simdjson::dom::element e, const json_path& p) const {
+  double number(simdjson::dom::element e, const json_path& p) {
     double d = 0;
     if (e.is_int64()) return static_cast<double>(std::int64_t(e));
     if (e.get_double().get(d) != simdjson::SUCCESS) fail(p, "expected a number");
     return d;
   }
   /// An integer expression: a JSON integer, or a string holding an expression.
-  expression expr(simdjson::dom::element e, const json_path& p) const {
+  expression expr(simdjson::dom::element e, const json_path& p) {
     std::int64_t n = 0;
     if (e.get_int64().get(n) == simdjson::SUCCESS) return expression::constant(n);
     std::string_view s;
@@ -266,19 +285,21 @@ struct job_spec::reader {
         fail(p / "source", fmt::format(COTUNE_FMT("cannot read '{}'; paths are relative to the job file"), f.string()));
       k.source.code = *t;
     } else if (code) {
-      k.source.code = string(*code, p / "code");
+      k.source.code = string(*code, p / "code", std::numeric_limits<std::size_t>::max());
     } else {
       fail(p, "missing field 'source' (a file) or 'code' (the kernel's source inline)");
     }
     if (auto opts = field(o, "options")) {
       simdjson::dom::array a;
       if (opts->get_array().get(a) != simdjson::SUCCESS) fail(p / "options", "expected a list of compiler options");
+      a = bounded(a, p / "options", max_list_entries, "options");
       std::size_t j = 0;
       for (auto x : a) k.source.options.push_back(string(x, (p / "options")[j++]));
     }
     if (auto inc = field(o, "include_dirs")) {
       simdjson::dom::array a;
       if (inc->get_array().get(a) != simdjson::SUCCESS) fail(p / "include_dirs", "expected a list of directories");
+      a = bounded(a, p / "include_dirs", max_list_entries, "include directories");
       std::size_t j = 0;
       for (auto x : a) {
         std::filesystem::path d = string(x, (p / "include_dirs")[j++]);
@@ -300,6 +321,7 @@ struct job_spec::reader {
     if (auto key = field(o, "key")) {
       simdjson::dom::array a;
       if (key->get_array().get(a) != simdjson::SUCCESS) fail(p / "key", "expected a list of argument names");
+      a = bounded(a, p / "key", max_list_entries, "key arguments");
       std::size_t j = 0;
       for (auto x : a) {
         const auto kp = (p / "key")[j++];
@@ -380,6 +402,9 @@ struct job_spec::reader {
       simdjson::dom::object ao;
       if (axes->get_object().get(ao) != simdjson::SUCCESS)
         fail(p / "axes", "expected an object of axes ({\"BLOCK\": [16, 32, 64]})");
+      unique_keys(ao, p / "axes");
+      if (ao.size() > max_axes)
+        fail(p / "axes", fmt::format(COTUNE_FMT("{} axes, more than the {} a space may have"), ao.size(), max_axes));
       for (auto [name, vals] : ao) {
         const auto ap = p / "axes" / name;
         if (!is_identifier(name)) fail(ap, fmt::format(COTUNE_FMT("axis name '{}' is not a C identifier"), name));
@@ -400,7 +425,8 @@ struct job_spec::reader {
           if (v.is_bool()) values.emplace_back(bool(v));
           else if (v.is_int64()) values.emplace_back(std::int64_t(v));
           else if (v.is_double()) values.emplace_back(double(v));
-          else if (v.is_string()) values.emplace_back(std::string_view(v));
+          else if (v.is_string())
+            values.emplace_back(string(v, ap[j]));
           else fail(ap[j], "expected an integer, a number, a string or a boolean");
           ++j;
         }
@@ -420,6 +446,7 @@ struct job_spec::reader {
       simdjson::dom::array a;
       if (cat->get_array().get(a) != simdjson::SUCCESS)
         fail(p / "categorical", "expected a list of axis names ([\"METHOD\"])");
+      a = bounded(a, p / "categorical", max_list_entries, "categorical axes");
       std::size_t j = 0;
       for (auto n : a) {
         const auto np = (p / "categorical")[j++];
@@ -434,6 +461,7 @@ struct job_spec::reader {
       simdjson::dom::array a;
       if (cs->get_array().get(a) != simdjson::SUCCESS)
         fail(p / "constraints", "expected a list of expressions (\"BLOCK_M * BLOCK_K <= 8192\")");
+      a = bounded(a, p / "constraints", max_list_entries, "constraints");
       std::size_t j = 0;
       for (auto c : a) {
         const auto cp = (p / "constraints")[j++];
@@ -448,7 +476,7 @@ struct job_spec::reader {
 
   /// A kernel's `geometry`: `grid` (required) and `block` are an expression or a list of 1 to 3,
   /// `shared_bytes` one.
-  launch_geometry read_geometry(simdjson::dom::element e, const json_path& p) const {
+  launch_geometry read_geometry(simdjson::dom::element e, const json_path& p) {
     auto o = object(e, p, {"grid", "block", "shared_bytes"});
     launch_geometry g;
     auto dims = [&](simdjson::dom::element d, const json_path& dp) {
@@ -486,6 +514,7 @@ struct job_spec::reader {
     simdjson::dom::array a;
     if (e.get_array().get(a) != simdjson::SUCCESS || a.size() == 0)
       fail(p, "expected a non-empty list of arguments");
+    a = bounded(a, p, max_list_entries, "arguments");
     std::size_t j = 0;
     std::set<std::string> names;
     for (auto x : a) {
@@ -563,6 +592,10 @@ struct job_spec::reader {
     auto one = [&](simdjson::dom::object o, const json_path& ip) {
       instance inst;
       inst.where = at(ip);
+      unique_keys(o, ip);
+      if (o.size() > max_instance_variables)
+        fail(ip, fmt::format(COTUNE_FMT("{} variables, more than the {} an instance may have"), o.size(),
+                             max_instance_variables));
       for (auto [name, v] : o) {
         if (!is_identifier(name))
           fail(ip / name, fmt::format(COTUNE_FMT("variable name '{}' is not a C identifier"), name));
@@ -582,6 +615,10 @@ struct job_spec::reader {
     std::uint64_t count = listed ? element_count(a) : 1;
     std::string shape;
     if (!listed) {
+      unique_keys(o, p);
+      if (o.size() > max_instance_variables)
+        fail(p, fmt::format(COTUNE_FMT("{} variables, more than the {} an instance may have"), o.size(),
+                            max_instance_variables));
       for (auto [name, vals] : o) {
         const auto vp = p / name;
         if (!is_identifier(name)) fail(vp, fmt::format(COTUNE_FMT("variable name '{}' is not a C identifier"), name));

@@ -38,6 +38,23 @@ struct text_location {
 /// the rest does not: a missing field is reported at the object that lacks it).
 [[nodiscard]] COTUNE_DECL text_location locate(std::string_view text, const json_path& path);
 
+/// `locate` for a reader that locates many values of one text: each call costs the scan from where the
+/// last one ended when `path` is the next element of the array the last call located an element of
+/// (a reader's loop over a list), and line and column are found in an index of the text's lines. So
+/// a job file that lists a million instances is read in linear time, not in time quadratic in its size.
+class json_locator {
+public:
+  COTUNE_DECL explicit json_locator(std::string_view text);
+  [[nodiscard]] COTUNE_DECL text_location operator()(const json_path& path);
+
+private:
+  std::string_view text_;
+  std::vector<std::size_t> line_starts_;
+  json_path last_;              ///< the last path located, when found whole
+  std::size_t last_offset_ = 0; ///< where its value starts
+  bool have_last_ = false;
+};
+
 } // namespace cotune::batch
 
 #if COTUNE_HEADER_ONLY

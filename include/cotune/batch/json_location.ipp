@@ -3,6 +3,8 @@
 /// detail/config.hpp).
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 
 #include <fmt/core.h>
 
@@ -82,7 +84,11 @@ struct json_scanner {
 
 } // namespace detail
 
-COTUNE_DECL text_location locate(std::string_view text, const json_path& path) {
+namespace detail {
+
+/// Where the value at `path` starts in `text`, and whether the whole path exists (else: where the
+/// deepest part of it that exists starts).
+inline std::pair<std::size_t, bool> locate_offset(std::string_view text, const json_path& path) {
   detail::json_scanner sc{text};
   sc.ws();
   std::size_t found = sc.at;
@@ -124,9 +130,16 @@ COTUNE_DECL text_location locate(std::string_view text, const json_path& path) {
         if (sc.at < text.size() && text[sc.at] == ',') ++sc.at;
       }
     }
-    if (!hit) break;
+    if (!hit) return {found, false};
     found = sc.at;
   }
+  return {found, true};
+}
+
+} // namespace detail
+
+COTUNE_DECL text_location locate(std::string_view text, const json_path& path) {
+  const std::size_t found = detail::locate_offset(text, path).first;
   text_location loc;
   for (std::size_t i = 0; i < found && i < text.size(); ++i) {
     if (text[i] == '\n') {
@@ -137,5 +150,44 @@ COTUNE_DECL text_location locate(std::string_view text, const json_path& path) {
     }
   }
   return loc;
+}
+
+COTUNE_DECL json_locator::json_locator(std::string_view text) : text_(text) {
+  line_starts_.push_back(0);
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\n') line_starts_.push_back(i + 1);
+}
+
+COTUNE_DECL text_location json_locator::operator()(const json_path& path) {
+  const auto& seg = path.segments();
+  std::optional<std::size_t> offset;
+  // The next element of the array whose element the last call found: one value on from there.
+  if (have_last_ && !seg.empty() && seg.size() == last_.segments().size()) {
+    const auto* index = std::get_if<std::size_t>(&seg.back());
+    const auto* last_index = std::get_if<std::size_t>(&last_.segments().back());
+    if (index && last_index && *index == *last_index + 1 &&
+        std::equal(seg.begin(), seg.end() - 1, last_.segments().begin())) {
+      detail::json_scanner sc{text_, last_offset_};
+      sc.value();
+      sc.ws();
+      if (sc.at < text_.size() && text_[sc.at] == ',') {
+        ++sc.at;
+        sc.ws();
+        if (sc.at < text_.size() && text_[sc.at] != ']') offset = sc.at;
+      }
+    }
+  }
+  if (!offset) {
+    const auto [at, whole] = detail::locate_offset(text_, path);
+    offset = at;
+    have_last_ = whole;
+  }
+  if (have_last_) {
+    last_ = path;
+    last_offset_ = *offset;
+  }
+  const std::size_t at = std::min(*offset, text_.size());
+  const auto line = std::upper_bound(line_starts_.begin(), line_starts_.end(), at) - 1;
+  return {static_cast<std::size_t>(line - line_starts_.begin()) + 1, at - *line + 1};
 }
 } // namespace cotune::batch
