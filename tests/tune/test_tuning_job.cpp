@@ -201,6 +201,79 @@ TEST_CASE("with no knob set, a segfault, an abort and an endless loop each cost 
   CHECK((out == 1000 * 999 / 2 || out == 1500 * 1499 / 2));
 }
 
+namespace {
+
+/// The busy work, and LATE: once the file `arm` exists, 1 dereferences null and 2 loops forever: a
+/// candidate healthy through its screening that fails only in the finals (one that fails now and then).
+kernel_source late_kernel(const std::string& name, const std::string& arm) {
+  static std::string code;
+  code = R"(
+#include <sys/stat.h>
+extern "C" void work(int* out, int n) {
+  struct stat st;
+  if (LATE != 0 && ::stat(")" +
+         arm + R"(", &st) == 0) {
+    if (LATE == 1) { volatile int* p = nullptr; *p = 1; }
+    volatile int spin = 1;
+    while (spin) {}
+  }
+  volatile int s = 0;
+  for (int i = 0; i < n * COST; ++i) s += i;
+  out[0] = s;
+}
+)";
+  return {.name = name, .code = code.c_str(), .entry = "work"};
+}
+
+/// Creates `file` once `screened` candidates have been measured: the finals start after that.
+struct arm_after_screening final : observer {
+  std::string file;
+  std::size_t screened;
+  std::size_t seen = 0;
+  arm_after_screening(std::string f, std::size_t n) : file(std::move(f)), screened(n) {}
+  void on_event(const tuning_event& e) override {
+    if (std::holds_alternative<candidate_measured>(e) && ++seen == screened) std::fclose(std::fopen(file.c_str(), "w"));
+  }
+};
+
+} // namespace
+
+TEST_CASE("with no knob set, a finalist that crashes or hangs only in the finals costs itself, not the program",
+          "[tune][tuning_job][isolation]") {
+  // The finals of a host tuning ran in the program's own process: a finalist that passed its screening
+  // in the isolated copy and then crashed there took the program with it (exit 139), and one that hung
+  // hung it for ever. They now run in the copy, and when that job does not end, each finalist is
+  // measured there on its own.
+  private_cache cache;
+  cotune_test::temp_dir dir("late");
+  const std::string arm = (dir / "armed").string();
+  auto timeout = knobs().bench.timeout_ms.scoped(1500);
+  // A screening pass, then finals of the four fastest (every candidate within the margin).
+  auto screen = knobs().bench.screen_rep_ms.scoped(2.0);
+  auto margin = knobs().bench.screen_margin.scoped(10.0);
+  const std::vector<config> configs{config{{"COST", 1}, {"LATE", 1}}, config{{"COST", 1}, {"LATE", 0}},
+                                    config{{"COST", 1}, {"LATE", 2}}, config{{"COST", 2}, {"LATE", 0}},
+                                    config{{"COST", 8}, {"LATE", 0}}};
+  auto armer = std::make_shared<arm_after_screening>(arm, configs.size());
+  crash_tuner tuner{late_kernel("late_faults", arm), configs,
+                    {.arg_names = {"out", "n"},
+                     .key = {"n"},
+                     .bench = bench_options{.warmup_ms = 1.0, .rep_ms = 20.0},
+                     .observers = {armer}}};
+  int out = 0;
+  const auto& r = tuner.tune_now(&out, 2000);
+  REQUIRE(armer->seen >= configs.size()); // armed: the finals met the faults
+  CHECK(r.candidates[0].status == candidate_status::crashed);
+  CHECK_THAT(r.candidates[0].reason, Catch::Contains("signal 11") && Catch::Contains("LATE: 1"));
+  CHECK(r.candidates[2].status == candidate_status::hung);
+  CHECK(r.candidates[1].status == candidate_status::ok);
+  CHECK(r.candidates[3].status == candidate_status::ok);
+  CHECK(!r.candidates[1].screened_only); // a finalist, measured again after the arming
+  CHECK(r.best().at("LATE").as_int() == 0);
+  tuner(&out, 2000); // the winner runs in this process, after the arming: it has no fault
+  CHECK((out == 2000 * 1999 / 2 || out == 4000 * 3999 / 2));
+}
+
 TEST_CASE("crashed candidates are quarantined: later tunings of the kernel skip them", "[tune][tuning_job][isolation]") {
   private_cache cache;
   auto isolate = knobs().autotuning.isolate.scoped("on");

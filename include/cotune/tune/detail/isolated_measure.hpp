@@ -27,6 +27,7 @@
 #include <cotune/detail/isolated_run.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/detail/backend_traits.hpp>
+#include <cotune/tune/tuning_result.hpp>
 #include <cotune/tune/verification.hpp>
 
 namespace cotune::detail {
@@ -59,7 +60,12 @@ public:
   using measure_fn = std::optional<std::vector<double>> (*)(const void* context, std::size_t index,
                                                              const bench_options& o);
 
-  COTUNE_DECL fork_measurer(measure_fn measure, const void* context);
+  /// Runs in the copy: a tuning's fair finals of `finalists` on the copy's own loaded candidates, their
+  /// results (`encode_finals`), or nothing when the copy has no binary for one of them.
+  using finals_fn = std::optional<std::string> (*)(const void* context, const std::vector<std::size_t>& finalists,
+                                                   const bench_options& full);
+
+  COTUNE_DECL fork_measurer(measure_fn measure, const void* context, finals_fn finals = nullptr);
   fork_measurer(const fork_measurer&) = delete;
   fork_measurer& operator=(const fork_measurer&) = delete;
   COTUNE_DECL ~fork_measurer();
@@ -73,6 +79,14 @@ public:
   [[nodiscard]] COTUNE_DECL std::vector<double> measure(std::size_t index, const bench_options& o,
                                                         std::string_view kernel, std::string_view shown,
                                                         std::optional<std::size_t> next = std::nullopt);
+
+  /// The finals of `finalists` as one job in the copy, its reply (`finals_fn`'s) within `limit`. Nothing
+  /// when they did not end there, with `why`: the copy crashed or hung (killed; the next job forks a new
+  /// one), one of them threw, or the copy predates a finalist's binary. The caller then measures the
+  /// finalists one by one in the copy, so that the one at fault costs only itself.
+  [[nodiscard]] COTUNE_DECL std::optional<std::string> finals(const std::vector<std::size_t>& finalists,
+                                                              const bench_options& full,
+                                                              std::chrono::milliseconds limit, std::string& why);
 
   /// Ends the server and its worker (the next `measure` forks a new one).
   COTUNE_DECL void stop() noexcept;
@@ -89,8 +103,14 @@ private:
     friend bool operator==(const request&, const request&) = default;
   };
 
+  /// Starts the server and its lane if none runs; the options' other settings become the base.
+  void start(const bench_options& o);
+  /// A guess sent ahead and not asked for: its outcome kept for when it is (a finals job comes next).
+  void drain_ahead(std::chrono::milliseconds limit);
+
   measure_fn measure_;
   const void* context_;
+  finals_fn finals_ = nullptr;
   bench_options base_{}; ///< the options of the first request; later requests change only the budgets
   std::unique_ptr<fork_server> server_;
   std::unique_ptr<fork_server_lane> lane_; ///< the server's worker, held for this measurer's requests
@@ -98,6 +118,15 @@ private:
   /// Outcomes of wrong guesses, received but not yet asked for: (request, outcome), oldest first.
   std::vector<std::pair<request, std::unique_ptr<job_result>>> drained_;
 };
+
+/// The finalists' results as a forked copy's finals made them (status, reason, timings, noise, samples),
+/// for `decode_finals` in the tuning's process.
+[[nodiscard]] COTUNE_DECL std::string encode_finals(const std::vector<candidate_result>& results,
+                                                    const std::vector<std::size_t>& finalists);
+/// Writes what `encode_finals` encoded into `results` (each finalist's config kept); false, and
+/// nothing written, for bytes that are not the finals of exactly these finalists.
+[[nodiscard]] COTUNE_DECL bool decode_finals(std::string_view bytes, std::vector<candidate_result>& results,
+                                             const std::vector<std::size_t>& finalists);
 
 /// Whether this tuning's candidates are measured in isolation: `wanted` (COTUNE_ISOLATE said so), the
 /// backend can, and (for a worker) nothing in the options is host code that only this process can

@@ -22,8 +22,69 @@
 
 namespace cotune::detail {
 
-COTUNE_DECL fork_measurer::fork_measurer(measure_fn measure, const void* context)
-    : measure_(measure), context_(context) {}
+COTUNE_DECL fork_measurer::fork_measurer(measure_fn measure, const void* context, finals_fn finals)
+    : measure_(measure), context_(context), finals_(finals) {}
+
+COTUNE_DECL void fork_measurer::start(const bench_options& o) {
+  if (server_) return;
+  base_ = o;
+  // One persistent worker, replaced after a crash; 1,000,000 jobs: never retired for age (a
+  // tuning's candidates are one kernel's, and the server dies with the tuning).
+  server_ = std::make_unique<fork_server>(&serve, this, nullptr,
+                                          warm_workers{.count = 1, .jobs_per_worker = 1000000, .prestart = 1});
+  lane_ = std::make_unique<fork_server_lane>(*server_);
+}
+
+COTUNE_DECL void fork_measurer::drain_ahead(std::chrono::milliseconds limit) {
+  if (!ahead_) return;
+  job_result guess = lane_->receive(std::chrono::steady_clock::now() + limit);
+  const bool usable = guess.outcome != job_outcome::lost && !(guess.outcome == job_outcome::ok && guess.reply == "M");
+  if (usable) drained_.emplace_back(*ahead_, std::make_unique<job_result>(std::move(guess)));
+  ahead_.reset();
+}
+
+// A finals request: 'F', the budgets, the count and the finalists' indices (never sizeof(request)
+// bytes long, which a candidate's request is).
+COTUNE_DECL std::optional<std::string> fork_measurer::finals(const std::vector<std::size_t>& finalists,
+                                                             const bench_options& full, std::chrono::milliseconds limit,
+                                                             std::string& why) {
+  if (!finals_) {
+    why = "no finals in this copy";
+    return std::nullopt;
+  }
+  start(full);
+  drain_ahead(std::chrono::milliseconds(std::max<std::int64_t>(1, knobs().bench.timeout_ms.get())));
+  std::string bytes = "F";
+  auto put = [&](const auto& v) { bytes.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(full.warmup_ms);
+  put(full.rep_ms);
+  put(static_cast<std::uint64_t>(finalists.size()));
+  for (auto i : finalists) put(static_cast<std::uint64_t>(i));
+  lane_->send(bytes);
+  const job_result done = lane_->receive(std::chrono::steady_clock::now() + limit);
+  switch (done.outcome) {
+  case job_outcome::ok:
+    if (done.reply.size() >= 1 && done.reply[0] == 'R') return done.reply.substr(1);
+    why = done.reply == "M" ? "the isolated copy predates a finalist's binary"
+                            : "the isolated copy sent a malformed report";
+    return std::nullopt;
+  case job_outcome::failed:
+    why = done.detail;
+    return std::nullopt;
+  case job_outcome::crashed:
+    why = fmt::format(COTUNE_FMT("its isolated benchmark process was {}"), done.detail);
+    return std::nullopt;
+  case job_outcome::timed_out:
+  case job_outcome::cancelled:
+    why = fmt::format(COTUNE_FMT("they were still running after {} ms; killed"), limit.count());
+    return std::nullopt;
+  case job_outcome::lost:
+    stop();
+    why = done.detail;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
 
 COTUNE_DECL fork_measurer::~fork_measurer() { stop(); }
 
@@ -36,6 +97,28 @@ COTUNE_DECL void fork_measurer::stop() noexcept {
 COTUNE_DECL std::string fork_measurer::serve(const void* self, std::string_view bytes) {
   const auto& me = *static_cast<const fork_measurer*>(self);
   request r{};
+  if (bytes.size() != sizeof r && !bytes.empty() && bytes[0] == 'F' && me.finals_) {
+    std::size_t at = 1;
+    auto get = [&](auto& v) {
+      if (bytes.size() - at < sizeof v) throw error("isolated finals: a malformed request");
+      std::memcpy(&v, bytes.data() + at, sizeof v);
+      at += sizeof v;
+    };
+    bench_options o = me.base_;
+    get(o.warmup_ms);
+    get(o.rep_ms);
+    std::uint64_t count = 0;
+    get(count);
+    if (count > (bytes.size() - at) / sizeof(std::uint64_t)) throw error("isolated finals: a malformed request");
+    std::vector<std::size_t> finalists;
+    for (std::uint64_t k = 0; k < count; ++k) {
+      std::uint64_t i = 0;
+      get(i);
+      finalists.push_back(static_cast<std::size_t>(i));
+    }
+    auto reply = me.finals_(me.context_, finalists, o);
+    return reply ? "R" + *reply : std::string("M");
+  }
   if (bytes.size() != sizeof r) throw error("isolated measurement: a malformed request");
   std::memcpy(&r, bytes.data(), sizeof r);
   bench_options o = me.base_;
@@ -55,14 +138,7 @@ COTUNE_DECL std::vector<double> fork_measurer::measure(std::size_t index, const 
   const request r{index, o.warmup_ms, o.rep_ms};
   auto bytes = [](const request& q) { return std::string_view(reinterpret_cast<const char*>(&q), sizeof q); };
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (!server_) {
-      base_ = o;
-      // One persistent worker, replaced after a crash; 1,000,000 jobs: never retired for age (a
-      // tuning's candidates are one kernel's, and the server dies with the tuning).
-      server_ = std::make_unique<fork_server>(&serve, this, nullptr,
-                                              warm_workers{.count = 1, .jobs_per_worker = 1000000, .prestart = 1});
-      lane_ = std::make_unique<fork_server_lane>(*server_);
-    }
+    start(o);
     std::optional<job_result> kept; // measured already, as a wrong guess
     const auto drained = std::find_if(drained_.begin(), drained_.end(), [&](const auto& d) { return d.first == r; });
     if (drained != drained_.end()) {
@@ -71,12 +147,7 @@ COTUNE_DECL std::vector<double> fork_measurer::measure(std::size_t index, const 
     } else if (ahead_ && *ahead_ == r) {
       ahead_.reset(); // sent with the last candidate: the first in flight
     } else {
-      if (ahead_) { // a wrong guess: its outcome is kept for when it is asked for
-        job_result guess = lane_->receive(std::chrono::steady_clock::now() + limit);
-        const bool usable = guess.outcome != job_outcome::lost && !(guess.outcome == job_outcome::ok && guess.reply == "M");
-        if (usable) drained_.emplace_back(*ahead_, std::make_unique<job_result>(std::move(guess)));
-        ahead_.reset();
-      }
+      drain_ahead(limit); // a wrong guess: its outcome is kept for when it is asked for
       lane_->send(bytes(r));
     }
     const bool known = next && std::any_of(drained_.begin(), drained_.end(), [&](const auto& d) {
@@ -130,6 +201,71 @@ COTUNE_DECL std::vector<double> fork_measurer::measure(std::size_t index, const 
                   kernel, shown));
 }
 
+COTUNE_DECL std::string encode_finals(const std::vector<candidate_result>& results,
+                                      const std::vector<std::size_t>& finalists) {
+  std::string out;
+  auto put = [&](const auto& v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(static_cast<std::uint64_t>(finalists.size()));
+  for (auto i : finalists) {
+    const auto& r = results.at(i);
+    put(static_cast<std::uint64_t>(i));
+    put(static_cast<std::int32_t>(r.status));
+    put(r.time);
+    put(r.rsd);
+    put(static_cast<std::uint64_t>(r.samples));
+    put(static_cast<std::int32_t>(r.device));
+    put(static_cast<std::uint8_t>(r.interleaved));
+    put(static_cast<std::uint64_t>(r.reason.size()));
+    out += r.reason;
+  }
+  return out;
+}
+
+COTUNE_DECL bool decode_finals(std::string_view bytes, std::vector<candidate_result>& results,
+                               const std::vector<std::size_t>& finalists) {
+  std::size_t at = 0;
+  bool good = true;
+  auto get = [&](auto& v) {
+    if (!good || bytes.size() - at < sizeof v) {
+      good = false;
+      return;
+    }
+    std::memcpy(&v, bytes.data() + at, sizeof v);
+    at += sizeof v;
+  };
+  std::uint64_t count = 0;
+  get(count);
+  if (!good || count != finalists.size()) return false;
+  std::vector<candidate_result> decoded;
+  for (auto i : finalists) {
+    candidate_result r = results.at(i);
+    std::uint64_t index = 0, samples = 0, reason = 0;
+    std::int32_t status = 0, device = 0;
+    std::uint8_t interleaved = 0;
+    get(index);
+    get(status);
+    get(r.time);
+    get(r.rsd);
+    get(samples);
+    get(device);
+    get(interleaved);
+    get(reason);
+    if (!good || index != i || status < 0 || status > static_cast<std::int32_t>(candidate_status::wrong_result) ||
+        reason > bytes.size() - at)
+      return false;
+    r.status = static_cast<candidate_status>(status);
+    r.samples = static_cast<std::size_t>(samples);
+    r.device = device;
+    r.interleaved = interleaved != 0;
+    r.resumed = false;
+    r.reason = std::string(bytes.substr(at, reason));
+    at += reason;
+    decoded.push_back(std::move(r));
+  }
+  if (at != bytes.size()) return false;
+  for (std::size_t k = 0; k < finalists.size(); ++k) results[finalists[k]] = std::move(decoded[k]);
+  return true;
+}
 
 COTUNE_DECL std::vector<double> isolated_values(isolated_result run, std::string_view kernel, std::string_view shown,
                                                 std::string_view process) {

@@ -213,6 +213,13 @@ private:
   /// What the fork measurer's copy runs (`context` is this job's fork_context, as copied).
   static std::optional<std::vector<double>> measure_forked(const void* context, std::size_t index,
                                                            const bench_options& o);
+  /// The finals the fork measurer's copy runs: the same fair finals as in-process, on its own copy.
+  static std::optional<std::string> finals_forked(const void* context, const std::vector<std::size_t>& finalists,
+                                                  const bench_options& full);
+  /// The finals of `finalists` in the tuning's isolated copy, as one job (on the launch device's
+  /// thread); false, with `why`, when they did not end there.
+  bool finals_in_fork(shared_state& state, const std::vector<std::size_t>& finalists, std::size_t d,
+                      const bench_options& full, std::string& why);
 
   /// What a forked copy of this process needs to measure a candidate.
   struct fork_context {
@@ -244,9 +251,49 @@ measurement tuning_job<B, Bench, Cache>::measure_in_fork(shared_state& state, st
                                                          std::optional<std::size_t> next) {
   if (!fork_measurer_) {
     fork_context_ = fork_context{this, &state, d, n};
-    fork_measurer_ = std::make_unique<detail::fork_measurer>(&measure_forked, &fork_context_);
+    fork_measurer_ = std::make_unique<detail::fork_measurer>(&measure_forked, &fork_context_, &finals_forked);
   }
   return measurement_of_values(fork_measurer_->measure(i, o, ctx_.kernel.name, shown(state.results[i].cfg), next));
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+std::optional<std::string> tuning_job<B, Bench, Cache>::finals_forked(const void* context,
+                                                                      const std::vector<std::size_t>& finalists,
+                                                                      const bench_options& full) {
+  const auto& c = *static_cast<const fork_context*>(context);
+  auto& state = *c.state;
+  for (auto i : finalists)
+    if (i >= state.binaries.size() || !state.binaries[i]) return std::nullopt; // compiled after the fork
+  // The copy's results are as they were at the fork; a finalist passed its screening (ok) since.
+  for (auto i : finalists) {
+    state.results[i].status = candidate_status::ok;
+    state.results[i].reason.clear();
+  }
+  const auto loaded = c.job->load_finalists(state, finalists, c.device); // on_load, in the copy
+  c.job->call_->measure_finals(state, loaded, c.device, full);
+  return detail::encode_finals(state.results, finalists);
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+bool tuning_job<B, Bench, Cache>::finals_in_fork(shared_state& state, const std::vector<std::size_t>& finalists,
+                                                 std::size_t d, const bench_options& full, std::string& why) {
+  if (!fork_measurer_) {
+    fork_context_ = fork_context{this, &state, d, state.results.size()};
+    fork_measurer_ = std::make_unique<detail::fork_measurer>(&measure_forked, &fork_context_, &finals_forked);
+  }
+  // The whole job's bound: each finalist's first run within the bench timeout and the rest of its
+  // rounds within four times its budget, the settling twice over, and a second more.
+  const double per_finalist = static_cast<double>(std::max<std::int64_t>(1, knobs().bench.timeout_ms.get())) +
+                              4 * (full.warmup_ms + full.rep_ms);
+  const auto limit = std::chrono::milliseconds(static_cast<std::int64_t>(
+      per_finalist * static_cast<double>(finalists.size()) + 2 * knobs().bench.settle_ms.get() + 1000));
+  auto reply = fork_measurer_->finals(finalists, full, limit, why);
+  if (!reply) return false;
+  if (!detail::decode_finals(*reply, state.results, finalists)) {
+    why = "the isolated copy sent malformed finals";
+    return false;
+  }
+  return true;
 }
 
 template <Backend B, class Bench, CacheManager Cache>
@@ -505,10 +552,28 @@ auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state
     runnable.push_back(i);
   }
   finalists = std::move(runnable);
-  // Fair finals: interleaved rounds on the launch device, in this process also when the first pass was
-  // isolated. A finalist has run cleanly there (its verification and screening), so a deterministic crash
-  // or hang has already cost it the final; the rounds keep the timings comparable across finalists.
-  if (finalists.size() >= 2) {
+  // Fair finals: interleaved rounds on the launch device. An isolated tuning on a forked copy (the host)
+  // runs them there too, as one job: a finalist that crashes or hangs only now and then (past its
+  // screening) then costs itself, not the program. If that job does not end, each finalist is measured
+  // on its own in the copy, so that the one at fault is recorded `crashed` or `hung`.
+  if (finalists.size() >= 2 && isolate_ && detail::fork_isolation<B>()) {
+    const std::size_t dev = ctx_.settings.device;
+    std::string why;
+    bool done = false;
+    auto finals = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[dev]), [&] {
+      tuning_timeline::scope span(state->timeline, trace_span::several, trace_phase::final, ctx_.device_ids[dev], {},
+                                  fmt::format("{} finalists, isolated", finalists.size()));
+      done = finals_in_fork(*state, finalists, dev, full, why);
+    });
+    co_await std::move(finals);
+    if (!done) {
+      warn(fmt::format("the finals of {} finalists did not end in the isolated copy ({}); each is measured on its "
+                       "own there instead, not in interleaved rounds",
+                       finalists.size(), why));
+      auto again = pipeline.remeasure(finalists, full);
+      co_await std::move(again);
+    }
+  } else if (finalists.size() >= 2) {
     // A background tuning runs them back to back when the device's share allows it, and once more
     // when the program's work disturbed them (keeping the steadier run).
     const std::size_t dev = ctx_.settings.device;
