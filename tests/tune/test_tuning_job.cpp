@@ -274,6 +274,33 @@ TEST_CASE("with no knob set, a finalist that crashes or hangs only in the finals
   CHECK((out == 2000 * 1999 / 2 || out == 4000 * 3999 / 2));
 }
 
+namespace {
+std::string exit_marker; // where the exit handler below writes, if it runs
+void mark_exit() {
+  if (!exit_marker.empty()) std::fclose(std::fopen(exit_marker.c_str(), "w"));
+}
+} // namespace
+
+TEST_CASE("a candidate that calls exit() costs itself, and the program's exit handlers do not run in the copy",
+          "[tune][tuning_job][isolation]") {
+  // Its isolated copy once ran the program's atexit handlers and static destructors (their side effects,
+  // and a crash in one reported as the candidate's segfault); it now ends at once with the status given.
+  private_cache cache;
+  cotune_test::temp_dir dir("exit");
+  exit_marker = (dir / "exit-handler-ran").string();
+  static const bool registered = std::atexit(mark_exit) == 0;
+  REQUIRE(registered);
+  crash_tuner tuner{crashing_kernel("work_exit"), {candidate(2, 0), candidate(1, 4), candidate(3, 0)},
+                    {.arg_names = {"out", "n"}, .key = {"n"}, .bench = quick_bench()}};
+  int out = 0;
+  const auto& r = tuner.tune_now(&out, 500);
+  CHECK(r.candidates[1].status == candidate_status::crashed);
+  CHECK_THAT(r.candidates[1].reason, Catch::Contains("exited with status 3") && Catch::Contains("CRASH: 4"));
+  CHECK(r.best().at("CRASH").as_int() == 0);
+  CHECK_FALSE(std::filesystem::exists(exit_marker));
+  exit_marker.clear(); // this program's own exit leaves nothing behind
+}
+
 TEST_CASE("crashed candidates are quarantined: later tunings of the kernel skip them", "[tune][tuning_job][isolation]") {
   private_cache cache;
   auto isolate = knobs().autotuning.isolate.scoped("on");

@@ -26,13 +26,15 @@ inline cotune::kernel_source work_kernel(std::string name = "work") {
   return {.name = std::move(name), .code = work_code, .entry = "work"};
 }
 
-/// The busy work, or a crash chosen by CRASH: 1 dereferences null, 2 aborts, 3 loops forever.
+/// The busy work, or a crash chosen by CRASH: 1 dereferences null, 2 aborts, 3 loops forever, 4 calls
+/// exit(3).
 inline const char* crashing_code = R"(
 #include <cstdlib>
 extern "C" void work(int* out, int n) {
   if (CRASH == 1) { volatile int* p = nullptr; *p = 1; }
   if (CRASH == 2) std::abort();
   if (CRASH == 3) { volatile int spin = 1; while (spin) {} }
+  if (CRASH == 4) std::exit(3);
   volatile int s = 0;
   for (int i = 0; i < n * COST; ++i) s += i;
   out[0] = s;

@@ -174,6 +174,11 @@ COTUNE_DECL void serve(int socket, job_function job, const void* context,
   sigset_t none;
   sigemptyset(&none);
   (void)::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // A candidate that calls exit(): the program's exit handlers and static destructors would run here,
+  // in a copy of the program (their side effects on files, a crash in one of them reported as the
+  // candidate's segfault). Exit handlers run last registered first, so this one ends the copy at once,
+  // with the status the candidate gave.
+  (void)::on_exit([](int status, void*) { ::_exit(status); }, nullptr);
   close_inherited(socket); // `socket` is >= 3 (start() moved it)
   if (const int null = ::open("/dev/null", O_RDWR); null >= 0) {
     ::dup2(null, 0);
