@@ -439,3 +439,42 @@ TEST_CASE("a job that lists 30,000 instances is read in one pass, its refusals s
   CHECK_THAT(job_refusal(job_with(R"({"B": [1]})", list.substr(0, list.rfind('{')) + "{\"n\": \"x\"}]")),
              Catch::StartsWith("big.json:30013:7: kernels[0].instances[29999].n: expected an integer"));
 }
+
+TEST_CASE("a database or a Triton file is refused for negative times, unbounded parameters and control characters",
+          "[job][input_limits][tuning_database][triton_import]") {
+  // A negative time wins every merge, diff and pick; a 100,000-byte parameter name or a newline in a
+  // key (a forged line of `cotune db show`) is nothing a tuner writes.
+  cj::tuning_database db;
+  auto negative = result_of("gemm", cotune::config{{"BLOCK", 64}});
+  negative.candidates[0].time = {-1.0, -1.0, -1.0};
+  db.add(cj::database_entry::from(negative));
+  CHECK_THAT(database_refusal(db), Catch::Contains("entries[0]: \"time_ms\": a time of -1 ms is not a measurement"));
+  db = {};
+  db.add(cj::database_entry::from(result_of("gemm", cotune::config{{std::string(100000, 'P'), 64}})));
+  CHECK_THAT(database_refusal(db), Catch::Contains("the winner: parameter name 'PPPP") &&
+                                       Catch::Contains("is not a C identifier of at most 200 bytes"));
+  db = {};
+  db.add(cj::database_entry::from(result_of("gemm", cotune::config{{"T", std::string(1 << 20, 'x')}})));
+  CHECK_THAT(database_refusal(db), Catch::Contains("parameter 'T' holds a string of 1048576 bytes, more than 65536"));
+  db = {};
+  auto spoofed = result_of("gemm", cotune::config{{"BLOCK", 64}});
+  spoofed.key_text = "n=1\n../../../x";
+  db.add(cj::database_entry::from(spoofed));
+  CHECK_THAT(database_refusal(db), Catch::Contains("\"key\" holds a control character (byte 0x0a at 3)"));
+
+  CHECK_THAT(triton_refusal(triton_file(triton_row_with("[0.02, 0.019, 0.021]", "[-1, -1, -1]"))),
+             Catch::Contains("configs_timings[0]: a time of -1 ms is not a measurement"));
+  CHECK_THAT(triton_refusal(triton_file(triton_row_with("[0.02, 0.019, 0.021]", "[1e300, 1e300, 1e300]"))),
+             Catch::Contains("configs_timings[0]: a time of 1e+300 ms is not a measurement"));
+  CHECK_THAT(triton_refusal(triton_file(triton_row_with("\"num_warps\": 4", "\"num_warps\": 4, \"num_warps\": -8"))),
+             Catch::Contains("configs_timings[0]: 'num_warps' is given twice in the config"));
+  CHECK_THAT(triton_refusal(triton_file(triton_row_with("{\"BLOCK\": 64}", "{\"BLOCK\": 64, \"BLOCK\": 128}"))),
+             Catch::Contains("configs_timings[0]: 'BLOCK' is given twice in its kwargs"));
+  CHECK_THAT(triton_refusal(triton_file(triton_row_with("\"BLOCK\"", "\"" + std::string(100000, 'K') + "\""))),
+             Catch::Contains("is not a C identifier of at most 200 bytes"));
+  CHECK_THAT(triton_refusal(triton_file(triton_row_with("64", "\"" + std::string(1 << 20, 'v') + "\""))),
+             Catch::Contains("holds a string of 1048576 bytes"));
+  auto sig = signature();
+  sig.device = "H200\n../x";
+  CHECK_THAT(triton_refusal(triton_file(), sig), Catch::Contains("the device name holds a control character"));
+}

@@ -7,6 +7,7 @@
 /// database_error) with the file, the field, the limit and the knob.
 
 #include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -91,6 +92,22 @@ inline constexpr int max_triton_num_warps = 32;
 /// Why launch options read from a Triton file are not ones Triton could have run, or empty:
 /// launch_problem's ranges, and num_warps a power of two in [1, 32].
 [[nodiscard]] COTUNE_DECL std::string triton_launch_problem(const launch_options& lo);
+
+/// Why the parameters of a config read from a database or a Triton file are not ones a job file or a
+/// tuner could have made, or empty: at most max_axes of them, each named by a C identifier of at most
+/// max_kernel_name_bytes, string values of at most max_text_bytes.
+[[nodiscard]] COTUNE_DECL std::string params_problem(const config& c);
+
+// 10^9 ms (11.6 days): longer than any kernel a tuning could have measured.
+inline constexpr double max_time_ms = 1e9;
+
+/// Why `t` (median, p20, p80, in ms) is not a measured time, or empty: each finite and in [0, 10^9].
+/// A negative time would win every comparison (a merge, a diff, a winner).
+[[nodiscard]] COTUNE_DECL std::string time_problem(const std::array<double, 3>& t);
+
+/// Why a text that listings print (a key, a device, a host) is unfit, or empty: it holds a control
+/// character (a newline would forge a line of `cotune db show`).
+[[nodiscard]] COTUNE_DECL std::string text_problem(std::string_view what, std::string_view s);
 
 /// Why a text of `bytes` bytes is over the input size limit (`job.max_file_bytes`), or empty.
 [[nodiscard]] COTUNE_DECL std::string input_size_problem(std::uint64_t bytes);

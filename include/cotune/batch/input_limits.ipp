@@ -35,6 +35,37 @@ COTUNE_DECL std::string kernel_name_problem(std::string_view s) {
   return {};
 }
 
+COTUNE_DECL std::string params_problem(const config& c) {
+  if (c.params().size() > max_axes)
+    return fmt::format(COTUNE_FMT("{} parameters, more than the {} a space may have"), c.params().size(), max_axes);
+  for (const auto& [name, v] : c.params()) {
+    if (!is_identifier(name) || name.size() > max_kernel_name_bytes)
+      return fmt::format(COTUNE_FMT("parameter name '{}' is not a C identifier of at most {} bytes"),
+                         name.substr(0, 64) + (name.size() > 64 ? "..." : ""), max_kernel_name_bytes);
+    if (v.is_string() && v.as_string().size() > max_text_bytes)
+      return fmt::format(COTUNE_FMT("parameter '{}' holds a string of {} bytes, more than {}"), name,
+                         v.as_string().size(), max_text_bytes);
+  }
+  return {};
+}
+
+COTUNE_DECL std::string time_problem(const std::array<double, 3>& t) {
+  for (double x : t)
+    if (!(x >= 0) || !(x <= max_time_ms))
+      return fmt::format(COTUNE_FMT("a time of {} ms is not a measurement (times are in [0, {}] ms)"), x, max_time_ms);
+  return {};
+}
+
+COTUNE_DECL std::string text_problem(std::string_view what, std::string_view s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto ch = static_cast<unsigned char>(s[i]);
+    if (ch < 0x20 || ch == 0x7f)
+      return fmt::format(COTUNE_FMT("{} holds a control character (byte {:#04x} at {}); is it damaged or forged?"),
+                         what, ch, i);
+  }
+  return {};
+}
+
 COTUNE_DECL std::string launch_problem(const launch_options& lo) {
   auto out_of_range = [](std::string_view name, std::int64_t v) {
     return fmt::format(COTUNE_FMT("{} = {} is out of range; launch options are integers in [1, {}]"), name, v,

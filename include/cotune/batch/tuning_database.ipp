@@ -127,13 +127,14 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
         throw fail(fmt::format(COTUNE_FMT("missing string \"{}\""), k));
       if (out.size() > max_text_bytes)
         throw fail(fmt::format(COTUNE_FMT("\"{}\" has {} bytes, more than {}"), k, out.size(), max_text_bytes));
-      if (out.find('\0') != std::string::npos) throw fail(fmt::format(COTUNE_FMT("\"{}\" holds a NUL character"), k));
+      if (auto why = text_problem(fmt::format(COTUNE_FMT("\"{}\""), k), out); !why.empty()) throw fail(why);
     };
     // What a job file or a tuner could have written: a kernel name that may become a file name, and
     // launch options in the range a job file gives them.
     auto check_config = [&](const config& c, std::string_view what) {
       if (auto why = launch_problem(c.launch()); !why.empty())
         throw fail(fmt::format(COTUNE_FMT("{} {{{}}}: {}"), what, c.text(), why));
+      if (auto why = params_problem(c); !why.empty()) throw fail(fmt::format(COTUNE_FMT("{}: {}"), what, why));
     };
     str("kernel", e.kernel, true);
     if (auto why = kernel_name_problem(e.kernel); !why.empty())
@@ -157,6 +158,7 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
     std::size_t j = 0;
     for (auto x : t)
       if (!cotune::detail::json_read_timing(x, e.time[j++])) throw fail("\"time_ms\" must hold 3 numbers");
+    if (auto why = time_problem(e.time); !why.empty()) throw fail(fmt::format(COTUNE_FMT("\"time_ms\": {}"), why));
     bool launch = true;
     if (o["launch_options"].get_bool().get(launch) == SUCCESS) e.launch_options = launch;
     dom::element r;
@@ -169,8 +171,13 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
       if (!parsed) throw fail("\"result\" is not a readable tuning result");
       if (auto why = kernel_name_problem(parsed->kernel); !why.empty())
         throw fail(fmt::format(COTUNE_FMT("\"result\": {}"), why));
-      for (std::size_t j = 0; j < parsed->candidates.size(); ++j)
-        check_config(parsed->candidates[j].cfg, fmt::format(COTUNE_FMT("\"result\" candidate {}"), j));
+      for (std::size_t j = 0; j < parsed->candidates.size(); ++j) {
+        const auto& cand = parsed->candidates[j];
+        check_config(cand.cfg, fmt::format(COTUNE_FMT("\"result\" candidate {}"), j));
+        if (cand.status == candidate_status::ok)
+          if (auto why = time_problem(cand.time); !why.empty())
+            throw fail(fmt::format(COTUNE_FMT("\"result\" candidate {}: {}"), j, why));
+      }
       e.detail = std::move(parsed);
     }
     db.index_.try_emplace(detail::id_text(e), db.entries_.size()); // the first of equal ids, as find() sees it
