@@ -101,7 +101,7 @@ COTUNE_DECL cache_gc_report cache_inventory::gc(const cache_gc_options& opts) co
   // Under the ledger's lock (cache/cache_ledger.hpp): no put commits while the walk counts, and the
   // ledger takes the walk's count.
   detail::cache_ledger ledger(root_fd.get(), root_);
-  const auto s = detail::sweep_cache(root_fd.get(), root_, {opts.max_bytes, opts.tmp_max_age, true});
+  const auto s = detail::sweep_cache(root_fd.get(), root_, {opts.max_bytes, opts.tmp_max_age, true, true});
   ledger.bytes.reset();
   ledger.reclaim_dead_writes(root_fd.get());
   ledger.bytes = s.bytes_after + s.temporary_bytes_left;

@@ -102,8 +102,10 @@ COTUNE_DECL sweep_report sweep_cache(int root, const std::filesystem::path& root
       report.bytes_before += static_cast<std::uintmax_t>(st.st_size);
     }
     struct stat dst {};
-    if (left == 0 && opts.remove_empty_dirs && ::fstat(dir.get(), &dst) == 0 &&
-        modified_ago(dst) >= opts.tmp_max_age && ::unlinkat(root, dir_name.c_str(), AT_REMOVEDIR) == 0)
+    if (left == 0 &&
+        (opts.remove_emptied_dirs ||
+         (opts.remove_empty_dirs && ::fstat(dir.get(), &dst) == 0 && modified_ago(dst) >= opts.tmp_max_age)) &&
+        ::unlinkat(root, dir_name.c_str(), AT_REMOVEDIR) == 0)
       ++report.dirs_removed;
   }
   report.bytes_after = report.bytes_before;
@@ -121,6 +123,8 @@ COTUNE_DECL sweep_report sweep_cache(int root, const std::filesystem::path& root
         ++report.evicted;
         report.evicted_bytes += e.bytes;
         report.bytes_after -= e.bytes;
+        // Its directory goes with its last file (a directory that still holds one stays).
+        if (opts.remove_emptied_dirs && ::unlinkat(root, e.dir.c_str(), AT_REMOVEDIR) == 0) ++report.dirs_removed;
       } else if (pinned) {
         ++report.pinned;
       }

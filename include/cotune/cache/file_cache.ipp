@@ -134,7 +134,7 @@ COTUNE_DECL std::filesystem::path file_cache::store(std::string_view data, std::
                                  "place"),
                       root_.string(), std::strerror(errno)));
   }
-  const auto dir = detail::make_dir_at(root.get(), dir_name_, dir_);
+  auto dir = detail::make_dir_at(root.get(), dir_name_, dir_);
   detail::require_trusted_key_dir(dir.get(), dir_);
   reclaim_temporaries(dir.get());
   const std::string file(name);
@@ -142,8 +142,19 @@ COTUNE_DECL std::filesystem::path file_cache::store(std::string_view data, std::
   // because readers check the frame and writers rename whole files into place.
   const bool flush = knobs().cache.fsync.get();
   if (mode_ != cache_mode::normal) {
-    detail::atomic_write_at(dir.get(), file, dir_, flush ? detail::flush_to_disk::yes : detail::flush_to_disk::no, data);
-    return dir_ / file;
+    // Not under the ledger's lock, where an eviction removes a key directory it empties: if this one
+    // went before the temporary file was made in it, it is made again.
+    for (int attempt = 0;; ++attempt) {
+      try {
+        detail::atomic_write_at(dir.get(), file, dir_, flush ? detail::flush_to_disk::yes : detail::flush_to_disk::no,
+                                data);
+        return dir_ / file;
+      } catch (const std::system_error& e) {
+        if (e.code().value() != ENOENT || attempt == 3) throw;
+        dir = detail::make_dir_at(root.get(), dir_name_, dir_);
+        detail::require_trusted_key_dir(dir.get(), dir_);
+      }
+    }
   }
   const std::string frame = detail::make_frame(key_, name, data, local_cache_key());
   const std::uint64_t bytes = data.size() + frame.size();
@@ -153,6 +164,9 @@ COTUNE_DECL std::filesystem::path file_cache::store(std::string_view data, std::
   {
     detail::cache_ledger ledger(root.get(), root_);
     make_room(root.get(), ledger, bytes);
+    // The key directory again, under the lock: an eviction (under it too) removes a directory it empties.
+    dir = detail::make_dir_at(root.get(), dir_name_, dir_);
+    detail::require_trusted_key_dir(dir.get(), dir_);
     w.emplace(dir.get(), file, dir_);
     w->reserve(bytes);
     ledger.add(static_cast<std::int64_t>(bytes));
@@ -255,8 +269,8 @@ COTUNE_DECL void file_cache::make_room(int root, detail::cache_ledger& ledger, s
   // Down to a tenth below the limit, so that the next walk is a tenth of the limit's writes away.
   const std::uint64_t room = bytes + limit / 10;
   const auto target = limit > room ? limit - room : 1;
-  const auto report = detail::sweep_cache(root, root_,
-                                          {target, std::chrono::seconds(knobs().cache.tmp_max_age_s.get()), false});
+  const auto report =
+      detail::sweep_cache(root, root_, {target, std::chrono::seconds(knobs().cache.tmp_max_age_s.get()), false, true});
   ledger.bytes.reset(); // forgets the in-flight writes the walk reclaimed, whose bytes it did not count
   ledger.reclaim_dead_writes(root);
   ledger.bytes = report.bytes_after + report.temporary_bytes_left;
