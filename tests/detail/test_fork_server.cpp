@@ -5,16 +5,20 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <poll.h>
@@ -66,6 +70,11 @@ std::string job(const void* context, std::string_view request) {
   }
   if (request == "exit3") ::_exit(3);
   if (request == "pid") return std::to_string(::getpid());
+  if (request == "load") { // the dynamic loader's locks, as a host candidate's dlopen takes them
+    void* h = ::dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h) ::dlclose(h);
+    return h ? "loaded" : "no libz";
+  }
   if (request == "warmed") return warmed_up ? "warm" : "cold";
   if (request == "hang")
     for (;;) ::pause();
@@ -488,4 +497,41 @@ TEST_CASE("a lane destroyed with jobs in flight ends their worker", "[detail][fo
   }
   CHECK(gone_soon(worker));
   CHECK(server.run("y").reply == "echo:y");
+}
+
+TEST_CASE("a server forked while another thread holds the loader's lock still loads libraries",
+          "[detail][fork_server]") {
+  // glibc resets its loader locks in a forked child, all but the list lock that dlopen and dlclose
+  // hold while they change the list of loaded objects (and dl_iterate_phdr while it walks it): a server
+  // forked in that moment inherited it held, and every worker's dlopen blocked for ever (4 tunings in
+  // 10 lost every candidate as `hung` with a thread of the program loading a plugin in a loop). Here a
+  // thread holds that lock, for a second, across the server's fork.
+  struct holding {
+    std::mutex m;
+    std::condition_variable cv;
+    bool held = false;
+  } h;
+  std::thread holder([&h] {
+    (void)::dl_iterate_phdr(
+        [](dl_phdr_info*, std::size_t, void* p) {
+          auto& st = *static_cast<holding*>(p);
+          {
+            std::lock_guard l(st.m);
+            st.held = true;
+          }
+          st.cv.notify_all();
+          std::this_thread::sleep_for(1s);
+          return 1;
+        },
+        &h);
+  });
+  {
+    std::unique_lock l(h.m);
+    h.cv.wait(l, [&] { return h.held; });
+  }
+  fork_server server(&job, &prefix); // forks its server now, with the lock held by the other thread
+  holder.join();
+  const auto r = server.run("load", std::chrono::steady_clock::now() + 15s);
+  CHECK(r.outcome == job_outcome::ok);
+  CHECK(r.reply == "loaded");
 }

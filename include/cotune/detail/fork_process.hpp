@@ -163,8 +163,13 @@ template <class InWorker>
   ::_exit(0);
 }
 
-[[noreturn]] COTUNE_DECL void serve(int socket, job_function job, const void* context,
-                               void (*warm_up)(const void*));
+/// The server's life. `ready` (if not -1): written 'r' and closed once the server has taken the
+/// dynamic loader's list lock (dl_iterate_phdr) and the exit handlers' lock (on_exit): a server forked
+/// while another thread of the caller held one of them (in dlopen or dlclose) inherits it held, and
+/// glibc does not reset them in a child, so the server never says ready there and the caller forks
+/// another.
+[[noreturn]] COTUNE_DECL void serve(int socket, job_function job, const void* context, void (*warm_up)(const void*),
+                                    int ready = -1);
 
 } // namespace cotune::detail::fork_process
 

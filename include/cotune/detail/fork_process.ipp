@@ -2,6 +2,10 @@
 /// \file The bodies of detail/fork_process.hpp's non-template functions (compiled once with
 /// COTUNE_SEPARATE_COMPILATION, by impl/src.hpp).
 
+#include <cstddef>
+
+#include <link.h>
+
 #include <cotune/detail/config.hpp>
 #include <cotune/detail/fork_process.hpp>
 
@@ -159,8 +163,23 @@ COTUNE_DECL void serve_jobs(int channel, job_function job, const void* context) 
   }
 }
 
-COTUNE_DECL void serve(int socket, job_function job, const void* context,
-                       void (*warm_up)(const void*)) {
+COTUNE_DECL void serve(int socket, job_function job, const void* context, void (*warm_up)(const void*), int ready) {
+  // Two locks glibc does not reset in a forked child, which another thread of the caller may have
+  // held at the fork (in dlopen or dlclose): the loader's list lock, which dl_iterate_phdr takes, and
+  // the exit handlers' lock, which on_exit takes (as does a candidate library's registration of its
+  // static destructors). Taking each once here blocks for ever if it came locked: then the caller,
+  // which waits for the byte, kills this copy and forks another.
+  (void)::dl_iterate_phdr([](dl_phdr_info*, std::size_t, void*) { return 1; }, nullptr);
+  // A candidate that calls exit(): the program's exit handlers and static destructors would run in
+  // its copy (their side effects on files, a crash in one of them reported as the candidate's
+  // segfault). Exit handlers run last registered first, so this one ends the copy at once, with the
+  // status the candidate gave.
+  (void)::on_exit([](int status, void*) { ::_exit(status); }, nullptr);
+  if (ready >= 0) {
+    const char byte = 'r';
+    (void)!::write(ready, &byte, 1);
+    ::close(ready);
+  }
   (void)::setsid(); // its own session and group: signals for the caller's terminal group pass it by
   // Default handling for every signal (the caller's handlers would run the caller's code here),
   // none blocked (the forking thread's mask may block some), and monitors reaped automatically.
@@ -174,11 +193,6 @@ COTUNE_DECL void serve(int socket, job_function job, const void* context,
   sigset_t none;
   sigemptyset(&none);
   (void)::sigprocmask(SIG_SETMASK, &none, nullptr);
-  // A candidate that calls exit(): the program's exit handlers and static destructors would run here,
-  // in a copy of the program (their side effects on files, a crash in one of them reported as the
-  // candidate's segfault). Exit handlers run last registered first, so this one ends the copy at once,
-  // with the status the candidate gave.
-  (void)::on_exit([](int status, void*) { ::_exit(status); }, nullptr);
   close_inherited(socket); // `socket` is >= 3 (start() moved it)
   if (const int null = ::open("/dev/null", O_RDWR); null >= 0) {
     ::dup2(null, 0);

@@ -16,7 +16,9 @@
 /// for each it forks a monitor, which forks the worker, reports the worker's exit status, and kills
 /// the worker if the caller stops listening (gave up at a deadline, was cancelled, or died). A worker
 /// is a copy of the single-threaded server, so no lock that some other thread of the caller held at
-/// fork time can block it (glibc resets its own malloc, stdio and loader locks in a forked child).
+/// fork time can block it (glibc resets its own malloc, stdio and loader locks in a forked child, all
+/// but the loader's list lock: a server that inherited that one held is found at its start, killed
+/// and forked again; see start()).
 /// The job function and its context are fixed at creation and run in the worker's copy of the
 /// caller's memory as it was then: they must not take locks that the caller's other threads may have
 /// held at that moment. An optional `fork_lock` is held exclusively around each fork of the caller.

@@ -220,37 +220,67 @@ COTUNE_DECL std::optional<job_result> fork_server::run_warm(std::string_view req
 }
 
 COTUNE_DECL void fork_server::start() {
-  int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-    throw std::system_error(errno, std::generic_category(), "fork_server: socketpair");
-  sv[0] = above_standard_streams(sv[0]);
-  sv[1] = above_standard_streams(sv[1]);
-  if (sv[0] < 0 || sv[1] < 0) {
-    const int e = errno;
-    if (sv[0] >= 0) ::close(sv[0]);
-    if (sv[1] >= 0) ::close(sv[1]);
-    throw std::system_error(e, std::generic_category(), "fork_server: fcntl");
-  }
-  pid_t pid;
-  {
-    std::unique_lock<std::shared_mutex> exclusive;
-    if (fork_lock_) exclusive = std::unique_lock(*fork_lock_);
-    pid = ::fork();
-  }
-  if (pid < 0) {
-    const int e = errno;
-    ::close(sv[0]);
+  // A server forked while another thread of the caller was in dlopen or dlclose inherits the loader's
+  // list lock held, and would block for ever at its workers' first dlopen (every candidate `hung`): it
+  // says ready only once it has taken that lock (fork_process::serve), and one that does not within
+  // `ready_limit` is killed and forked again. The window is short: a second fork finds it open.
+  constexpr int attempts = 8;
+  constexpr int ready_limit_ms = 2000;
+  for (int attempt = 1;; ++attempt) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+      throw std::system_error(errno, std::generic_category(), "fork_server: socketpair");
+    sv[0] = above_standard_streams(sv[0]);
+    sv[1] = above_standard_streams(sv[1]);
+    int ready[2] = {-1, -1};
+    if (sv[0] < 0 || sv[1] < 0 || ::pipe2(ready, O_CLOEXEC) != 0) {
+      const int e = errno;
+      for (int fd : {sv[0], sv[1], ready[0], ready[1]})
+        if (fd >= 0) ::close(fd);
+      throw std::system_error(e, std::generic_category(), "fork_server: fcntl");
+    }
+    pid_t pid;
+    {
+      std::unique_lock<std::shared_mutex> exclusive;
+      if (fork_lock_) exclusive = std::unique_lock(*fork_lock_);
+      pid = ::fork();
+    }
+    if (pid < 0) {
+      const int e = errno;
+      for (int fd : {sv[0], sv[1], ready[0], ready[1]}) ::close(fd);
+      throw std::system_error(e, std::generic_category(), "fork_server: fork");
+    }
+    if (pid == 0) {
+      ::close(sv[0]);
+      ::close(ready[0]);
+      fork_process::serve(sv[1], job_, context_, warm_.warm_up, ready[1]);
+    }
     ::close(sv[1]);
-    throw std::system_error(e, std::generic_category(), "fork_server: fork");
-  }
-  if (pid == 0) {
+    ::close(ready[1]);
+    pollfd p{ready[0], POLLIN, 0};
+    int polled;
+    do polled = ::poll(&p, 1, ready_limit_ms);
+    while (polled < 0 && errno == EINTR);
+    char byte = 0;
+    const bool is_ready = polled > 0 && ::read(ready[0], &byte, 1) == 1 && byte == 'r';
+    ::close(ready[0]);
+    if (is_ready) {
+      socket_ = sv[0];
+      server_ = pid;
+      ++generation_;
+      return;
+    }
+    ::kill(pid, SIGKILL);
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
     ::close(sv[0]);
-    fork_process::serve(sv[1], job_, context_, warm_.warm_up);
+    if (attempt == attempts)
+      throw std::system_error(ETIMEDOUT, std::generic_category(),
+                              fmt::format(COTUNE_FMT("fork_server: {} forked servers in a row did not start within {} "
+                                                     "ms (the dynamic loader's lock held by another thread at each "
+                                                     "fork, or a machine too loaded to run them)"),
+                                          attempts, ready_limit_ms));
   }
-  ::close(sv[1]);
-  socket_ = sv[0];
-  server_ = pid;
-  ++generation_;
 }
 
 COTUNE_DECL bool fork_server::server_alive() const {
