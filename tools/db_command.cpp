@@ -31,6 +31,7 @@
 
 #include <cotune/cache/cache_inventory.hpp>
 #include <cotune/core/json_writer.hpp>
+#include <cotune/batch/input_limits.hpp>
 #include <cotune/batch/job_knobs.hpp>
 #include <cotune/batch/job_spec.hpp>
 #include <cotune/batch/prediction.hpp>
@@ -228,6 +229,11 @@ command add_db_command(CLI::App& app) {
                 sig.args.push_back({tensor ? a.substr(0, a.size() - 7) : a, tensor});
               }
               cj::tuning_database out;
+              // Every file is bounded on its own (job.max_candidates configs); together they are bounded
+              // too, so that many files cannot grow a database past what its readers take (about 270
+              // bytes a config: 8 full files stay under job.max_file_bytes' default).
+              const std::uint64_t total_limit = 8 * cj::max_candidates();
+              std::uint64_t total = 0;
               for (const auto& f : s->files) {
                 if (!std::filesystem::is_regular_file(f) || !std::ifstream(f).good()) {
                   fmt::print(stderr, "cotune: error: {}: cannot read it (no such regular file, or no permission)\n", f);
@@ -237,6 +243,14 @@ command add_db_command(CLI::App& app) {
                 const auto e = cj::import_triton_file(f, sig);
                 fmt::print("{} [{}]: {{{}}} {} ({} configs)\n", e.kernel, e.key, e.winner.text(), ms(e.time[0]),
                            e.detail ? e.detail->candidates.size() : 0);
+                total += e.detail ? e.detail->candidates.size() : 1;
+                if (total > total_limit) {
+                  fmt::print(stderr,
+                             "cotune: error: {}: the Triton files so far hold {} configs together, more than {} (8 x "
+                             "job.max_candidates, COTUNE_JOB_MAX_CANDIDATES); import them in parts\n",
+                             f, total, total_limit);
+                  return 2;
+                }
                 out.add(e);
               }
               out.save(s->out, secret());

@@ -250,6 +250,17 @@ TEST_CASE("cotune db from-triton writes Triton's autotune files as a database, a
                            "X", "-o", db});
   CHECK(missing.exit_code == 2);
   CHECK_THAT(missing.output, Catch::Contains("nope.autotune.json: cannot read it"));
+  // Each file within the limit, but not all of them together: 9 files of 2 configs against 8 x 2.
+  std::vector<std::string> many{"db", "from-triton"};
+  for (int i = 0; i < 9; ++i) many.push_back(file.string());
+  for (std::string a : {"--args", "x:tensor, out:tensor, n", "--key", "n", "--device", "NVIDIA H200", "-o"})
+    many.push_back(a);
+  many.push_back(db);
+  auto together = d.cotune(many, false, {"COTUNE_JOB_MAX_CANDIDATES=2"});
+  CHECK(together.exit_code == 2);
+  CHECK_THAT(together.output, Catch::Contains("the Triton files so far hold 18 configs together, more than 16"));
+  many.erase(many.begin() + 2); // 8 files: 16 configs
+  CHECK(d.cotune(many, false, {"COTUNE_JOB_MAX_CANDIDATES=2"}).exit_code == 0);
 }
 
 TEST_CASE("cotune tune refuses a job that would expand past the candidate limit with exit 2, before expanding it",
