@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -92,6 +93,10 @@ inline constexpr int max_triton_num_warps = 32;
 /// Why launch options read from a Triton file are not ones Triton could have run, or empty:
 /// launch_problem's ranges, and num_warps a power of two in [1, 32].
 [[nodiscard]] COTUNE_DECL std::string triton_launch_problem(const launch_options& lo);
+
+/// The first key given twice in `o`, if any: JSON leaves a repeated key to the reader, and the readers
+/// of job files and Triton files refuse one rather than guess which was meant.
+[[nodiscard]] COTUNE_DECL std::optional<std::string_view> repeated_key(simdjson::dom::object o);
 
 /// Why the parameters of a config read from a database or a Triton file are not ones a job file or a
 /// tuner could have made, or empty: at most max_axes of them, each named by a C identifier of at most

@@ -2,6 +2,7 @@
 /// \file The bodies of batch/input_limits.hpp's non-template functions (compiled once with
 /// COTUNE_SEPARATE_COMPILATION, see detail/config.hpp).
 
+#include <set>
 #include <utility>
 
 #include <cotune/batch/input_limits.hpp>
@@ -33,6 +34,13 @@ COTUNE_DECL std::string kernel_name_problem(std::string_view s) {
     return fmt::format(COTUNE_FMT("kernel name '{}...' has {} bytes, more than {} (it becomes a file name)"),
                        s.substr(0, 32), s.size(), max_kernel_name_bytes);
   return {};
+}
+
+COTUNE_DECL std::optional<std::string_view> repeated_key(simdjson::dom::object o) {
+  std::set<std::string_view> seen;
+  for (auto [k, v] : o)
+    if (!seen.insert(k).second) return k;
+  return std::nullopt;
 }
 
 COTUNE_DECL std::string params_problem(const config& c) {

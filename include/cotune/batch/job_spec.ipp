@@ -151,9 +151,7 @@ struct job_spec::reader {
   /// JSON leaves a key given twice in one object to the reader; a job file does not: which of two
   /// "backend"s or two axes of one name was meant is not for cotune to guess.
   void unique_keys(simdjson::dom::object o, const json_path& p) {
-    std::set<std::string_view> seen;
-    for (auto [k, v] : o)
-      if (!seen.insert(k).second) fail(p, fmt::format(COTUNE_FMT("'{}' is given twice in this object; keep one"), k));
+    if (auto k = repeated_key(o)) fail(p, fmt::format(COTUNE_FMT("'{}' is given twice in this object; keep one"), *k));
   }
   std::optional<simdjson::dom::element> field(simdjson::dom::object o, std::string_view k) {
     simdjson::dom::element e;

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <utility>
 
 #include <fmt/core.h>
@@ -140,12 +139,10 @@ COTUNE_DECL database_entry import_triton(std::string_view text, const triton_sig
         pair.at(0).get_object().get(fields) != simdjson::SUCCESS || pair.at(1).get_array().get(times) != simdjson::SUCCESS)
       throw fail(fmt::format(COTUNE_FMT("configs_timings[{}] is not a [config, times] pair"), at));
     config c;
-    // JSON leaves a key given twice to the reader; "num_warps": 4, "num_warps": -8 must not pass as 4.
+    // A key given twice: "num_warps": 4, "num_warps": -8 must not pass as 4.
     auto unique_keys = [&](simdjson::dom::object o, std::string_view where) {
-      std::set<std::string_view> seen;
-      for (auto [k, v] : o)
-        if (!seen.insert(k).second)
-          throw fail(fmt::format(COTUNE_FMT("configs_timings[{}]: '{}' is given twice in {}"), at, k, where));
+      if (auto k = repeated_key(o))
+        throw fail(fmt::format(COTUNE_FMT("configs_timings[{}]: '{}' is given twice in {}"), at, *k, where));
     };
     unique_keys(fields, "the config");
     if (fields["kwargs"].get_object().get(kwargs) == simdjson::SUCCESS) {
@@ -153,8 +150,6 @@ COTUNE_DECL database_entry import_triton(std::string_view text, const triton_sig
       if (kwargs.size() > max_axes)
         throw fail(fmt::format(COTUNE_FMT("configs_timings[{}]: {} kwargs, more than the {} a space may have"), at,
                                kwargs.size(), max_axes));
-    }
-    if (fields["kwargs"].get_object().get(kwargs) == simdjson::SUCCESS)
       for (auto [name, v] : kwargs) {
         auto cv = detail::value_of_json(v);
         if (!cv)
@@ -166,6 +161,7 @@ COTUNE_DECL database_entry import_triton(std::string_view text, const triton_sig
               name));
         c.set(name, *cv);
       }
+    }
     if (auto why = params_problem(c); !why.empty())
       throw fail(fmt::format(COTUNE_FMT("configs_timings[{}]: {}"), at, why));
     launch_options launch;
@@ -203,10 +199,9 @@ COTUNE_DECL database_entry import_triton(std::string_view text, const triton_sig
     }
     if (t.empty()) throw fail(fmt::format(COTUNE_FMT("configs_timings[{}] has no times"), at));
     while (t.size() < 3) t.push_back(t.front()); // a single time: Triton's return_mode without quantiles
-    if (std::isfinite(t[0]))
+    if (std::isfinite(t[0])) {
       if (auto why = time_problem({t[0], t[1], t[2]}); !why.empty())
         throw fail(fmt::format(COTUNE_FMT("configs_timings[{}]: {}"), at, why));
-    if (std::isfinite(t[0])) {
       cr.status = candidate_status::ok;
       cr.time = {t[0], t[1], t[2]};
     } else {
