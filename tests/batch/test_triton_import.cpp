@@ -79,6 +79,8 @@ TEST_CASE("a Triton file that does not fit the signature is refused with what to
   sig.args[2].tensor = false; // one tensor fewer than the key's dtypes
   CHECK(message(triton_file, sig).find("check --key and which arguments are tensors") != std::string::npos);
   CHECK(message("not json", add_signature()).find("not JSON") != std::string::npos);
+  CHECK_THAT(message("{\"key\": [1]\n \"configs_timings\": []}", add_signature()),
+             Catch::Contains(":2:2: not JSON (expected ',' or '}' after an object member"));
   CHECK(message(R"({"configs": []})", add_signature()).find("not a Triton autotune file") != std::string::npos);
   CHECK(message(R"({"key": [1, "a", "torch.complex64", "torch.float16", "torch.float32"], "configs_timings": []})",
                 add_signature())

@@ -55,6 +55,14 @@ TEST_CASE("a database reads back what was written, and refuses an edited one", "
   edited.replace(edited.find("\"BLOCK\": 32"), 11, "\"BLOCK\": 64");
   CHECK_THROWS_WITH(cj::tuning_database::from_json(edited, "", "db.json"),
                     Catch::Contains("db.json: the database's checksum does not match"));
+  // A syntax error is located (a database may hold Python's Infinity: that is not the error).
+  std::string broken = text;
+  broken.insert(broken.rfind('}'), ",");
+  broken.replace(broken.find("0.4"), 3, "Infinity");
+  CHECK_THROWS_WITH(
+      cj::tuning_database::from_json(broken, "", "db.json"),
+      Catch::Matches("db\\.json:[0-9]+:[0-9]+: not a tuning database \\(not valid JSON: expected a member "
+                     "name after ',' \\(JSON allows no trailing comma\\), found '\\}'\\)"));
 }
 
 TEST_CASE("with a secret, only databases signed with it are read", "[job][tuning_database]") {

@@ -133,3 +133,89 @@ TEST_CASE("json_read_timing reads numbers and null, and refuses other kinds", "[
   CHECK_FALSE(json_read_timing(e.at(5), t));
   CHECK_FALSE(json_read_timing(e.at(6), t));
 }
+
+namespace {
+
+/// find_json_syntax_error's "line:column: what" for `text`, or "none".
+std::string syntax(std::string_view text, bool nonfinite = false) {
+  const auto e = find_json_syntax_error(text, nonfinite);
+  if (!e) return "none";
+  return std::to_string(e->line) + ":" + std::to_string(e->column) + ": " + e->what;
+}
+
+} // namespace
+
+TEST_CASE("find_json_syntax_error says where a text stops being JSON, and what was expected there", "[detail][json]") {
+  using Catch::Contains;
+  using Catch::StartsWith;
+  CHECK(syntax(R"({"a": [1, 2.5e-3, -0, "x\u00e9\n", true, false, null, {}, []]})") == "none");
+  CHECK(syntax("  \n 7 \n") == "none");
+  // A missing comma between members, on the line and column of what follows.
+  CHECK_THAT(syntax("{\n  \"a\": 1\n  \"b\": 2\n}"),
+             StartsWith("3:3: ") && Contains("expected ',' or '}' after an object member, found '\"'"));
+  CHECK_THAT(syntax("[1 2]"), StartsWith("1:4: ") && Contains("expected ',' or ']' after an array element"));
+  CHECK_THAT(syntax("{\"a\": 1,}"), StartsWith("1:9: ") && Contains("no trailing comma"));
+  CHECK_THAT(syntax("[1, ]"), StartsWith("1:5: ") && Contains("no trailing comma"));
+  CHECK_THAT(syntax("{\"a\" 1}"), StartsWith("1:6: ") && Contains("expected ':' after the member name, found '1'"));
+  CHECK_THAT(syntax("{a: 1}"), StartsWith("1:2: ") && Contains("member name in double quotes, found 'a'"));
+  CHECK_THAT(syntax("{\"a\": True}"), StartsWith("1:7: ") && Contains("found 'True'"));
+  CHECK_THAT(syntax("{\"a\": 1} // c"), StartsWith("1:10: ") && Contains("JSON has no comments"));
+  CHECK_THAT(syntax("[\"abc"), StartsWith("1:2: ") && Contains("never closed"));
+  CHECK_THAT(syntax("[\"a\nb\"]"), StartsWith("1:4: ") && Contains("a line break inside a string"));
+  CHECK_THAT(syntax("[\"a\\qb\"]"), StartsWith("1:4: ") && Contains("invalid escape"));
+  CHECK_THAT(syntax("[\"\\u12g4\"]"), StartsWith("1:3: ") && Contains("four hexadecimal digits"));
+  CHECK_THAT(syntax("[\"\xC3\"]"), StartsWith("1:3: ") && Contains("not UTF-8"));
+  CHECK_THAT(syntax("[\"\xED\xA0\x80\"]"), StartsWith("1:3: ") && Contains("not UTF-8")); // a surrogate
+  CHECK_THAT(syntax("[01]"), StartsWith("1:2: ") && Contains("leading zero"));
+  CHECK_THAT(syntax("[1.]"), StartsWith("1:2: ") && Contains("'.' must be followed by digits"));
+  CHECK_THAT(syntax("[-]"), StartsWith("1:2: ") && Contains("malformed number"));
+  CHECK_THAT(syntax("[1e+]"), StartsWith("1:2: ") && Contains("exponent"));
+  CHECK_THAT(syntax("{\"a\": 1}}"), StartsWith("1:9: ") && Contains("expected the end of the text"));
+  CHECK_THAT(syntax(" \n "), StartsWith("2:2: ") && Contains("empty"));
+  CHECK_THAT(syntax("{\"a\": "), StartsWith("1:7: ") && Contains("found the end of the text"));
+  CHECK_THAT(syntax("[1, 2"), Contains("found the end of the text"));
+  // Columns count characters, not bytes.
+  CHECK_THAT(syntax("[\"caf\xC3\xA9\" 1]"), StartsWith("1:9: "));
+  // Python's non-finite numbers: refused, unless the reader accepts them (databases, Triton's files).
+  CHECK_THAT(syntax("[NaN]"), StartsWith("1:2: ") && Contains("found 'NaN'"));
+  CHECK(syntax("[NaN, Infinity, -Infinity]", true) == "none");
+  // Nesting: as deep as simdjson reads, not deeper; a hostile depth costs no stack.
+  CHECK(syntax(std::string(1024, '[') + std::string(1024, ']')) == "none");
+  CHECK_THAT(syntax(std::string(1025, '[') + std::string(1025, ']')),
+             StartsWith("1:1025: ") && Contains("1024 levels"));
+  CHECK_THAT(syntax(std::string(5'000'000, '[')), Contains("1024 levels"));
+}
+
+TEST_CASE("find_json_syntax_error agrees with simdjson on 20,000 one-byte edits of a valid document",
+          "[detail][json]") {
+  // Every edit simdjson refuses has a place the scan names; every edit simdjson reads, the scan accepts.
+  // The document's numbers are small, so no edit makes one simdjson refuses for its range alone.
+  const std::string base = "{\n  \"name\": \"gemm\", \"values\": [1, -2, 3.5, 4e2, true, false, null],\n"
+                           "  \"nested\": {\"k\": [\"a\\\"b\", \"\\u00e9\", {}], \"z\": []}\n}\n";
+  const std::string alphabet = "{}[],:\"\\ \n0123456789-+.eEtrufalsn/xq\x01\xC3";
+  std::mt19937 rng(20261205);
+  simdjson::dom::parser parser;
+  int refused = 0;
+  for (int n = 0; n < 20'000; ++n) {
+    std::string t = base;
+    const std::size_t at = rng() % t.size();
+    const char c = alphabet[rng() % alphabet.size()];
+    switch (rng() % 3) {
+    case 0:
+      t.erase(at, 1);
+      break;
+    case 1:
+      t.insert(t.begin() + static_cast<std::ptrdiff_t>(at), c);
+      break;
+    default:
+      t[at] = c;
+    }
+    simdjson::dom::element e;
+    const bool reads = parser.parse(t).get(e) == simdjson::SUCCESS;
+    const auto problem = find_json_syntax_error(t);
+    INFO(t);
+    CHECK(reads == !problem);
+    refused += reads ? 0 : 1;
+  }
+  CHECK(refused > 5'000); // the edits do break the grammar, in many ways
+}

@@ -12,6 +12,7 @@
 
 #include <cotune/detail/files.hpp>
 #include <cotune/detail/hashing.hpp>
+#include <cotune/detail/json.hpp>
 #include <cotune/batch/input_limits.hpp>
 #include <cotune/batch/job_spec.hpp>
 #include <cotune/batch/json_location.hpp>
@@ -207,11 +208,15 @@ struct job_spec::reader {
   job_spec read() {
     simdjson::dom::element root;
     const json_path top;
-    if (auto err = parser.parse(text.data(), text.size()).get(root); err != simdjson::SUCCESS)
+    if (auto err = parser.parse(text.data(), text.size()).get(root); err != simdjson::SUCCESS) {
+      if (auto at = cotune::detail::find_json_syntax_error(text))
+        throw job_error(
+            fmt::format(COTUNE_FMT("{}:{}:{}: not valid JSON: {}"), origin, at->line, at->column, at->what));
       throw job_error(
           fmt::format(COTUNE_FMT("{}: not valid JSON ({}); check commas, quotes and brackets (comments are not "
                                  "allowed)"),
                       origin, simdjson::error_message(err)));
+    }
     auto o = object(root, top, {"name", "bench", "search", "kernels"});
     job_spec job;
     job.path = origin;

@@ -80,7 +80,12 @@ COTUNE_DECL database_entry import_triton(std::string_view text, const triton_sig
   simdjson::dom::parser parser;
   const std::string json = cotune::detail::normalize_nonfinite(text); // Triton writes Infinity
   simdjson::dom::element root;
-  if (parser.parse(json).get(root) != simdjson::SUCCESS) throw fail("not JSON: is this a Triton .autotune.json file?");
+  if (parser.parse(json).get(root) != simdjson::SUCCESS) {
+    if (auto at = cotune::detail::find_json_syntax_error(text, true))
+      throw database_error(fmt::format(COTUNE_FMT("{}:{}:{}: not JSON ({}): is this a Triton .autotune.json file?"),
+                                       origin, at->line, at->column, at->what));
+    throw fail("not JSON: is this a Triton .autotune.json file?");
+  }
   simdjson::dom::array key, rows;
   if (root["key"].get_array().get(key) != simdjson::SUCCESS ||
       root["configs_timings"].get_array().get(rows) != simdjson::SUCCESS)

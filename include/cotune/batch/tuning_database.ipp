@@ -9,6 +9,7 @@
 #include <simdjson.h>
 
 #include <cotune/detail/dir_fd.hpp>
+#include <cotune/detail/json.hpp>
 #include <cotune/batch/argument_pack.hpp>
 #include <cotune/batch/input_limits.hpp>
 #include <cotune/batch/tuning_database.hpp>
@@ -91,8 +92,12 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
   dom::parser parser;
   dom::object root;
   const std::string normal = cotune::detail::normalize_nonfinite(text);
-  if (parser.parse(normal).get(root) != SUCCESS)
+  if (parser.parse(normal).get(root) != SUCCESS) {
+    if (auto at = cotune::detail::find_json_syntax_error(text, true))
+      throw database_error(fmt::format(COTUNE_FMT("{}:{}:{}: not a tuning database (not valid JSON: {})"), origin,
+                                       at->line, at->column, at->what));
     throw database_error(fmt::format(COTUNE_FMT("{}: not a tuning database (not valid JSON)"), origin));
+  }
   std::string_view sv;
   if (root["format"].get_string().get(sv) != SUCCESS || sv != format_name)
     throw database_error(

@@ -4,6 +4,8 @@
 
 #include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <cmath>
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -37,6 +39,21 @@ COTUNE_DECL void json_quote(std::string& out, std::string_view s);
 /// Rewrites the bare tokens Infinity, -Infinity and NaN (which Python's json module writes and
 /// simdjson rejects) as `null` outside of strings, so files written by other tools still parse.
 [[nodiscard]] COTUNE_DECL std::string normalize_nonfinite(std::string_view in);
+
+/// Where a JSON text first breaks the grammar, and how.
+struct json_syntax_error {
+  std::size_t offset = 0;           ///< the byte it was found at
+  std::size_t line = 1, column = 1; ///< 1-based; the column counts characters (UTF-8), not bytes
+  std::string what;                 ///< "expected ',' or '}' after an object member, found '\"'"
+};
+
+/// The first place where `text` is not JSON (RFC 8259; with `nonfinite`, also the bare NaN, Infinity and
+/// -Infinity that normalize_nonfinite accepts), for the error a reader gives when simdjson refuses a
+/// file: simdjson says what kind of error, not where. Linear in the text's size, with a stack of its
+/// own (not the call stack) for the nesting, so a hostile file costs neither time nor stack. Nothing
+/// when the grammar holds (simdjson then refused the text for another reason, and says which).
+[[nodiscard]] COTUNE_DECL std::optional<json_syntax_error> find_json_syntax_error(std::string_view text,
+                                                                                  bool nonfinite = false);
 
 /// Whether `s` is valid UTF-8 (what a JSON string must be).
 [[nodiscard]] COTUNE_DECL bool valid_utf8(std::string_view s);

@@ -2,13 +2,17 @@
 /// \file The bodies of detail/json.hpp (compiled once with COTUNE_SEPARATE_COMPILATION, see
 /// detail/config.hpp).
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
+#include <fmt/core.h>
 #include <simdjson.h>
 
 #include <cotune/detail/json.hpp>
@@ -77,6 +81,234 @@ COTUNE_DECL std::string normalize_nonfinite(std::string_view in) {
   next:;
   }
   return out;
+}
+
+namespace json_syntax {
+
+/// How a byte is shown in a syntax error: the character, or its value when it is not printable.
+COTUNE_DECL std::string shown_byte(std::string_view text, std::size_t at) {
+  if (at >= text.size()) return "the end of the text";
+  const auto c = static_cast<unsigned char>(text[at]);
+  if (c >= 0x21 && c < 0x7F) {
+    // A word (a bare name: `True`, `None`, `foo`) is shown whole, up to 20 characters.
+    std::size_t end = at;
+    while (end < text.size() && end - at < 20 &&
+           (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_'))
+      ++end;
+    if (end > at + 1) return fmt::format(COTUNE_FMT("'{}'"), text.substr(at, end - at));
+    return fmt::format(COTUNE_FMT("'{}'"), static_cast<char>(c));
+  }
+  if (c == ' ') return "a space";
+  if (c == '\n') return "the end of the line";
+  return fmt::format(COTUNE_FMT("byte 0x{:02X}"), static_cast<unsigned>(c));
+}
+
+/// The length of the UTF-8 sequence at `at` (RFC 3629: no overlong forms, no surrogates, nothing above
+/// U+10FFFF), or 0 if there is none.
+COTUNE_DECL std::size_t utf8_length(std::string_view t, std::size_t at) {
+  const auto b = [&](std::size_t k) { return at + k < t.size() ? static_cast<unsigned char>(t[at + k]) : 0u; };
+  const auto cont = [&](std::size_t k) { return (b(k) & 0xC0u) == 0x80u; };
+  const unsigned c = b(0);
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    const unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    return b(1) >= lo && b(1) <= hi && cont(2) ? 3 : 0;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    const unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    return b(1) >= lo && b(1) <= hi && cont(2) && cont(3) ? 4 : 0;
+  }
+  return 0;
+}
+
+COTUNE_DECL bool is_hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
+
+} // namespace json_syntax
+
+COTUNE_DECL std::optional<json_syntax_error> find_json_syntax_error(std::string_view t, bool nonfinite) {
+  using namespace json_syntax;
+  // simdjson's nesting limit (DEFAULT_MAX_DEPTH): deeper documents are refused as well.
+  constexpr std::size_t max_depth = 1024;
+  std::size_t i = 0;
+  std::vector<char> open; // '{' or '[' of each container the scan is inside
+  const auto fail = [&](std::size_t at, std::string what) {
+    json_syntax_error e;
+    e.offset = std::min(at, t.size());
+    for (std::size_t k = 0; k < e.offset; ++k) {
+      if (t[k] == '\n') {
+        ++e.line;
+        e.column = 1;
+      } else if ((static_cast<unsigned char>(t[k]) & 0xC0u) != 0x80u) {
+        ++e.column;
+      }
+    }
+    e.what = std::move(what);
+    return std::optional<json_syntax_error>(std::move(e));
+  };
+  const auto ws = [&] {
+    while (i < t.size() && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r')) ++i;
+  };
+  const auto found = [&](std::string_view expected) {
+    if (t.substr(i, 2) == "//" || t.substr(i, 2) == "/*")
+      return fail(i, fmt::format(COTUNE_FMT("{}, found a comment (JSON has no comments)"), expected));
+    return fail(i, fmt::format(COTUNE_FMT("{}, found {}"), expected, shown_byte(t, i)));
+  };
+  // The string at i (t[i] == '"'); advances past it.
+  const auto string = [&]() -> std::optional<json_syntax_error> {
+    const std::size_t start = i++;
+    while (true) {
+      if (i >= t.size()) return fail(start, "a string starts here and is never closed (a '\"' is missing)");
+      const auto c = static_cast<unsigned char>(t[i]);
+      if (c == '"') {
+        ++i;
+        return std::nullopt;
+      }
+      if (c == '\\') {
+        const char e = i + 1 < t.size() ? t[i + 1] : '\0';
+        if (e == 'u') {
+          for (std::size_t k = 2; k < 6; ++k)
+            if (i + k >= t.size() || !is_hex(t[i + k]))
+              return fail(i, "a \\u escape needs four hexadecimal digits (\\u00e9)");
+          i += 6;
+        } else if (std::string_view("\"\\/bfnrt").find(e) != std::string_view::npos && e != '\0') {
+          i += 2;
+        } else {
+          return fail(i, "an invalid escape in a string (JSON has \\\" \\\\ \\/ \\b \\f \\n \\r \\t and \\uXXXX)");
+        }
+      } else if (c < 0x20) {
+        return fail(i, c == '\n' ? std::string("a line break inside a string (write it as \\n, or close the string)")
+                                 : fmt::format(COTUNE_FMT("a control character (0x{:02X}) inside a string (write "
+                                                          "it escaped, as \\u00{:02X})"),
+                                               static_cast<unsigned>(c), static_cast<unsigned>(c)));
+      } else if (const std::size_t n = utf8_length(t, i)) {
+        i += n;
+      } else {
+        return fail(i, "a string holds bytes that are not UTF-8");
+      }
+    }
+  };
+  // The number at i; advances past it.
+  const auto number = [&]() -> std::optional<json_syntax_error> {
+    const std::size_t start = i;
+    const auto digits = [&] {
+      const std::size_t from = i;
+      while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+      return i > from;
+    };
+    if (t[i] == '-') ++i;
+    if (i < t.size() && t[i] == '0') {
+      ++i;
+      if (i < t.size() && t[i] >= '0' && t[i] <= '9') return fail(start, "a number with a leading zero");
+    } else if (!digits()) {
+      return fail(start, "a malformed number (a '-' must be followed by digits)");
+    }
+    if (i < t.size() && t[i] == '.') {
+      ++i;
+      if (!digits()) return fail(start, "a malformed number (a '.' must be followed by digits)");
+    }
+    if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+      ++i;
+      if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+      if (!digits()) return fail(start, "a malformed number (an exponent must have digits)");
+    }
+    return std::nullopt;
+  };
+  // One scalar or the opening of a container, at i after whitespace; advances past it. `scalar` is set
+  // when a whole value was read.
+  const auto value = [&](bool& scalar) -> std::optional<json_syntax_error> {
+    scalar = true;
+    if (i >= t.size()) return found("expected a value");
+    const char c = t[i];
+    if (c == '{' || c == '[') {
+      if (open.size() == max_depth)
+        return fail(i, fmt::format(COTUNE_FMT("nested more than {} levels deep"), max_depth));
+      open.push_back(c);
+      ++i;
+      scalar = false;
+      return std::nullopt;
+    }
+    if (c == '"') return string();
+    if (nonfinite) {
+      for (std::string_view word : {"-Infinity", "Infinity", "NaN"})
+        if (t.substr(i, word.size()) == word) {
+          i += word.size();
+          return std::nullopt;
+        }
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) return number();
+    for (std::string_view word : {"true", "false", "null"})
+      if (t.substr(i, word.size()) == word) {
+        i += word.size();
+        return std::nullopt;
+      }
+    return found("expected a value (a string, a number, an object, an array, true, false or null)");
+  };
+  ws();
+  if (i >= t.size()) return fail(i, "the text is empty (expected a JSON value)");
+  enum class want { value, value_or_close, member_or_close, member, after_value };
+  want next = want::value;
+  while (true) {
+    ws();
+    switch (next) {
+    case want::value_or_close:
+      if (i < t.size() && t[i] == ']') {
+        ++i;
+        open.pop_back();
+        next = want::after_value;
+        continue;
+      }
+      [[fallthrough]];
+    case want::value: {
+      bool scalar = true;
+      if (auto e = value(scalar)) return e;
+      next = scalar ? want::after_value : (open.back() == '{' ? want::member_or_close : want::value_or_close);
+      continue;
+    }
+    case want::member_or_close:
+      if (i < t.size() && t[i] == '}') {
+        ++i;
+        open.pop_back();
+        next = want::after_value;
+        continue;
+      }
+      [[fallthrough]];
+    case want::member:
+      if (i >= t.size() || t[i] != '"')
+        return found(next == want::member && i < t.size() && t[i] == '}'
+                         ? "expected a member name after ',' (JSON allows no trailing comma)"
+                         : "expected a member name in double quotes");
+      if (auto e = string()) return e;
+      ws();
+      if (i >= t.size() || t[i] != ':') return found("expected ':' after the member name");
+      ++i;
+      next = want::value;
+      continue;
+    case want::after_value:
+      if (open.empty()) {
+        if (i < t.size()) return found("expected the end of the text after the JSON value");
+        return std::nullopt;
+      }
+      if (i < t.size() && t[i] == ',') {
+        ++i;
+        if (open.back() == '{') {
+          next = want::member;
+        } else {
+          ws();
+          if (i < t.size() && t[i] == ']') return fail(i, "expected a value after ',' (JSON allows no trailing comma)");
+          next = want::value;
+        }
+        continue;
+      }
+      if (i < t.size() && t[i] == (open.back() == '{' ? '}' : ']')) {
+        ++i;
+        open.pop_back();
+        continue;
+      }
+      return found(open.back() == '{' ? "expected ',' or '}' after an object member"
+                                      : "expected ',' or ']' after an array element");
+    }
+  }
 }
 
 COTUNE_DECL bool valid_utf8(std::string_view s) { return simdjson::validate_utf8(s.data(), s.size()); }
