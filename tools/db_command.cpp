@@ -72,16 +72,30 @@ fs::path cache_root(const std::string& dir) {
   return dir.empty() ? fs::path(cotune::knobs().cache.dir.get()) : fs::path(dir);
 }
 
-/// Every tuning result in a file cache, as database entries.
+/// Every tuning result in a file cache, as database entries. A result no database reader would accept
+/// (an application tuner may name its kernel `gemm.v2`; a database names kernels as job files do) is
+/// left out with a warning naming its file and why, not written into a database its import refuses.
 cj::tuning_database from_cache(const fs::path& root, bool candidates) {
   cj::tuning_database db;
   const cotune::cache_inventory inv{root};
   if (!inv.exists()) throw cj::database_error(fmt::format("no cache at '{}' (nothing to export)", root.string()));
+  std::size_t left_out = 0;
   (void)inv.files([&](const cotune::cache_file& f, std::string_view payload) {
     if (f.file.ends_with(".autotune.json"))
-      if (auto r = cotune::tuning_result::from_json(payload)) db.add(cj::database_entry::from(*r, {}, candidates));
+      if (auto r = cotune::tuning_result::from_json(payload)) {
+        auto e = cj::database_entry::from(*r, {}, candidates);
+        if (auto why = e.problem(); !why.empty()) {
+          fmt::print(stderr, "cotune: warning: left out {}: {}\n", f.path.string(), why);
+          ++left_out;
+        } else {
+          db.add(std::move(e));
+        }
+      }
     return std::string();
   });
+  if (left_out)
+    fmt::print(stderr, "cotune: warning: {} tuning result{} left out: a database holds only what its readers accept\n",
+               left_out, left_out == 1 ? "" : "s");
   return db;
 }
 

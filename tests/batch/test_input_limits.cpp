@@ -15,6 +15,7 @@
 #include <cotune/batch/job_spec.hpp>
 #include <cotune/batch/triton_import.hpp>
 #include <cotune/batch/tuning_database.hpp>
+#include <cotune/detail/files.hpp>
 
 #include "../support/temp_dir.hpp"
 
@@ -217,6 +218,31 @@ TEST_CASE("a database is refused for a kernel name that is not a C identifier, e
   db.add(cj::database_entry::from(result_of("../../../evil", cotune::config{{"BLOCK", 64}})));
   CHECK_THAT(database_refusal(db), Catch::StartsWith("forged.db.json: entries[0]: kernel name '../../../evil' is "
                                                      "not a C identifier"));
+}
+
+TEST_CASE("save writes no database its reader refuses: it names the entry and leaves the file as it was",
+          "[job][input_limits][tuning_database]") {
+  cotune_test::temp_dir dir{"cotune-limits"};
+  const auto file = dir / "app.db.json";
+  cj::tuning_database db;
+  db.add(cj::database_entry::from(result_of("gemm", cotune::config{{"BLOCK", 64}})));
+  CHECK(db.entries().front().problem().empty());
+  db.save(file);
+  const auto before = *cotune::detail::read_file(file);
+  db.add(cj::database_entry::from(result_of("gemm.v2", cotune::config{{"BLOCK", 32}})));
+  auto spoofed = result_of("gemm2", cotune::config{{"BLOCK", 64}});
+  spoofed.key_text = "n=1\nforged line";
+  db.add(cj::database_entry::from(spoofed));
+  CHECK_THROWS_WITH(db.save(file), Catch::Contains("cannot save the tuning database to " + file.string()) &&
+                                       Catch::Contains("kernel \"gemm.v2\"") &&
+                                       Catch::Contains("kernel name 'gemm.v2' is not a C identifier"));
+  CHECK(*cotune::detail::read_file(file) == before);
+  // What the reader refuses in a file, save refuses in memory, with the same reason.
+  cj::tuning_database one;
+  one.add(cj::database_entry::from(spoofed));
+  CHECK_THROWS_WITH(one.save(file), Catch::Contains("key \"n=1\\nforged line\"") &&
+                                        Catch::Contains("\"key\" holds a control character (byte 0x0a at 3)"));
+  CHECK_THAT(database_refusal(one), Catch::Contains("\"key\" holds a control character (byte 0x0a at 3)"));
 }
 
 TEST_CASE("a database is refused for launch options out of range, in the winner or any candidate",

@@ -13,9 +13,13 @@
 
 #include <simdjson.h>
 
+#include <cotune/cache/cache_inventory.hpp>
+#include <cotune/cache/file_cache.hpp>
 #include <cotune/detail/files.hpp>
+#include <cotune/detail/hashing.hpp>
 #include <cotune/detail/process.hpp>
 #include <cotune/batch/tuning_database.hpp>
+#include <cotune/tune/tuning_result.hpp>
 
 #include "../support/temp_dir.hpp"
 #include "../support/tool_path.hpp"
@@ -222,6 +226,30 @@ TEST_CASE("cotune db exports a job's winners, diffs databases and imports one in
   auto imp = d.cotune({"db", "import", db1, "--dir", (d.root / "other-cache").string()});
   CHECK(imp.exit_code == 0);
   CHECK_THAT(imp.output, Catch::Contains("imported 3 winners"));
+
+  // A result no database reader accepts (an application tuner's kernel named `axpy.v2`) is left out of
+  // an export with a warning naming its file and why, not written into a database whose import fails.
+  {
+    std::optional<cotune::tuning_result> r;
+    (void)cotune::cache_inventory{d.root / "cache"}.files([&](const cotune::cache_file& f, std::string_view payload) {
+      if (!r && f.file.ends_with(".autotune.json")) r = cotune::tuning_result::from_json(payload);
+      return std::string();
+    });
+    REQUIRE(r);
+    r->kernel = "axpy.v2";
+    cotune::file_cache(d.root / "cache", cotune::detail::sha256_hex("an application's key"))
+        .put(r->json(), "axpy.v2.autotune.json");
+  }
+  const auto db3 = (d.root / "three.db.json").string();
+  auto partial = d.cotune({"db", "export", "--cache", (d.root / "cache").string(), "-o", db3});
+  REQUIRE(partial.exit_code == 0);
+  CHECK_THAT(partial.output, Catch::Contains("warning: left out ") &&
+                                 Catch::Contains("axpy.v2.autotune.json: kernel name "
+                                                 "'axpy.v2' is not a C identifier") &&
+                                 Catch::Contains("1 tuning result left out") && Catch::Contains("wrote 3 winners"));
+  auto imported = d.cotune({"db", "import", db3, "--dir", (d.root / "third-cache").string()});
+  CHECK(imported.exit_code == 0);
+  CHECK_THAT(imported.output, Catch::Contains("imported 3 winners"));
 }
 
 TEST_CASE("cotune db from-triton writes Triton's autotune files as a database, and names a bad file",
@@ -316,7 +344,8 @@ TEST_CASE("cotune db import and from-triton refuse a kernel named ../../../evil 
   cotune::batch::tuning_database evil;
   evil.add(cotune::batch::database_entry::from(r));
   const auto evil_db = d.root / "evil.db.json";
-  evil.save(evil_db); // correctly checksummed: only the name is wrong
+  // Forged (save refuses the entry): correctly checksummed, only the name is wrong.
+  std::ofstream(evil_db) << evil.json();
   const auto cache = d.root / "import-cache";
   auto imp = d.cotune({"db", "import", evil_db.string(), "--dir", cache.string()});
   CHECK(imp.exit_code == 2);

@@ -64,6 +64,12 @@ struct database_entry {
   [[nodiscard]] static COTUNE_DECL database_entry from(const tuning_result& r, std::string fingerprint = {},
                                                        bool with_candidates = true);
 
+  /// Why a reader would refuse this entry, or nothing: what `tuning_database::from_json` holds every entry
+  /// to (a kernel name that is a C identifier, as in a job file; launch options in a job file's range;
+  /// parameters and strings bounded; no control character in what listings print; times that are
+  /// measurements), so that `save` never writes a file its own reader refuses.
+  [[nodiscard]] COTUNE_DECL std::string problem() const;
+
   /// What identifies an entry: kernel, key, device.
   [[nodiscard]] std::tuple<const std::string&, const std::string&, const std::string&> id() const noexcept {
     return {kernel, key, device};
@@ -100,7 +106,8 @@ public:
   [[nodiscard]] COTUNE_DECL const database_entry* find(std::string_view kernel, std::string_view key,
                                                        std::string_view device) const noexcept;
 
-  /// The file's text: entries sorted by kernel, key and device; signed when `secret` is not empty.
+  /// The file's text: entries sorted by kernel, key and device; signed when `secret` is not empty. Entries
+  /// are written as they are (`save` checks them first).
   [[nodiscard]] COTUNE_DECL std::string json(std::string_view secret = {}) const;
 
   /// Reads a database; with a `secret`, refuses one that is not signed with it. `origin` names the
@@ -111,7 +118,9 @@ public:
   /// Reads a database file (see from_json).
   [[nodiscard]] static COTUNE_DECL tuning_database load(const std::filesystem::path& file, std::string_view secret = {});
 
-  /// Writes the database to a file (atomically: a temporary file, then a rename).
+  /// Writes the database to a file (atomically: a temporary file, then a rename). An entry that `from_json`
+  /// would refuse (database_entry::problem) is not written: `database_error` names it, and the file is
+  /// left as it was.
   COTUNE_DECL void save(const std::filesystem::path& file, std::string_view secret = {}) const;
 
 private:

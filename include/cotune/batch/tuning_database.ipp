@@ -62,6 +62,55 @@ COTUNE_DECL database_entry database_entry::from(const tuning_result& r, std::str
   return e;
 }
 
+COTUNE_DECL std::string database_entry::problem() const {
+  auto text = [](std::string_view k, const std::string& v) -> std::string {
+    if (v.size() > max_text_bytes)
+      return fmt::format(COTUNE_FMT("\"{}\" has {} bytes, more than {}"), k, v.size(), max_text_bytes);
+    return {};
+  };
+  // What listings print a line of: a control character there (a newline) would forge another line.
+  // Elsewhere only a NUL, which no writer puts in a string.
+  for (const auto& [k, v] : {std::pair<std::string_view, const std::string&>{"key", key},
+                             {"device", device},
+                             {"host", host},
+                             {"date", date}}) {
+    if (auto why = text(k, v); !why.empty()) return why;
+    if (auto why = text_problem(fmt::format(COTUNE_FMT("\"{}\""), k), v); !why.empty()) return why;
+  }
+  for (const auto& [k, v] : {std::pair<std::string_view, const std::string&>{"kernel", kernel},
+                             {"fingerprint", fingerprint},
+                             {"cotune", cotune_version}}) {
+    if (auto why = text(k, v); !why.empty()) return why;
+    if (v.find('\0') != std::string::npos) return fmt::format(COTUNE_FMT("\"{}\" holds a NUL character"), k);
+  }
+  if (auto why = kernel_name_problem(kernel); !why.empty()) return why + ", as a job file requires";
+  // A loser's config is held to the same range as the winner's: a failed candidate had to be one a job
+  // could write.
+  auto config_problem = [](const config& c, std::string_view what) -> std::string {
+    if (auto why = launch_problem(c.launch()); !why.empty())
+      return fmt::format(COTUNE_FMT("{} {{{}}}: {}"), what, c.text(), why);
+    if (auto why = params_problem(c); !why.empty()) return fmt::format(COTUNE_FMT("{}: {}"), what, why);
+    return {};
+  };
+  if (auto why = config_problem(winner, "the winner"); !why.empty()) return why;
+  if (auto why = time_problem(time); !why.empty()) return fmt::format(COTUNE_FMT("\"time_ms\": {}"), why);
+  if (!detail) return {};
+  if (detail->candidates.size() > max_candidates())
+    return fmt::format(COTUNE_FMT("\"result\" lists {} candidates, more than the limit of {} ({})"),
+                       detail->candidates.size(), max_candidates(), max_candidates_knob);
+  if (auto why = kernel_name_problem(detail->kernel); !why.empty())
+    return fmt::format(COTUNE_FMT("\"result\": {}"), why);
+  for (std::size_t j = 0; j < detail->candidates.size(); ++j) {
+    const auto& cand = detail->candidates[j];
+    if (auto why = config_problem(cand.cfg, fmt::format(COTUNE_FMT("\"result\" candidate {}"), j)); !why.empty())
+      return why;
+    if (cand.status == candidate_status::ok)
+      if (auto why = time_problem(cand.time); !why.empty())
+        return fmt::format(COTUNE_FMT("\"result\" candidate {}: {}"), j, why);
+  }
+  return {};
+}
+
 COTUNE_DECL std::string tuning_database::json(std::string_view secret) const {
   auto sorted = entries_;
   std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.id() < b.id(); });
@@ -130,27 +179,8 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
       if (o[k].get_string().get(sv) == SUCCESS) out = sv;
       else if (required)
         throw fail(fmt::format(COTUNE_FMT("missing string \"{}\""), k));
-      if (out.size() > max_text_bytes)
-        throw fail(fmt::format(COTUNE_FMT("\"{}\" has {} bytes, more than {}"), k, out.size(), max_text_bytes));
-      // What listings print a line of: a control character there (a newline) would forge another line.
-      // Elsewhere only a NUL, which no writer puts in a string.
-      const std::string_view field(k);
-      if (field == "key" || field == "device" || field == "host" || field == "date") {
-        if (auto why = text_problem(fmt::format(COTUNE_FMT("\"{}\""), k), out); !why.empty()) throw fail(why);
-      } else if (out.find('\0') != std::string::npos) {
-        throw fail(fmt::format(COTUNE_FMT("\"{}\" holds a NUL character"), k));
-      }
-    };
-    // What a job file or a tuner could have written: a kernel name that may become a file name, and
-    // launch options in the range a job file gives them.
-    auto check_config = [&](const config& c, std::string_view what) {
-      if (auto why = launch_problem(c.launch()); !why.empty())
-        throw fail(fmt::format(COTUNE_FMT("{} {{{}}}: {}"), what, c.text(), why));
-      if (auto why = params_problem(c); !why.empty()) throw fail(fmt::format(COTUNE_FMT("{}: {}"), what, why));
     };
     str("kernel", e.kernel, true);
-    if (auto why = kernel_name_problem(e.kernel); !why.empty())
-      throw fail(fmt::format(COTUNE_FMT("{}, as a job file requires; is the database damaged or forged?"), why));
     str("key", e.key, true);
     str("device", e.device, true);
     str("fingerprint", e.fingerprint, false);
@@ -164,34 +194,26 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
     } catch (const error& x) {
       throw fail(x.what());
     }
-    check_config(e.winner, "the winner");
     dom::array t;
     if (o["time_ms"].get_array().get(t) != SUCCESS || t.size() != 3) throw fail("\"time_ms\" must hold 3 numbers");
     std::size_t j = 0;
     for (auto x : t)
       if (!cotune::detail::json_read_timing(x, e.time[j++])) throw fail("\"time_ms\" must hold 3 numbers");
-    if (auto why = time_problem(e.time); !why.empty()) throw fail(fmt::format(COTUNE_FMT("\"time_ms\": {}"), why));
     bool launch = true;
     if (o["launch_options"].get_bool().get(launch) == SUCCESS) e.launch_options = launch;
     dom::element r;
     if (o["result"].get(r) == SUCCESS) {
       dom::array cands;
+      // Counted before the result is parsed: a forged count costs nothing.
       if (r["candidates"].get_array().get(cands) == SUCCESS && element_count(cands) > max_candidates())
         throw fail(fmt::format(COTUNE_FMT("\"result\" lists {} candidates, more than the limit of {} ({})"),
                                element_count(cands), max_candidates(), max_candidates_knob));
       auto parsed = tuning_result::from_json(simdjson::to_string(r));
       if (!parsed) throw fail("\"result\" is not a readable tuning result");
-      if (auto why = kernel_name_problem(parsed->kernel); !why.empty())
-        throw fail(fmt::format(COTUNE_FMT("\"result\": {}"), why));
-      for (std::size_t j = 0; j < parsed->candidates.size(); ++j) {
-        const auto& cand = parsed->candidates[j];
-        check_config(cand.cfg, fmt::format(COTUNE_FMT("\"result\" candidate {}"), j));
-        if (cand.status == candidate_status::ok)
-          if (auto why = time_problem(cand.time); !why.empty())
-            throw fail(fmt::format(COTUNE_FMT("\"result\" candidate {}: {}"), j, why));
-      }
       e.detail = std::move(parsed);
     }
+    if (auto why = e.problem(); !why.empty())
+      throw fail(fmt::format(COTUNE_FMT("{}; is the database damaged or forged?"), why));
     db.index_.try_emplace(detail::id_text(e), db.entries_.size()); // the first of equal ids, as find() sees it
     db.entries_.push_back(std::move(e));
     ++i;
@@ -222,6 +244,13 @@ COTUNE_DECL tuning_database tuning_database::load(const std::filesystem::path& f
 }
 
 COTUNE_DECL void tuning_database::save(const std::filesystem::path& file, std::string_view secret) const {
+  for (const auto& e : entries_)
+    if (auto why = e.problem(); !why.empty())
+      throw database_error(fmt::format(COTUNE_FMT("cannot save the tuning database to {}: the entry of kernel {}, "
+                                                  "key {} on {} is one no reader accepts: {}"),
+                                       file.string(), cotune::detail::json_quoted(e.kernel.substr(0, 64)),
+                                       cotune::detail::json_quoted(e.key.substr(0, 200)),
+                                       cotune::detail::json_quoted(e.device.substr(0, 200)), why));
   cotune::detail::atomic_write(file, json(secret));
 }
 
