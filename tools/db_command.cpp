@@ -84,8 +84,21 @@ cj::tuning_database from_cache(const fs::path& root, bool candidates) {
     if (f.file.ends_with(".autotune.json"))
       if (auto r = cotune::tuning_result::from_json(payload)) {
         auto e = cj::database_entry::from(*r, {}, candidates);
-        if (auto why = e.problem(); !why.empty()) {
-          fmt::print(stderr, "cotune: warning: left out {}: {}\n", f.path.string(), why);
+        auto why = e.problem();
+        if (!why.empty() && e.detail) {
+          // The winner alone may be one a database takes (a loser out of range, a result past the
+          // candidate limit): keep it, without the candidates, and say so.
+          auto winner_only = e;
+          winner_only.detail.reset();
+          if (winner_only.problem().empty()) {
+            fmt::print(stderr, "cotune: warning: {}: only the winner is exported, not its candidates: {}\n",
+                       cj::shown_text(f.path.string(), 4096), why);
+            e = std::move(winner_only);
+            why.clear();
+          }
+        }
+        if (!why.empty()) {
+          fmt::print(stderr, "cotune: warning: left out {}: {}\n", cj::shown_text(f.path.string(), 4096), why);
           ++left_out;
         } else {
           db.add(std::move(e));

@@ -234,15 +234,72 @@ TEST_CASE("save writes no database its reader refuses: it names the entry and le
   spoofed.key_text = "n=1\nforged line";
   db.add(cj::database_entry::from(spoofed));
   CHECK_THROWS_WITH(db.save(file), Catch::Contains("cannot save the tuning database to " + file.string()) &&
-                                       Catch::Contains("kernel \"gemm.v2\"") &&
+                                       Catch::Contains("kernel 'gemm.v2'") &&
                                        Catch::Contains("kernel name 'gemm.v2' is not a C identifier"));
   CHECK(*cotune::detail::read_file(file) == before);
   // What the reader refuses in a file, save refuses in memory, with the same reason.
   cj::tuning_database one;
   one.add(cj::database_entry::from(spoofed));
-  CHECK_THROWS_WITH(one.save(file), Catch::Contains("key \"n=1\\nforged line\"") &&
+  CHECK_THROWS_WITH(one.save(file), Catch::Contains("key 'n=1\\x0aforged line'") &&
                                         Catch::Contains("\"key\" holds a control character (byte 0x0a at 3)"));
   CHECK_THAT(database_refusal(one), Catch::Contains("\"key\" holds a control character (byte 0x0a at 3)"));
+}
+
+TEST_CASE("a database holds only what prints as one line and reads as JSON: hook names, string values, UTF-8",
+          "[job][input_limits][tuning_database]") {
+  // Each is refused by save (in memory, the entry named) and by the reader (in a forged file, the same reason).
+  auto both = [](const cotune::tuning_result& r) {
+    cj::tuning_database db;
+    db.add(cj::database_entry::from(r));
+    const std::string in_memory = db.entries().front().problem();
+    CHECK_FALSE(in_memory.empty());
+    CHECK_THAT(database_refusal(db), Catch::Contains(in_memory));
+    return in_memory;
+  };
+  cotune::config hooked{{"BLOCK", 64}};
+  hooked.with_pre_hook("zero\ngemm [n=2] on NVIDIA H200: {BLOCK: 1} 0.0001 ms", {});
+  CHECK_THAT(both(result_of("gemm", hooked)),
+             Catch::Contains("the winner: \"pre_hook\" holds a control character (byte 0x0a at 4)"));
+  CHECK_THAT(both(result_of("gemm", cotune::config{{"MODE", "a\x1b[31mred"}})),
+             Catch::Contains("the winner: parameter 'MODE' holds a control character (byte 0x1b at 1)"));
+  // A failed candidate's message that is not UTF-8 (a compiler echoing a Latin-1 line): the file would
+  // not be JSON. (A tuning's own failures are made UTF-8 when recorded; this one was set by hand.)
+  auto latin1 = result_of("gemm", cotune::config{{"BLOCK", 64}});
+  cotune::candidate_result failed{cotune::config{{"BLOCK", 128}}};
+  failed.status = cotune::candidate_status::compile_error;
+  failed.reason = "error: 'Gr\xF6\xDF"
+                  "e' undeclared";
+  latin1.candidates.push_back(failed);
+  CHECK_THAT(cj::database_entry::from(latin1).problem(),
+             Catch::Equals("\"result\" candidate 1: \"reason\" holds bytes that are not UTF-8"));
+  auto device = result_of("gemm", cotune::config{{"BLOCK", 64}});
+  device.made.device = "Ger\xE4t";
+  // (Not forged into a file here: the writer makes it UTF-8, and the checksum then refuses the file.)
+  CHECK_THAT(cj::database_entry::from(device).problem(),
+             Catch::Equals("\"device\" holds bytes that are not UTF-8 (byte 0xe4 at 3)"));
+  // A name that is not one is shown escaped and cut, never raw: a message cannot carry a terminal escape.
+  const auto shown =
+      cj::database_entry::from(result_of("gemm\x1b[31mRED" + std::string(5000, 'x'), cotune::config{{"BLOCK", 64}}))
+          .problem();
+  CHECK(shown.find('\x1b') == std::string::npos);
+  CHECK_THAT(shown, Catch::Contains("gemm\\x1b[31mRED") && Catch::Contains("has 5012 bytes"));
+  CHECK(shown.size() < 300);
+  CHECK(cj::shown_text("a\tb\xFF\xC3\xA9") == "a\\x09b\\xff\xC3\xA9");
+}
+
+TEST_CASE("import_database refuses an entry no reader accepts and leaves the cache readable",
+          "[job][input_limits][tuning_database]") {
+  cotune_test::temp_dir dir{"cotune-limits"};
+  const auto root = dir / "cache";
+  cj::tuning_database good;
+  good.add(cj::database_entry::from(result_of("gemm", cotune::config{{"BLOCK", 64}})));
+  REQUIRE(cj::import_database(root, good, "") == 1);
+  cj::tuning_database app;
+  app.add(cj::database_entry::from(result_of("gemm.v2", cotune::config{{"BLOCK", 32}})));
+  CHECK_THROWS_WITH(cj::import_database(root, app, ""),
+                    Catch::Contains("cannot import the entry of kernel 'gemm.v2'") &&
+                        Catch::Contains("kernel name 'gemm.v2' is not a C identifier"));
+  CHECK(cj::imported_database(root, "").size() == 1); // still readable, still what it was
 }
 
 TEST_CASE("a database is refused for launch options out of range, in the winner or any candidate",

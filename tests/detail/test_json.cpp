@@ -174,6 +174,16 @@ TEST_CASE("find_json_syntax_error says where a text stops being JSON, and what w
   CHECK_THAT(syntax(" \n "), StartsWith("2:2: ") && Contains("empty"));
   CHECK_THAT(syntax("{\"a\": "), StartsWith("1:7: ") && Contains("found the end of the text"));
   CHECK_THAT(syntax("[1, 2"), Contains("found the end of the text"));
+  // Surrogates come in pairs (simdjson refuses a lone one).
+  CHECK(syntax(R"(["\ud83d\ude00"])") == "none");
+  CHECK_THAT(syntax(R"(["\ud800"])"), StartsWith("1:3: ") && Contains("high surrogate not followed by a low one"));
+  CHECK_THAT(syntax(R"(["\ud800\u0041"])"), StartsWith("1:3: ") && Contains("high surrogate"));
+  CHECK_THAT(syntax(R"(["\udc00"])"), StartsWith("1:3: ") && Contains("low surrogate with no high surrogate"));
+  // What people write by mistake, named.
+  CHECK_THAT(syntax("{'a': 1}"),
+             StartsWith("1:2: ") && Contains("found a single quote (JSON strings take double quotes)"));
+  CHECK_THAT(syntax("\xEF\xBB\xBF{}"), StartsWith("1:1: ") && Contains("a byte-order mark"));
+  CHECK_THAT(syntax("[\"ab\\"), StartsWith("1:2: ") && Contains("never closed"));
   // Columns count characters, not bytes.
   CHECK_THAT(syntax("[\"caf\xC3\xA9\" 1]"), StartsWith("1:9: "));
   // Python's non-finite numbers: refused, unless the reader accepts them (databases, Triton's files).
@@ -181,9 +191,33 @@ TEST_CASE("find_json_syntax_error says where a text stops being JSON, and what w
   CHECK(syntax("[NaN, Infinity, -Infinity]", true) == "none");
   // Nesting: as deep as simdjson reads, not deeper; a hostile depth costs no stack.
   CHECK(syntax(std::string(1024, '[') + std::string(1024, ']')) == "none");
+  // simdjson counts a scalar as a level: 1024 containers hold only empty ones.
+  CHECK_THAT(syntax(std::string(1024, '[') + "1" + std::string(1024, ']')),
+             StartsWith("1:1025: ") && Contains("1024 levels"));
+  CHECK(syntax(std::string(1023, '[') + "1" + std::string(1023, ']')) == "none");
   CHECK_THAT(syntax(std::string(1025, '[') + std::string(1025, ']')),
              StartsWith("1:1025: ") && Contains("1024 levels"));
   CHECK_THAT(syntax(std::string(5'000'000, '[')), Contains("1024 levels"));
+}
+
+TEST_CASE("what cotune writes is JSON: bytes that are not UTF-8 are written as U+FFFD", "[detail][json]") {
+  // A compiler's message echoing a Latin-1 source line ("Größe"), a truncated sequence, a surrogate.
+  const std::string latin1 = "gr\xF6\xDF"
+                             "e",
+                    cut = "caf\xC3", surrogate = "\xED\xA0\x80";
+  CHECK(json_quoted(latin1) == "\"gr\\ufffd\\ufffde\"");
+  CHECK(json_quoted(cut) == "\"caf\\ufffd\"");
+  CHECK(json_quoted(surrogate) == "\"\\ufffd\\ufffd\\ufffd\"");
+  CHECK(json_quoted("\xF0\x9F\x98\x80") == "\"\xF0\x9F\x98\x80\""); // valid 4-byte UTF-8 passes through
+  simdjson::dom::parser parser;
+  for (const auto& s : {latin1, cut, surrogate}) {
+    const auto e = parse(parser, "[" + json_quoted(s) + "]");
+    CHECK(std::string(std::string_view(e.at(0))) == utf8_sanitized(s));
+  }
+  CHECK(utf8_sanitized(latin1) == "gr\xEF\xBF\xBD\xEF\xBF\xBD"
+                                  "e");
+  CHECK(utf8_sanitized("caf\xC3\xA9") == "caf\xC3\xA9");
+  CHECK(valid_utf8(utf8_sanitized(surrogate)));
 }
 
 TEST_CASE("find_json_syntax_error agrees with simdjson on 20,000 one-byte edits of a valid document",
@@ -191,8 +225,8 @@ TEST_CASE("find_json_syntax_error agrees with simdjson on 20,000 one-byte edits 
   // Every edit simdjson refuses has a place the scan names; every edit simdjson reads, the scan accepts.
   // The document's numbers are small, so no edit makes one simdjson refuses for its range alone.
   const std::string base = "{\n  \"name\": \"gemm\", \"values\": [1, -2, 3.5, 4e2, true, false, null],\n"
-                           "  \"nested\": {\"k\": [\"a\\\"b\", \"\\u00e9\", {}], \"z\": []}\n}\n";
-  const std::string alphabet = "{}[],:\"\\ \n0123456789-+.eEtrufalsn/xq\x01\xC3";
+                           "  \"nested\": {\"k\": [\"a\\\"b\", \"\\u00e9\", \"\\ud83d\\ude00\", {}], \"z\": []}\n}\n";
+  const std::string alphabet = "{}[],:\"\\ \n0123456789-+.eEtrufalsn/xq\x01\xC3'dcu";
   std::mt19937 rng(20261205);
   simdjson::dom::parser parser;
   int refused = 0;

@@ -236,6 +236,15 @@ TEST_CASE("cotune db exports a job's winners, diffs databases and imports one in
       return std::string();
     });
     REQUIRE(r);
+    // One whose winner a database takes but one of whose losers it does not: exported without its candidates.
+    auto loser = *r;
+    loser.key_text = "n=7";
+    cotune::candidate_result odd{cotune::config{{"MODE", "a\nb"}}};
+    odd.status = cotune::candidate_status::compile_error;
+    odd.reason = "refused";
+    loser.candidates.push_back(odd);
+    cotune::file_cache(d.root / "cache", cotune::detail::sha256_hex("another key"))
+        .put(loser.json(), "axpy.autotune.json");
     r->kernel = "axpy.v2";
     cotune::file_cache(d.root / "cache", cotune::detail::sha256_hex("an application's key"))
         .put(r->json(), "axpy.v2.autotune.json");
@@ -246,10 +255,13 @@ TEST_CASE("cotune db exports a job's winners, diffs databases and imports one in
   CHECK_THAT(partial.output, Catch::Contains("warning: left out ") &&
                                  Catch::Contains("axpy.v2.autotune.json: kernel name "
                                                  "'axpy.v2' is not a C identifier") &&
-                                 Catch::Contains("1 tuning result left out") && Catch::Contains("wrote 3 winners"));
+                                 Catch::Contains("1 tuning result left out") && Catch::Contains("wrote 4 winners"));
+  CHECK_THAT(partial.output, Catch::Contains("axpy.autotune.json: only the winner is exported, not its candidates: "
+                                             "\"result\" candidate ") &&
+                                 Catch::Contains("parameter 'MODE' holds a control character (byte 0x0a at 1)"));
   auto imported = d.cotune({"db", "import", db3, "--dir", (d.root / "third-cache").string()});
   CHECK(imported.exit_code == 0);
-  CHECK_THAT(imported.output, Catch::Contains("imported 3 winners"));
+  CHECK_THAT(imported.output, Catch::Contains("imported 4 winners"));
 }
 
 TEST_CASE("cotune db from-triton writes Triton's autotune files as a database, and names a bad file",

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <cotune/tune/tuning_result.hpp>
+#include <cotune/tune/detail/tuning_core.hpp>
 
 using cotune::candidate_result;
 using cotune::candidate_status;
@@ -250,6 +251,29 @@ TEST_CASE("failed candidates are stored as null timings and read back as infinit
       CHECK(c.time[0] > 0);
     }
   }
+}
+
+TEST_CASE("a failure's message that is not UTF-8 is recorded as UTF-8, so its result is stored and read back",
+          "[tune][tuning_result]") {
+  // A compiler echoing a source line saved in Latin-1 ("Größe"): written raw, the cached result was not JSON
+  // and every later run missed it.
+  tuning_result r;
+  r.kernel = "k";
+  r.key_text = "n=1";
+  candidate_result ok{config{{"B", 1}}};
+  ok.status = candidate_status::ok;
+  ok.time = {1, 1, 1};
+  candidate_result failed{config{{"B", 2}}};
+  cotune::detail::record_failure(failed, std::make_exception_ptr(cotune::compile_error("k.cpp:1: 'Gr\xF6\xDF"
+                                                                                       "e'",
+                                                                                       "")));
+  CHECK(failed.status == candidate_status::compile_error);
+  CHECK(failed.reason.find("k.cpp:1: 'Gr\xEF\xBF\xBD\xEF\xBF\xBD"
+                           "e'") != std::string::npos);
+  r.candidates = {ok, failed};
+  const auto back = tuning_result::from_json(r.json());
+  REQUIRE(back);
+  CHECK(back->candidates[1].reason == failed.reason);
 }
 
 // from_json() used to drop "compile_ms" (and "wall_ms"): a result read from the cache reported 0 ms

@@ -60,6 +60,11 @@ inline constexpr std::size_t max_kernel_name_bytes = 200;
   return s.size() <= max_kernel_name_bytes && is_identifier(s);
 }
 
+/// `s` as a message may show text read from a file: control characters and bytes that are not UTF-8
+/// written as `\xNN` (a message cannot carry a line break or a terminal escape), and cut after
+/// `max_bytes` ("...", then the size), so a 64 KiB name is not printed whole.
+[[nodiscard]] COTUNE_DECL std::string shown_text(std::string_view s, std::size_t max_bytes = 64);
+
 /// Why `s` is not a kernel name (for messages), or empty.
 [[nodiscard]] COTUNE_DECL std::string kernel_name_problem(std::string_view s);
 
@@ -111,7 +116,8 @@ inline constexpr double max_time_ms = 1e9;
 [[nodiscard]] COTUNE_DECL std::string time_problem(const std::array<double, 3>& t);
 
 /// Why a text that listings print (a key, a device, a host) is unfit, or empty: it holds a control
-/// character (a newline would forge a line of `cotune db show`).
+/// character (a newline would forge a line of `cotune db show`) or bytes that are not UTF-8 (a file
+/// holding them is not JSON).
 [[nodiscard]] COTUNE_DECL std::string text_problem(std::string_view what, std::string_view s);
 
 /// Why a text of `bytes` bytes is over the input size limit (`job.max_file_bytes`), or empty.

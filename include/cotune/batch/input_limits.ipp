@@ -6,6 +6,7 @@
 #include <utility>
 
 #include <cotune/batch/input_limits.hpp>
+#include <cotune/detail/json.hpp>
 
 namespace cotune::batch {
 
@@ -26,13 +27,32 @@ COTUNE_DECL std::uint64_t max_candidates() {
   return static_cast<std::uint64_t>(job_knobs().max_candidates.get());
 }
 
+COTUNE_DECL std::string shown_text(std::string_view s, std::size_t max_bytes) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < s.size() && i < max_bytes) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = c < 0x20 || c == 0x7f ? 0 : cotune::detail::utf8_length(s, i);
+    if (n == 0) {
+      out += fmt::format(COTUNE_FMT("\\x{:02x}"), static_cast<unsigned>(c));
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  if (i < s.size()) out += fmt::format(COTUNE_FMT("... ({} bytes)"), s.size());
+  return out;
+}
+
 COTUNE_DECL std::string kernel_name_problem(std::string_view s) {
-  if (!is_identifier(s))
-    return fmt::format(
-        COTUNE_FMT("kernel name '{}' is not a C identifier (letters, digits, '_', not starting with a digit)"), s);
   if (s.size() > max_kernel_name_bytes)
     return fmt::format(COTUNE_FMT("kernel name '{}...' has {} bytes, more than {} (it becomes a file name)"),
-                       s.substr(0, 32), s.size(), max_kernel_name_bytes);
+                       shown_text(s.substr(0, 32)), s.size(), max_kernel_name_bytes);
+  if (!is_identifier(s))
+    return fmt::format(
+        COTUNE_FMT("kernel name '{}' is not a C identifier (letters, digits, '_', not starting with a digit)"),
+        shown_text(s));
   return {};
 }
 
@@ -67,9 +87,15 @@ COTUNE_DECL std::string time_problem(const std::array<double, 3>& t) {
 COTUNE_DECL std::string text_problem(std::string_view what, std::string_view s) {
   for (std::size_t i = 0; i < s.size(); ++i) {
     const auto ch = static_cast<unsigned char>(s[i]);
+    if (ch >= 0x80) {
+      if (const std::size_t n = cotune::detail::utf8_length(s, i))
+        i += n - 1;
+      else
+        return fmt::format(COTUNE_FMT("{} holds bytes that are not UTF-8 (byte {:#04x} at {})"), what, ch, i);
+      continue;
+    }
     if (ch < 0x20 || ch == 0x7f)
-      return fmt::format(COTUNE_FMT("{} holds a control character (byte {:#04x} at {}); is it damaged or forged?"),
-                         what, ch, i);
+      return fmt::format(COTUNE_FMT("{} holds a control character (byte {:#04x} at {})"), what, ch, i);
   }
   return {};
 }

@@ -212,10 +212,8 @@ struct job_spec::reader {
       if (auto at = cotune::detail::find_json_syntax_error(text))
         throw job_error(
             fmt::format(COTUNE_FMT("{}:{}:{}: not valid JSON: {}"), origin, at->line, at->column, at->what));
-      throw job_error(
-          fmt::format(COTUNE_FMT("{}: not valid JSON ({}); check commas, quotes and brackets (comments are not "
-                                 "allowed)"),
-                      origin, simdjson::error_message(err)));
+      // The grammar holds: a number out of range, say.
+      throw job_error(fmt::format(COTUNE_FMT("{}: not valid JSON ({})"), origin, simdjson::error_message(err)));
     }
     auto o = object(root, top, {"name", "bench", "search", "kernels"});
     job_spec job;

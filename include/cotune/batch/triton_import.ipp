@@ -80,11 +80,12 @@ COTUNE_DECL database_entry import_triton(std::string_view text, const triton_sig
   simdjson::dom::parser parser;
   const std::string json = cotune::detail::normalize_nonfinite(text); // Triton writes Infinity
   simdjson::dom::element root;
-  if (parser.parse(json).get(root) != simdjson::SUCCESS) {
+  if (auto err = parser.parse(json).get(root); err != simdjson::SUCCESS) {
     if (auto at = cotune::detail::find_json_syntax_error(text, true))
       throw database_error(fmt::format(COTUNE_FMT("{}:{}:{}: not JSON ({}): is this a Triton .autotune.json file?"),
                                        origin, at->line, at->column, at->what));
-    throw fail("not JSON: is this a Triton .autotune.json file?");
+    throw fail(
+        fmt::format(COTUNE_FMT("not JSON ({}): is this a Triton .autotune.json file?"), simdjson::error_message(err)));
   }
   simdjson::dom::array key, rows;
   if (root["key"].get_array().get(key) != simdjson::SUCCESS ||
@@ -218,7 +219,10 @@ COTUNE_DECL database_entry import_triton(std::string_view text, const triton_sig
   auto best = select_best(r.candidates);
   if (!best) throw fail("no config ran when Triton tuned it (every time is Infinity): nothing to import");
   r.winner = *best;
-  return database_entry::from(r);
+  auto entry = database_entry::from(r);
+  // What the signature adds (the key's text) is held to what a database reader accepts, here, with the file named.
+  if (auto why = entry.problem(); !why.empty()) throw fail(why);
+  return entry;
 }
 
 COTUNE_DECL database_entry import_triton_file(const std::filesystem::path& file, const triton_signature& sig) {

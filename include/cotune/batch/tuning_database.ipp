@@ -63,33 +63,45 @@ COTUNE_DECL database_entry database_entry::from(const tuning_result& r, std::str
 }
 
 COTUNE_DECL std::string database_entry::problem() const {
-  auto text = [](std::string_view k, const std::string& v) -> std::string {
+  // The kernel first: it becomes a file name.
+  if (auto why = kernel_name_problem(kernel); !why.empty()) return why + ", as a job file requires";
+  auto sized = [](std::string_view k, std::string_view v) -> std::string {
     if (v.size() > max_text_bytes)
       return fmt::format(COTUNE_FMT("\"{}\" has {} bytes, more than {}"), k, v.size(), max_text_bytes);
     return {};
   };
   // What listings print a line of: a control character there (a newline) would forge another line.
-  // Elsewhere only a NUL, which no writer puts in a string.
-  for (const auto& [k, v] : {std::pair<std::string_view, const std::string&>{"key", key},
-                             {"device", device},
-                             {"host", host},
-                             {"date", date}}) {
-    if (auto why = text(k, v); !why.empty()) return why;
-    if (auto why = text_problem(fmt::format(COTUNE_FMT("\"{}\""), k), v); !why.empty()) return why;
-  }
-  for (const auto& [k, v] : {std::pair<std::string_view, const std::string&>{"kernel", kernel},
-                             {"fingerprint", fingerprint},
-                             {"cotune", cotune_version}}) {
-    if (auto why = text(k, v); !why.empty()) return why;
-    if (v.find('\0') != std::string::npos) return fmt::format(COTUNE_FMT("\"{}\" holds a NUL character"), k);
-  }
-  if (auto why = kernel_name_problem(kernel); !why.empty()) return why + ", as a job file requires";
-  // A loser's config is held to the same range as the winner's: a failed candidate had to be one a job
-  // could write.
-  auto config_problem = [](const config& c, std::string_view what) -> std::string {
+  auto listed = [&](std::string_view k, std::string_view v) -> std::string {
+    if (auto why = sized(k, v); !why.empty()) return why;
+    return text_problem(fmt::format(COTUNE_FMT("\"{}\""), k), v);
+  };
+  // Elsewhere: UTF-8 (the file is JSON) without a NUL, which no writer puts in a string.
+  auto other = [&](std::string_view k, std::string_view v) -> std::string {
+    if (auto why = sized(k, v); !why.empty()) return why;
+    if (v.find('\0') != std::string_view::npos) return fmt::format(COTUNE_FMT("\"{}\" holds a NUL character"), k);
+    if (!cotune::detail::valid_utf8(v)) return fmt::format(COTUNE_FMT("\"{}\" holds bytes that are not UTF-8"), k);
+    return {};
+  };
+  for (const auto& [k, v] :
+       {std::pair<std::string_view, std::string_view>{"key", key}, {"device", device}, {"host", host}, {"date", date}})
+    if (auto why = listed(k, v); !why.empty()) return why;
+  for (const auto& [k, v] :
+       {std::pair<std::string_view, std::string_view>{"fingerprint", fingerprint}, {"cotune", cotune_version}})
+    if (auto why = other(k, v); !why.empty()) return why;
+  // A config is listed whole (`db show`): its hook's name and string values are held as a key is, its
+  // parameters and launch options to what a job file could make. A loser's config too: a failed
+  // candidate had to be one a job could write.
+  auto config_problem = [&](const config& c, std::string_view what) -> std::string {
+    if (c.pre_hook())
+      if (auto why = listed("pre_hook", c.pre_hook()->name); !why.empty())
+        return fmt::format(COTUNE_FMT("{}: {}"), what, why);
+    if (auto why = params_problem(c); !why.empty()) return fmt::format(COTUNE_FMT("{}: {}"), what, why);
+    for (const auto& [name, v] : c.params())
+      if (v.is_string())
+        if (auto why = text_problem(fmt::format(COTUNE_FMT("parameter '{}'"), name), v.as_string()); !why.empty())
+          return fmt::format(COTUNE_FMT("{}: {}"), what, why);
     if (auto why = launch_problem(c.launch()); !why.empty())
       return fmt::format(COTUNE_FMT("{} {{{}}}: {}"), what, c.text(), why);
-    if (auto why = params_problem(c); !why.empty()) return fmt::format(COTUNE_FMT("{}: {}"), what, why);
     return {};
   };
   if (auto why = config_problem(winner, "the winner"); !why.empty()) return why;
@@ -100,13 +112,22 @@ COTUNE_DECL std::string database_entry::problem() const {
                        detail->candidates.size(), max_candidates(), max_candidates_knob);
   if (auto why = kernel_name_problem(detail->kernel); !why.empty())
     return fmt::format(COTUNE_FMT("\"result\": {}"), why);
+  for (const auto& [k, v] : {std::pair<std::string_view, std::string_view>{"key", detail->key_text},
+                             {"device", detail->made.device},
+                             {"host", detail->made.host},
+                             {"date", detail->made.date}})
+    if (auto why = listed(k, v); !why.empty()) return fmt::format(COTUNE_FMT("\"result\": {}"), why);
+  if (auto why = other("cotune", detail->made.cotune_version); !why.empty())
+    return fmt::format(COTUNE_FMT("\"result\": {}"), why);
   for (std::size_t j = 0; j < detail->candidates.size(); ++j) {
     const auto& cand = detail->candidates[j];
-    if (auto why = config_problem(cand.cfg, fmt::format(COTUNE_FMT("\"result\" candidate {}"), j)); !why.empty())
-      return why;
+    const auto what = fmt::format(COTUNE_FMT("\"result\" candidate {}"), j);
+    if (auto why = config_problem(cand.cfg, what); !why.empty()) return why;
+    for (const auto& [k, v] :
+         {std::pair<std::string_view, std::string_view>{"reason", cand.reason}, {"method", cand.method}})
+      if (auto why = other(k, v); !why.empty()) return fmt::format(COTUNE_FMT("{}: {}"), what, why);
     if (cand.status == candidate_status::ok)
-      if (auto why = time_problem(cand.time); !why.empty())
-        return fmt::format(COTUNE_FMT("\"result\" candidate {}: {}"), j, why);
+      if (auto why = time_problem(cand.time); !why.empty()) return fmt::format(COTUNE_FMT("{}: {}"), what, why);
   }
   return {};
 }
@@ -141,11 +162,12 @@ COTUNE_DECL tuning_database tuning_database::from_json(std::string_view text, st
   dom::parser parser;
   dom::object root;
   const std::string normal = cotune::detail::normalize_nonfinite(text);
-  if (parser.parse(normal).get(root) != SUCCESS) {
+  if (auto err = parser.parse(normal).get(root); err != SUCCESS) {
     if (auto at = cotune::detail::find_json_syntax_error(text, true))
       throw database_error(fmt::format(COTUNE_FMT("{}:{}:{}: not a tuning database (not valid JSON: {})"), origin,
                                        at->line, at->column, at->what));
-    throw database_error(fmt::format(COTUNE_FMT("{}: not a tuning database (not valid JSON)"), origin));
+    throw database_error(fmt::format(COTUNE_FMT("{}: not a tuning database (not valid JSON: {})"), origin,
+                                     simdjson::error_message(err)));
   }
   std::string_view sv;
   if (root["format"].get_string().get(sv) != SUCCESS || sv != format_name)
@@ -246,11 +268,10 @@ COTUNE_DECL tuning_database tuning_database::load(const std::filesystem::path& f
 COTUNE_DECL void tuning_database::save(const std::filesystem::path& file, std::string_view secret) const {
   for (const auto& e : entries_)
     if (auto why = e.problem(); !why.empty())
-      throw database_error(fmt::format(COTUNE_FMT("cannot save the tuning database to {}: the entry of kernel {}, "
-                                                  "key {} on {} is one no reader accepts: {}"),
-                                       file.string(), cotune::detail::json_quoted(e.kernel.substr(0, 64)),
-                                       cotune::detail::json_quoted(e.key.substr(0, 200)),
-                                       cotune::detail::json_quoted(e.device.substr(0, 200)), why));
+      throw database_error(fmt::format(COTUNE_FMT("cannot save the tuning database to {}: the entry of kernel '{}', "
+                                                  "key '{}' on '{}' is one no reader accepts: {}"),
+                                       file.string(), shown_text(e.kernel), shown_text(e.key, 200),
+                                       shown_text(e.device, 200), why));
   cotune::detail::atomic_write(file, json(secret));
 }
 
@@ -316,6 +337,12 @@ COTUNE_DECL tuning_database imported_database(const std::filesystem::path& root,
 
 COTUNE_DECL std::size_t import_database(const std::filesystem::path& root, const tuning_database& db,
                                    std::string_view secret) {
+  // Checked before anything is read or written: an entry no reader accepts would make the cache's
+  // database unreadable, and with it every later lookup and import.
+  for (const auto& e : db.entries())
+    if (auto why = e.problem(); !why.empty())
+      throw database_error(fmt::format(COTUNE_FMT("{}: cannot import the entry of kernel '{}', key '{}': {}"),
+                                       root.string(), shown_text(e.kernel), shown_text(e.key, 200), why));
   tuning_database merged = imported_database(root, secret);
   merged.merge(db);
   // Refused here, not stored: a cache database past the limit would be refused by every reader.

@@ -142,11 +142,11 @@ COTUNE_DECL config config::from_json(simdjson::dom::element e) {
 COTUNE_DECL config config::from_json(std::string_view json) {
   simdjson::dom::parser parser;
   simdjson::dom::element e;
-  if (parser.parse(detail::normalize_nonfinite(json)).get(e) != simdjson::SUCCESS) {
+  if (auto err = parser.parse(detail::normalize_nonfinite(json)).get(e); err != simdjson::SUCCESS) {
     if (auto at = detail::find_json_syntax_error(json, true))
       throw error(fmt::format(COTUNE_FMT("config JSON: not valid JSON at line {}, column {}: {}"), at->line, at->column,
                               at->what));
-    throw error("config JSON: not valid JSON");
+    throw error(fmt::format(COTUNE_FMT("config JSON: not valid JSON ({})"), simdjson::error_message(err)));
   }
   return from_json(e);
 }

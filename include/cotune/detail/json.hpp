@@ -21,7 +21,16 @@ class element;
 
 namespace cotune::detail {
 
-/// Appends `s` as a JSON string literal (quoted, escaped; non-ASCII bytes are passed through as UTF-8).
+/// The length of the UTF-8 sequence at `at` of `s` (RFC 3629: no overlong forms, no surrogates, nothing
+/// above U+10FFFF), or 0 if none starts there.
+[[nodiscard]] COTUNE_DECL std::size_t utf8_length(std::string_view s, std::size_t at);
+
+/// `s` with each byte that starts no UTF-8 sequence replaced by U+FFFD: text from outside (a compiler's
+/// message echoing a Latin-1 source line) made fit for JSON, which must be UTF-8.
+[[nodiscard]] COTUNE_DECL std::string utf8_sanitized(std::string_view s);
+
+/// Appends `s` as a JSON string literal (quoted, escaped; UTF-8 passed through, and each byte that starts
+/// no UTF-8 sequence written as U+FFFD, so that what cotune writes is always JSON).
 COTUNE_DECL void json_quote(std::string& out, std::string_view s);
 
 [[nodiscard]] inline std::string json_quoted(std::string_view s) {

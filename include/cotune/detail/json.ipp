@@ -19,10 +19,52 @@
 
 namespace cotune::detail {
 
+COTUNE_DECL std::size_t utf8_length(std::string_view t, std::size_t at) {
+  const auto b = [&](std::size_t k) { return at + k < t.size() ? static_cast<unsigned char>(t[at + k]) : 0u; };
+  const auto cont = [&](std::size_t k) { return (b(k) & 0xC0u) == 0x80u; };
+  const unsigned c = b(0);
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    const unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    return b(1) >= lo && b(1) <= hi && cont(2) ? 3 : 0;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    const unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    return b(1) >= lo && b(1) <= hi && cont(2) && cont(3) ? 4 : 0;
+  }
+  return 0;
+}
+
+COTUNE_DECL std::string utf8_sanitized(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    if (const std::size_t n = utf8_length(s, i)) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD"; // U+FFFD
+      ++i;
+    }
+  }
+  return out;
+}
+
 COTUNE_DECL void json_quote(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
   out.push_back('"');
-  for (char c : s) {
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      if (const std::size_t n = utf8_length(s, i)) {
+        out.append(s.substr(i, n));
+        i += n - 1;
+      } else {
+        out += "\\ufffd";
+      }
+      continue;
+    }
     switch (c) {
     case '"': out += "\\\""; break;
     case '\\': out += "\\\\"; break;
@@ -89,6 +131,7 @@ namespace json_syntax {
 COTUNE_DECL std::string shown_byte(std::string_view text, std::size_t at) {
   if (at >= text.size()) return "the end of the text";
   const auto c = static_cast<unsigned char>(text[at]);
+  if (c == '\'') return "a single quote (JSON strings take double quotes)";
   if (c >= 0x21 && c < 0x7F) {
     // A word (a bare name: `True`, `None`, `foo`) is shown whole, up to 20 characters.
     std::size_t end = at;
@@ -99,27 +142,9 @@ COTUNE_DECL std::string shown_byte(std::string_view text, std::size_t at) {
     return fmt::format(COTUNE_FMT("'{}'"), static_cast<char>(c));
   }
   if (c == ' ') return "a space";
+  if (text.substr(at, 3) == "\xEF\xBB\xBF") return "a byte-order mark (save the file as UTF-8 without one)";
   if (c == '\n') return "the end of the line";
   return fmt::format(COTUNE_FMT("byte 0x{:02X}"), static_cast<unsigned>(c));
-}
-
-/// The length of the UTF-8 sequence at `at` (RFC 3629: no overlong forms, no surrogates, nothing above
-/// U+10FFFF), or 0 if there is none.
-COTUNE_DECL std::size_t utf8_length(std::string_view t, std::size_t at) {
-  const auto b = [&](std::size_t k) { return at + k < t.size() ? static_cast<unsigned char>(t[at + k]) : 0u; };
-  const auto cont = [&](std::size_t k) { return (b(k) & 0xC0u) == 0x80u; };
-  const unsigned c = b(0);
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    const unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-    return b(1) >= lo && b(1) <= hi && cont(2) ? 3 : 0;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    const unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-    return b(1) >= lo && b(1) <= hi && cont(2) && cont(3) ? 4 : 0;
-  }
-  return 0;
 }
 
 COTUNE_DECL bool is_hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
@@ -165,11 +190,26 @@ COTUNE_DECL std::optional<json_syntax_error> find_json_syntax_error(std::string_
         return std::nullopt;
       }
       if (c == '\\') {
-        const char e = i + 1 < t.size() ? t[i + 1] : '\0';
+        if (i + 1 >= t.size()) return fail(start, "a string starts here and is never closed (a '\"' is missing)");
+        const char e = t[i + 1];
         if (e == 'u') {
-          for (std::size_t k = 2; k < 6; ++k)
-            if (i + k >= t.size() || !is_hex(t[i + k]))
-              return fail(i, "a \\u escape needs four hexadecimal digits (\\u00e9)");
+          // \uD800-\uDBFF starts a surrogate pair: a \uDC00-\uDFFF must follow it, and only it.
+          const auto unit = [&](std::size_t at) -> long {
+            if (at + 6 > t.size() || t[at] != '\\' || t[at + 1] != 'u') return -1;
+            for (std::size_t k = 2; k < 6; ++k)
+              if (!is_hex(t[at + k])) return -1;
+            return std::stol(std::string(t.substr(at + 2, 4)), nullptr, 16);
+          };
+          const long u = unit(i);
+          if (u < 0) return fail(i, "a \\u escape needs four hexadecimal digits (\\u00e9)");
+          if (u >= 0xDC00 && u <= 0xDFFF)
+            return fail(i, "a \\u escape of a low surrogate with no high surrogate before it");
+          if (u >= 0xD800 && u <= 0xDBFF) {
+            const long low = unit(i + 6);
+            if (low < 0xDC00 || low > 0xDFFF)
+              return fail(i, "a \\u escape of a high surrogate not followed by a low one (\\uDC00-\\uDFFF)");
+            i += 6;
+          }
           i += 6;
         } else if (std::string_view("\"\\/bfnrt").find(e) != std::string_view::npos && e != '\0') {
           i += 2;
@@ -228,6 +268,8 @@ COTUNE_DECL std::optional<json_syntax_error> find_json_syntax_error(std::string_
       scalar = false;
       return std::nullopt;
     }
+    // simdjson counts a scalar as a level too: 1024 containers hold only empty ones.
+    if (open.size() == max_depth) return fail(i, fmt::format(COTUNE_FMT("nested more than {} levels deep"), max_depth));
     if (c == '"') return string();
     if (nonfinite) {
       for (std::string_view word : {"-Infinity", "Infinity", "NaN"})

@@ -13,6 +13,7 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/version.hpp>
 #include <cotune/detail/hashing.hpp>
+#include <cotune/detail/json.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/trace.hpp>
@@ -54,6 +55,8 @@ COTUNE_DECL void record_failure(candidate_result& r, std::exception_ptr e) {
     r.status = candidate_status::error;
     r.reason = "unknown exception";
   }
+  // A compiler's message may echo a source line in Latin-1: the result is written as JSON, which is UTF-8.
+  r.reason = utf8_sanitized(r.reason);
   r.time = {inf_ms, inf_ms, inf_ms};
 }
 
