@@ -136,3 +136,67 @@ TEST_CASE("four processes share a 64-key job through Redis: each key measured on
   for (const auto& c : counts.elements) once += c.str == "1";
   CHECK(once == 64);
 }
+
+TEST_CASE("a process paused past its lease is fenced off: the key another took over is stored and counted once",
+          "[redis][job][fleet][processes]") {
+  // A holder stopped (a suspended VM, SIGSTOP under a batch scheduler) past its lease: the other process
+  // takes its key over, measures and stores it; when the first wakes up and finishes the same key, its
+  // result is refused in Redis (it keeps it in its own cache), so the ledger counts the key once.
+  cotune_test::redis_server server;
+  cotune_test::temp_dir dir{"cotune-fleet"};
+  const fs::path job = dir / "paused.job.json";
+  std::ofstream(job) << R"({
+  "name": "paused", "bench": {"warmup_ms": 1, "rep_ms": 100},
+  "kernels": [{
+    "name": "fill",
+    "code": "#include <unistd.h>\nextern \"C\" void fill(float* y, int n) { usleep(10000 * SCALE); y[0] = float(n); }",
+    "space": {"axes": {"SCALE": [1, 2]}},
+    "arguments": [{"name": "y", "buffer": "float32", "extent": 4096}, {"name": "n", "scalar": "int32", "value": "n"}],
+    "key": ["n"],
+    "instances": {"n": [1, 2, 3, 4, 5, 6, 7, 8]}
+  }]
+}
+)";
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 2; ++i) {
+    const std::vector<std::string> env{"COTUNE_REDIS_URL=" + server.url(), "COTUNE_REDIS_PREFIX=paused",
+                                       "COTUNE_REDIS_LEASE_MS=1500",
+                                       "COTUNE_CACHE_DIR=" + (dir / fmt::format("cache{}", i)).string()};
+    pids.push_back(start_tool(job, dir / fmt::format("out{}.jsonl", i), dir / fmt::format("err{}.txt", i), env));
+  }
+  // Stop process 0 a little after it has finished a key: it is then measuring its next one (a key takes
+  // about half a second here: the kernel sleeps 10 or 20 ms a call), holding its lease.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (count_of(read(dir / "out0.jsonl"), "\"event\": \"key\"") < 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(::kill(pids[0], SIGSTOP) == 0);
+  const std::size_t done_before_stop = count_of(read(dir / "out0.jsonl"), "\"event\": \"key\"");
+  std::this_thread::sleep_for(std::chrono::seconds(5)); // past the 1.5 s lease: process 1 takes the key over
+  REQUIRE(::kill(pids[0], SIGCONT) == 0);
+  for (std::size_t i = 0; i < pids.size(); ++i) {
+    int status = 0;
+    REQUIRE(::waitpid(pids[i], &status, 0) == pids[i]);
+    INFO("process " << i << " stderr: " << read(dir / fmt::format("err{}.txt", i)));
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  INFO("process 0 finished " << done_before_stop << " keys before SIGSTOP");
+  CHECK(done_before_stop < 8);
+  for (int i = 0; i < 2; ++i) {
+    const auto out = read(dir / fmt::format("out{}.jsonl", i));
+    INFO("process " << i << ":\n" << out);
+    CHECK(count_of(out, "\"event\": \"key\"") == 8);
+    CHECK(count_of(out, "\"outcome\": \"failed\"") == 0);
+  }
+  // The ledger: each key stored and counted once, the paused process's late result included in none.
+  auto redis = server.client();
+  auto keys = redis({"KEYS", "paused:job:*:measured"});
+  REQUIRE(keys.elements.size() == 1);
+  const std::string ledger = keys.elements[0].str;
+  CHECK(redis({"HLEN", ledger}).integer == 8);
+  auto counts = redis({"HVALS", ledger});
+  std::size_t once = 0;
+  for (const auto& c : counts.elements) once += c.str == "1";
+  CHECK(once == 8);
+}

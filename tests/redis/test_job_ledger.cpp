@@ -4,9 +4,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -17,6 +19,8 @@
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/redis/job_ledger.hpp>
 #include <cotune/redis/redis_backend.hpp>
+#include <cotune/redis/redis_lease.hpp>
+#include <cotune/redis/tuning_coordination.hpp>
 
 #include "../support/temp_dir.hpp"
 #include "redis_server.hpp"
@@ -124,4 +128,54 @@ TEST_CASE("a process killed after sending a result and its count, before EXEC, l
   CHECK(raw({"EXISTS", result_key}).integer == 1);
   CHECK(raw({"HGET", ledger, "fill|n=7"}).str == "1");
   for (int fd : {stopped[0], stopped[1], go[0], go[1]}) ::close(fd);
+}
+
+TEST_CASE("a holder paused past its lease is fenced off: its late result neither replaces the new holder's nor counts "
+          "again",
+          "[redis][job_ledger][lease]") {
+  cotune_test::redis_server server;
+  cotune_test::temp_dir local;
+  auto dir = cotune::knobs().cache.dir.scoped(local.path().string());
+  // Two processes' clients: A takes the key, is paused past its lease, B takes the key over.
+  redis_backend a(server.options()), b(server.options());
+  cotune::redis::count_results_in(a, ledger);
+  cotune::redis::count_results_in(b, ledger);
+  const cotune::redis::lease_options short_lease{.ttl = std::chrono::milliseconds(150), .renew_in_background = false};
+  auto raw = server.client();
+  const std::string result_key = a.remote_key_of(key, "fill.autotune.json");
+  const std::string late = R"({"kernel": "fill", "key": "n=7", "candidates": [], "by": "A"})";
+  const std::string taken_over = R"({"kernel": "fill", "key": "n=7", "candidates": [], "by": "B"})";
+
+  auto lease_a = cotune::redis::redis_lease::try_acquire(a, key, short_lease).lease;
+  REQUIRE(lease_a);
+  cotune::redis::fenced_lease held_a(a, key, std::move(*lease_a));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300)); // paused: its lease lapses
+  auto lease_b = cotune::redis::redis_lease::try_acquire(b, key, short_lease).lease;
+  REQUIRE(lease_b);
+  {
+    cotune::redis::fenced_lease held_b(b, key, std::move(*lease_b));
+    CHECK(b.put(key, "fill.autotune.json", taken_over)); // B holds the key: stored and counted
+    CHECK(raw({"HGET", ledger, "fill|n=7"}).str == "1");
+    // A wakes up while B still holds the key: A's result is refused, B's stays, nothing is counted.
+    CHECK_FALSE(a.put(key, "fill.autotune.json", late));
+    CHECK(a.stats().fenced_writes == 1);
+    CHECK(raw({"GET", result_key}).str == taken_over);
+    CHECK(raw({"HGET", ledger, "fill|n=7"}).str == "1");
+  }
+  // B has stored and let go: A, later still, is refused too (the entry is there).
+  CHECK_FALSE(a.put(key, "fill.autotune.json", late));
+  CHECK(a.stats().fenced_writes == 2);
+  CHECK(raw({"GET", result_key}).str == taken_over);
+  CHECK(raw({"HGET", ledger, "fill|n=7"}).str == "1");
+  // A lapsed lease nobody took, on a key nobody stored: the holder's put is stored and counted.
+  const std::string other = cotune::detail::sha256_hex("ledger test key, lapsed");
+  auto lease_c = cotune::redis::redis_lease::try_acquire(a, other, short_lease).lease;
+  REQUIRE(lease_c);
+  cotune::redis::fenced_lease held_c(a, other, std::move(*lease_c));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(a.put(other, "fill.autotune.json", late));
+  CHECK(raw({"GET", a.remote_key_of(other, "fill.autotune.json")}).str == late);
+  CHECK(raw({"HGET", ledger, "fill|n=7"}).str == "2"); // the other key's result, counted once
+  // Without a fence (the lease let go), puts are plain again.
+  CHECK(a.put(key, "fill.so", "binary"));
 }

@@ -5,7 +5,8 @@
 /// A key's count is written in the same MULTI/EXEC transaction as its tuning result
 /// (redis_backend::ride_with_puts), not after it: a process killed between storing a result and
 /// counting it would leave the key measured and uncounted, and a ledger that lists every key exactly
-/// once is how a fleet shows that no key was lost or measured twice.
+/// once is how a fleet shows that no key was lost or measured twice. A holder paused past its lease is
+/// fenced off (redis_backend::fence_puts): its late result is neither stored nor counted.
 
 #include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <optional>

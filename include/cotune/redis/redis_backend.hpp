@@ -31,6 +31,7 @@
 #include <exception>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -67,6 +68,17 @@ namespace detail {
 /// process there).
 inline void (*transaction_midway_hook)() = nullptr;
 
+/// A fenced put (`redis_backend::fence_puts`): KEYS[1] the entry, KEYS[2] the lease; ARGV[1] the value,
+/// ARGV[2] the holder's token, ARGV[3..] a rider's command. Stores (and runs the rider) while the lease
+/// is the holder's, or when it lapsed and no one stored the entry since; 1 if stored, 0 if fenced off.
+inline constexpr std::string_view fenced_put_script =
+    "local holder = redis.call('GET', KEYS[2]) "
+    "if holder == ARGV[2] or (not holder and redis.call('EXISTS', KEYS[1]) == 0) then "
+    "redis.call('SET', KEYS[1], ARGV[1]) "
+    "if #ARGV > 2 then redis.call(unpack(ARGV, 3)) end "
+    "return 1 end "
+    "return 0";
+
 } // namespace detail
 
 /// A command sent with a put (argv form), or an empty one for none; see `redis_backend::ride_with_puts`.
@@ -102,6 +114,7 @@ struct redis_stats {
   std::uint64_t connect_failures = 0; ///< attempts that failed (refused, timed out, AUTH refused)
   std::uint64_t round_trips = 0;      ///< commands sent to the server (AUTH and SELECT included)
   std::uint64_t backoff_skips = 0;    ///< calls answered at once because the backend was backing off
+  std::uint64_t fenced_writes = 0;    ///< puts refused because their lease had passed to another (fence_puts)
 };
 
 /// A Redis store of remote cache entries. Default-constructed, it follows the knobs at every call
@@ -149,6 +162,16 @@ public:
   /// `cotune tune` counts each tuning result in its job's ledger this way (redis/job_ledger.hpp).
   /// An empty function removes the rider.
   COTUNE_DECL void ride_with_puts(put_rider rider);
+
+  /// From now on, puts under `key` are fenced by the lease `lease_key` held with `token`: each is stored
+  /// (with its rider) in one script, only while the lease is still `token`'s, or when it lapsed and no one
+  /// stored that entry since. A holder paused past its lease (a suspended VM, SIGSTOP), whose key another
+  /// process took over, then neither overwrites that process's result nor counts the key in a job's ledger
+  /// again; its put returns false (counted in `fenced_writes`). The Redis coordination of a tuning
+  /// (redis/tuning_coordination.hpp) fences its key while it holds the lease.
+  COTUNE_DECL void fence_puts(std::string key, std::string lease_key, std::string token);
+  /// Ends the fence `fence_puts` set on `key` with `token` (another holder's fence stays).
+  COTUNE_DECL void unfence_puts(std::string_view key, std::string_view token);
 
   /// Sends one command (argv form, so no argument can be read as another command) and returns the
   /// reply, or nothing when the server is unavailable (backing off, connect failed, I/O error or
@@ -225,6 +248,9 @@ private:
 
   [[nodiscard]] COTUNE_DECL std::shared_ptr<const put_rider> rider_of() const;
 
+  /// The lease fencing puts under `key`, if any: its remote key and the holder's token.
+  [[nodiscard]] COTUNE_DECL std::optional<std::pair<std::string, std::string>> fence_of(std::string_view key) const;
+
   /// Queues one command on `c` (not yet sent); false (with `send_failure_`) when hiredis cannot.
   COTUNE_DECL bool append(redisContext* c, std::span<const std::string_view> argv);
 
@@ -244,6 +270,8 @@ private:
   std::optional<redis_options> fixed_;
   mutable std::mutex rider_mutex_;
   std::shared_ptr<const put_rider> rider_;
+  std::map<std::string, std::pair<std::string, std::string>, std::less<>>
+      fences_;                    // key -> (lease, token); rider_mutex_
   std::atomic<int> read_mode_{0}; // 0: EVAL_RO, 1: EVAL, 2: MGET
 
   std::mutex mutex_; // the connection: one call at a time
@@ -266,7 +294,7 @@ private:
   pid_t pool_pid_ = 0;
 
   std::atomic<std::uint64_t> hits_{0}, misses_{0}, refused_{0}, writes_{0}, skipped_writes_{0}, errors_{0},
-      timeouts_{0}, connects_{0}, connect_failures_{0}, round_trips_{0}, backoff_skips_{0};
+      timeouts_{0}, connects_{0}, connect_failures_{0}, round_trips_{0}, backoff_skips_{0}, fenced_writes_{0};
 };
 
 static_assert(RemoteBackend<redis_backend>);

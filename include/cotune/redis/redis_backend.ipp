@@ -99,6 +99,22 @@ COTUNE_DECL bool redis_backend::put(std::string_view key, std::string_view name,
     const auto checked = cotune::detail::unframe(key, name, value, o.secret);
     rider = (*ride)(key, name, checked ? checked.payload : value);
   }
+  if (auto fence = fence_of(key)) {
+    // In a transaction of its own, so that it is retried only where the server cannot have run it.
+    std::vector<std::string_view> eval{"EVAL", detail::fenced_put_script, "2", k, fence->first, value, fence->second};
+    eval.insert(eval.end(), rider.begin(), rider.end());
+    const std::span<const std::string_view> commands[] = {eval};
+    auto reply = transact(o, commands);
+    if (!reply || reply->type != redis_reply::kind::array || reply->elements.size() != 1 ||
+        reply->elements[0].type != redis_reply::kind::integer)
+      return false;
+    if (reply->elements[0].integer == 1) {
+      ++writes_;
+      return true;
+    }
+    ++fenced_writes_;
+    return false;
+  }
   const std::string_view set[] = {"SET", k, value};
   if (rider.empty()) {
     auto reply = execute(o, set);
@@ -119,6 +135,22 @@ COTUNE_DECL bool redis_backend::put(std::string_view key, std::string_view name,
   return false;
 }
 
+COTUNE_DECL void redis_backend::fence_puts(std::string key, std::string lease_key, std::string token) {
+  std::lock_guard lock(rider_mutex_);
+  fences_.insert_or_assign(std::move(key), std::pair(std::move(lease_key), std::move(token)));
+}
+
+COTUNE_DECL void redis_backend::unfence_puts(std::string_view key, std::string_view token) {
+  std::lock_guard lock(rider_mutex_);
+  if (auto it = fences_.find(key); it != fences_.end() && it->second.second == token) fences_.erase(it);
+}
+
+COTUNE_DECL std::optional<std::pair<std::string, std::string>> redis_backend::fence_of(std::string_view key) const {
+  std::lock_guard lock(rider_mutex_);
+  if (auto it = fences_.find(key); it != fences_.end()) return it->second;
+  return std::nullopt;
+}
+
 COTUNE_DECL void redis_backend::ride_with_puts(put_rider rider) {
   std::lock_guard lock(rider_mutex_);
   rider_ = rider ? std::make_shared<const put_rider>(std::move(rider)) : nullptr;
@@ -137,12 +169,13 @@ COTUNE_DECL redis_stats redis_backend::stats() const noexcept {
   s.connect_failures = connect_failures_;
   s.round_trips = round_trips_;
   s.backoff_skips = backoff_skips_;
+  s.fenced_writes = fenced_writes_;
   return s;
 }
 
 COTUNE_DECL void redis_backend::reset_stats() noexcept {
   for (auto* c : {&hits_, &misses_, &refused_, &writes_, &skipped_writes_, &errors_, &timeouts_, &connects_,
-                  &connect_failures_, &round_trips_, &backoff_skips_})
+                  &connect_failures_, &round_trips_, &backoff_skips_, &fenced_writes_})
     c->store(0);
 }
 
