@@ -86,6 +86,13 @@ cotune::tuning_result result_of(std::string kernel, cotune::config winner) {
   return r;
 }
 
+/// A database holding the entry of one result (result_of's) of `kernel` with config {BLOCK: `block`}.
+cj::tuning_database database_of(std::string kernel, std::int64_t block) {
+  cj::tuning_database db;
+  db.add(cj::database_entry::from(result_of(std::move(kernel), cotune::config{{"BLOCK", block}})));
+  return db;
+}
+
 /// The message of the database_error reading `db`'s text raises (a correctly checksummed file).
 std::string database_refusal(const cj::tuning_database& db) {
   try {
@@ -224,8 +231,7 @@ TEST_CASE("save writes no database its reader refuses: it names the entry and le
           "[job][input_limits][tuning_database]") {
   cotune_test::temp_dir dir{"cotune-limits"};
   const auto file = dir / "app.db.json";
-  cj::tuning_database db;
-  db.add(cj::database_entry::from(result_of("gemm", cotune::config{{"BLOCK", 64}})));
+  cj::tuning_database db = database_of("gemm", 64);
   CHECK(db.entries().front().problem().empty());
   db.save(file);
   const auto before = *cotune::detail::read_file(file);
@@ -291,12 +297,8 @@ TEST_CASE("import_database refuses an entry no reader accepts and leaves the cac
           "[job][input_limits][tuning_database]") {
   cotune_test::temp_dir dir{"cotune-limits"};
   const auto root = dir / "cache";
-  cj::tuning_database good;
-  good.add(cj::database_entry::from(result_of("gemm", cotune::config{{"BLOCK", 64}})));
-  REQUIRE(cj::import_database(root, good, "") == 1);
-  cj::tuning_database app;
-  app.add(cj::database_entry::from(result_of("gemm.v2", cotune::config{{"BLOCK", 32}})));
-  CHECK_THROWS_WITH(cj::import_database(root, app, ""),
+  REQUIRE(cj::import_database(root, database_of("gemm", 64), "") == 1);
+  CHECK_THROWS_WITH(cj::import_database(root, database_of("gemm.v2", 32), ""),
                     Catch::Contains("cannot import the entry of kernel 'gemm.v2'") &&
                         Catch::Contains("kernel name 'gemm.v2' is not a C identifier"));
   CHECK(cj::imported_database(root, "").size() == 1); // still readable, still what it was

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -59,6 +60,18 @@ std::size_t count_of(const std::string& text, const std::string& needle) {
 }
 
 std::string read(const fs::path& p) { return cotune::detail::read_file(p).value_or(""); }
+
+/// The job's ledger under `prefix` (the hash `cotune tune --redis` counts measurements in): how many keys
+/// it lists, and how many of them were counted exactly once.
+std::pair<long long, std::size_t> ledger_of(const cotune_test::redis_server& server, const std::string& prefix) {
+  auto redis = server.client();
+  auto keys = redis({"KEYS", prefix + ":job:*:measured"});
+  REQUIRE(keys.elements.size() == 1);
+  const std::string ledger = keys.elements[0].str;
+  std::size_t once = 0;
+  for (const auto& c : redis({"HVALS", ledger}).elements) once += c.str == "1";
+  return {redis({"HLEN", ledger}).integer, once};
+}
 
 } // namespace
 
@@ -126,14 +139,8 @@ TEST_CASE("four processes share a 64-key job through Redis: each key measured on
   CHECK(measured <= 64); // the ledger below is the exact count
 
   // The ledger: 64 keys, each measured exactly once by anyone (the killed process included).
-  auto redis = server.client();
-  auto keys = redis({"KEYS", "fleet:job:*:measured"});
-  REQUIRE(keys.elements.size() == 1);
-  const std::string ledger = keys.elements[0].str;
-  CHECK(redis({"HLEN", ledger}).integer == 64);
-  auto counts = redis({"HVALS", ledger});
-  std::size_t once = 0;
-  for (const auto& c : counts.elements) once += c.str == "1";
+  const auto [listed, once] = ledger_of(server, "fleet");
+  CHECK(listed == 64);
   CHECK(once == 64);
 }
 
@@ -190,13 +197,7 @@ TEST_CASE("a process paused past its lease is fenced off: the key another took o
     CHECK(count_of(out, "\"outcome\": \"failed\"") == 0);
   }
   // The ledger: each key stored and counted once, the paused process's late result included in none.
-  auto redis = server.client();
-  auto keys = redis({"KEYS", "paused:job:*:measured"});
-  REQUIRE(keys.elements.size() == 1);
-  const std::string ledger = keys.elements[0].str;
-  CHECK(redis({"HLEN", ledger}).integer == 8);
-  auto counts = redis({"HVALS", ledger});
-  std::size_t once = 0;
-  for (const auto& c : counts.elements) once += c.str == "1";
+  const auto [listed, once] = ledger_of(server, "paused");
+  CHECK(listed == 8);
   CHECK(once == 8);
 }
