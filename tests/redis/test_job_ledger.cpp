@@ -179,3 +179,21 @@ TEST_CASE("a holder paused past its lease is fenced off: its late result neither
   // Without a fence (the lease let go), puts are plain again.
   CHECK(a.put(key, "fill.so", "binary"));
 }
+
+TEST_CASE("on a server that runs no scripts, a lease holder's put is stored unfenced, as before",
+          "[redis][job_ledger]") {
+  cotune_test::redis_server server({"--rename-command", "EVAL", "\"\""});
+  cotune_test::temp_dir local;
+  auto dir = cotune::knobs().cache.dir.scoped(local.path().string());
+  redis_backend a(server.options());
+  cotune::redis::count_results_in(a, ledger);
+  auto lease = cotune::redis::redis_lease::try_acquire(
+                   a, key, {.ttl = std::chrono::milliseconds(5000), .renew_in_background = false})
+                   .lease;
+  REQUIRE(lease); // SET NX: no script needed to take it
+  cotune::redis::fenced_lease held(a, key, std::move(*lease));
+  CHECK(a.put(key, "fill.autotune.json", result_json));
+  auto raw = server.client();
+  CHECK(raw({"GET", a.remote_key_of(key, "fill.autotune.json")}).str == result_json);
+  CHECK(raw({"HGET", ledger, "fill|n=7"}).str == "1");
+}

@@ -105,15 +105,19 @@ COTUNE_DECL bool redis_backend::put(std::string_view key, std::string_view name,
     eval.insert(eval.end(), rider.begin(), rider.end());
     const std::span<const std::string_view> commands[] = {eval};
     auto reply = transact(o, commands);
-    if (!reply || reply->type != redis_reply::kind::array || reply->elements.size() != 1 ||
-        reply->elements[0].type != redis_reply::kind::integer)
+    if (!reply) return false;
+    const bool one = reply->type == redis_reply::kind::array && reply->elements.size() == 1;
+    if (one && reply->elements[0].type == redis_reply::kind::integer) {
+      if (reply->elements[0].integer == 1) {
+        ++writes_;
+        return true;
+      }
+      ++fenced_writes_;
       return false;
-    if (reply->elements[0].integer == 1) {
-      ++writes_;
-      return true;
     }
-    ++fenced_writes_;
-    return false;
+    // A server that runs no scripts (EVAL renamed away, a proxy that refuses it: EXEC aborts, or the
+    // script's error) stores the entry unfenced, as before fencing.
+    if (!reply->is_error() && !(one && reply->elements[0].is_error())) return false;
   }
   const std::string_view set[] = {"SET", k, value};
   if (rider.empty()) {
