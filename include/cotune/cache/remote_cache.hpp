@@ -239,6 +239,21 @@ public:
           return self.put_with_companion(data, name, companion);
         });
   }
+  /// Removes `names` from the remote store, not from the local cache (whose eviction takes them in time):
+  /// what a tuning no longer needs once its result is stored, its journal, is not kept for ever in a
+  /// shared store that evicts nothing. A remote failure is not an error; a backend that cannot delete
+  /// keeps them.
+  void forget_remote(std::vector<std::string> names) {
+    if constexpr (requires(R & b, std::span<const std::string> n) { b.erase(std::string_view{}, n); })
+      if (writes_remote()) (void)backend_->erase(key_, names);
+  }
+  /// `forget_remote` run off the caller's thread.
+  [[nodiscard]] auto async_forget_remote(std::vector<std::string> names) requires AsyncRemoteRunner<R> {
+    return backend_->async_run([self = *this, names = std::move(names)]() mutable {
+      self.forget_remote(std::move(names));
+      return true;
+    });
+  }
   /// `put` run off the caller's thread (the data is copied).
   [[nodiscard]] auto async_put(std::string_view data, std::string_view name)
     requires AsyncRemoteRunner<R>

@@ -156,6 +156,10 @@ public:
   /// Throws cache_error for an invalid key or name.
   COTUNE_DECL bool put(std::string_view key, std::string_view name, std::string_view value);
 
+  /// Deletes the values stored under `key` for `names`, in one round trip; false when not done
+  /// (read-only, unavailable). Throws cache_error for an invalid key or name.
+  COTUNE_DECL bool erase(std::string_view key, std::span<const std::string> names);
+
   /// From now on, a put for which `rider` returns a command sends that command with its SET in one
   /// MULTI/EXEC transaction: the server applies both or neither, whatever becomes of this process or
   /// the connection in between. `payload` is the value without its frame (cache/entry_frame.hpp).

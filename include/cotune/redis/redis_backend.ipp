@@ -139,6 +139,17 @@ COTUNE_DECL bool redis_backend::put(std::string_view key, std::string_view name,
   return false;
 }
 
+COTUNE_DECL bool redis_backend::erase(std::string_view key, std::span<const std::string> names) {
+  const auto o = options();
+  if (o.read_only || names.empty()) return false;
+  std::vector<std::string> keys;
+  for (const auto& name : names) keys.push_back(remote_key(o.prefix, key, name));
+  std::vector<std::string_view> argv{"DEL"};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  auto reply = execute(o, argv);
+  return reply && reply->type == redis_reply::kind::integer;
+}
+
 COTUNE_DECL void redis_backend::fence_puts(std::string key, std::string lease_key, std::string token) {
   std::lock_guard lock(rider_mutex_);
   fences_.insert_or_assign(std::move(key), std::pair(std::move(lease_key), std::move(token)));

@@ -400,6 +400,11 @@ auto tuning_job<B, Bench, Cache>::run() -> boost::asio::awaitable<outcome> {
   if (cache) {
     auto storing = store_result(*cache, result);
     co_await std::move(storing);
+    // The journal has served: a shared store that evicts nothing (Redis) does not keep it for ever.
+    if constexpr (requires(Cache & c, std::vector<std::string> names) { c.async_forget_remote(std::move(names)); }) {
+      auto forgetting = cache->async_forget_remote(tuning_journal::files(ctx_.kernel.name));
+      (void)co_await std::move(forgetting);
+    }
   }
   lease.reset(); // the result is stored: waiters elsewhere can read it
   ++ctx_.measured;

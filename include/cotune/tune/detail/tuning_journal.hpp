@@ -42,6 +42,9 @@ struct tuning_journal {
   /// The most chunks a journal has: enough for 2^40 writes.
   static constexpr std::size_t max_chunks = 41;
 
+  /// Every file a journal of `kernel` may have: its chunks and its finals.
+  [[nodiscard]] static COTUNE_DECL std::vector<std::string> files(const std::string& kernel);
+
   /// The candidates earlier runs completed, aligned with `pruned`: a slot is filled only where a run
   /// recorded an outcome for the same config at the same position. A chunk that cannot be parsed is
   /// skipped (its outcomes are measured again); a cache that cannot be read throws `cache_error`.

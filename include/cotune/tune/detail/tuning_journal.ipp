@@ -26,6 +26,13 @@ COTUNE_DECL std::string tuning_journal::file(const std::string& kernel, std::siz
 
 COTUNE_DECL std::string tuning_journal::finals_file(const std::string& kernel) { return kernel + ".journal.finals.json"; }
 
+COTUNE_DECL std::vector<std::string> tuning_journal::files(const std::string& kernel) {
+  std::vector<std::string> out;
+  for (std::size_t chunk = 0; chunk < max_chunks; ++chunk) out.push_back(file(kernel, chunk));
+  out.push_back(finals_file(kernel));
+  return out;
+}
+
 COTUNE_DECL std::string tuning_journal::chunk_json(const std::string& kernel, const std::string& key_text,
                                                    const std::vector<candidate_result>& results,
                                                    const std::vector<std::size_t>& indices) {
