@@ -110,3 +110,26 @@ TEST_CASE("an infinite sample does not turn quantiles into NaN", "[bench][summar
   CHECK(std::isinf(summarize(three, mode(return_mode::mean))[0]));
   CHECK(summarize(three, mode(return_mode::min))[0] == 1.0);
 }
+
+TEST_CASE("quantiles never come out of order, and equal samples are their own quantiles", "[bench][summary]") {
+  // Equal samples (a kernel whose every run reads the same on a coarse clock) are every quantile.
+  // Interpolating as (1 - frac) * a + frac * b gave, of {0.1, 0.1}, p20 = 0.10000000000000002: above the
+  // median; of 42 samples of 0.0123, p80 = 0.012299999999999998: below it.
+  for (double v : {0.1, 0.0123, 0.3, 1e-3, 0.7})
+    for (std::size_t n = 1; n < 200; ++n) {
+      const std::vector<double> same(n, v);
+      for (double q : {0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0}) {
+        INFO(n << " samples of " << v << ", quantile " << q);
+        CHECK(quantile_of_sorted(same, q) == v);
+      }
+    }
+  // Samples from two clock ticks, many equal: p20 <= median <= p80 for every size and mix.
+  for (std::size_t n = 2; n < 400; ++n) {
+    std::vector<double> s;
+    for (std::size_t i = 0; i < n; ++i) s.push_back(0.0123 * static_cast<double>(1 + (i * 7 % 3 == 0)));
+    const auto q = summarize(s, bench_options{.quantiles = {0.5, 0.2, 0.8}});
+    INFO("n = " << n);
+    CHECK(q[1] <= q[0]);
+    CHECK(q[0] <= q[2]);
+  }
+}

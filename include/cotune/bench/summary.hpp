@@ -23,10 +23,14 @@ namespace cotune {
   const auto lo = static_cast<std::size_t>(p);
   const auto hi = std::min(lo + 1, sorted.size() - 1);
   const double frac = p - static_cast<double>(lo);
+  const double a = sorted[lo], b = sorted[hi];
   // An exact position returns its sample: interpolating with weight 0 would turn a +inf neighbour
-  // (a failed run) into NaN, since 0 * inf is NaN.
-  if (frac == 0.0) return sorted[lo];
-  return (1.0 - frac) * sorted[lo] + frac * sorted[hi];
+  // (a failed run) into NaN, since 0 * inf is NaN. Equal neighbours (+inf ones too) are the answer.
+  if (frac == 0.0 || a == b) return a;
+  // a + frac * (b - a), kept within [a, b]: (1 - frac) * a + frac * b rounds off equal or close
+  // neighbours (0.8 * 0.1 + 0.2 * 0.1 is 0.10000000000000002), so that p20 came out above the median
+  // of samples that were all 0.1. Kept within its neighbours, a higher quantile is never the lower value.
+  return std::clamp(a + frac * (b - a), a, b);
 }
 
 /// Throws cotune::error unless every quantile is in [0, 1] (checked before any time is spent measuring).
