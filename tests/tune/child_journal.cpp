@@ -1,7 +1,8 @@
 // A separate process for the journal and isolation tests (tests/tune/test_tuning_job.cpp): tunes one key
 // of a kernel whose candidates may crash, printing each outcome as it happens, then a summary.
-// Usage: child_journal <cache dir> <scenario: slow | crash>
+// Usage: child_journal <cache dir> <scenario: slow | finals | crash>
 //   slow:  8 candidates of busy work, each measured for ~40 ms (time to be killed midway)
+//   finals: as slow, but 4 of the 8 equally fast: 4 finalists, in interleaved rounds of ~8 ms each
 //   crash: 6 candidates; the one with CRASH=1 dereferences null (COTUNE_ISOLATE=auto: in-process until it crashed)
 #include <cstdio>
 #include <cstdlib>
@@ -39,9 +40,11 @@ int main(int argc, char** argv) {
   std::vector<cotune::config> configs;
   if (scenario == "slow")
     for (int cost : {5, 1, 6, 2, 7, 3, 8, 4}) configs.push_back(cotune::config{{"COST", cost}, {"CRASH", 0}});
+  else if (scenario == "finals")
+    for (int i = 0; i < 8; ++i) configs.push_back(cotune::config{{"COST", i % 2 ? 4 : 1}, {"CRASH", 0}, {"COPY", i}});
   else
     for (int i = 0; i < 6; ++i) configs.push_back(cotune::config{{"COST", 1 + i}, {"CRASH", i == 3 ? 1 : 0}});
-  const double rep_ms = scenario == "slow" ? 40.0 : 5.0;
+  const double rep_ms = scenario == "crash" ? 5.0 : 40.0;
   cotune::autotuner<void(int*, int)> tuner{cotune_test::crashing_kernel("child_" + scenario), configs,
                                            {.arg_names = {"out", "n"}, .key = {"n"}, .cache_results = true,
                                             .bench = cotune::bench_options{.warmup_ms = 1.0, .rep_ms = rep_ms},
@@ -54,7 +57,7 @@ int main(int argc, char** argv) {
     crashed += c.status == cotune::candidate_status::crashed ? 1 : 0;
   }
   // The winner's time to the last bit (%a): a resumed final is the journaled one, not a new measurement.
-  std::printf("done resumed=%d crashed=%d best=%s best_ms=%a\n", resumed, crashed, result.best().text().c_str(),
-              result.candidates[result.winner].time[0]);
+  std::printf("done resumed=%d crashed=%d rounds_resumed=%zu best=%s best_ms=%a\n", resumed, crashed,
+              result.final_rounds_resumed, result.best().text().c_str(), result.candidates[result.winner].time[0]);
   return 0;
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <poll.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,9 +47,19 @@ std::size_t count_status(const tuning_result& r, candidate_status s) {
       std::count_if(r.candidates.begin(), r.candidates.end(), [&](const candidate_result& c) { return c.status == s; }));
 }
 
-/// Runs the child in `scenario` on `cache_dir`; SIGKILLs it after `kill_after` outcome lines (0: never).
-/// Returns its output and wait status.
-std::pair<std::string, int> run_child(const std::string& cache_dir, const char* scenario, int kill_after) {
+/// Whether a file named `name` exists anywhere under `dir`.
+bool file_under(const std::string& dir, const std::string& name) {
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::end(it);
+       it.increment(ec))
+    if (it->path().filename() == name) return true;
+  return false;
+}
+
+/// Runs the child in `scenario` on `cache_dir`; SIGKILLs it after `kill_after` outcome lines (0: never),
+/// or as soon as a file named `kill_at_file` exists under `cache_dir`. Returns its output and wait status.
+std::pair<std::string, int> run_child(const std::string& cache_dir, const char* scenario, int kill_after,
+                                      const std::string& kill_at_file = {}) {
   int fds[2];
   REQUIRE(::pipe(fds) == 0);
   const pid_t pid = ::fork();
@@ -65,6 +76,16 @@ std::pair<std::string, int> run_child(const std::string& cache_dir, const char* 
   int outcomes = 0;
   char buf[512];
   for (;;) {
+    if (!kill_at_file.empty()) { // the child may print nothing for a while: look for the file meanwhile
+      pollfd p{fds[0], POLLIN, 0};
+      if (::poll(&p, 1, 2) == 0) {
+        if (file_under(cache_dir, kill_at_file)) {
+          ::kill(pid, SIGKILL);
+          break;
+        }
+        continue;
+      }
+    }
     const ssize_t n = ::read(fds[0], buf, sizeof buf);
     if (n <= 0) break;
     out.append(buf, static_cast<std::size_t>(n));
@@ -368,6 +389,37 @@ TEST_CASE("a tuning killed after its finals resumes them from the journal, measu
   // The winner and its time to the last bit: the journaled final, not a new measurement.
   const auto best = [](const std::string& out) { return out.substr(out.rfind("best=")); };
   CHECK(best(second) == best(first));
+}
+
+TEST_CASE("a tuning killed during its finals resumes the rounds its journal holds and measures only the others",
+          "[tune][tuning_job][journal]") {
+  private_cache cache;
+  const auto dir = cache.cache_dir().string();
+  // Killed once round 2 of the finals (in this process: isolation is `auto` and nothing crashed yet)
+  // is journaled, so that rounds 1 and 2 at least are.
+  auto [killed, killed_status] = run_child(dir, "finals", 0, "child_finals.journal.round.1.json");
+  INFO(killed);
+  REQUIRE(WIFSIGNALED(killed_status));
+  CHECK(lines_with(killed, "measured ") == 8); // the first pass ended: it was killed in the finals
+  CHECK_FALSE(file_under(dir, "child_finals.journal.finals.json"));
+  // The rerun (isolated now: the journal shows a run that died) takes the first pass and those rounds
+  // from the journal and measures the rest of the rounds in its isolated copy.
+  auto [out, status] = run_child(dir, "finals", 0);
+  INFO(out);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  CHECK(lines_with(out, "resumed=1\n") == 8);
+  const int rounds = field(out, "rounds_resumed");
+  CHECK(rounds >= 2);
+  CHECK(rounds <= static_cast<int>(final_rounds));
+  // It journaled the rest: a third run, its result removed, measures nothing again.
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+    if (e.path().filename() == "child_finals.autotune.json") std::filesystem::remove(e.path());
+  auto [third, third_status] = run_child(dir, "finals", 0);
+  INFO(third);
+  REQUIRE(WIFEXITED(third_status));
+  CHECK(lines_with(third, "resumed=1\n") == 8);
+  CHECK(third.substr(third.rfind("best=")) == out.substr(out.rfind("best=")));
 }
 
 TEST_CASE("after a crash took the process down, the rerun isolates and loses only that candidate",

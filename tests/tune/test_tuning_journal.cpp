@@ -152,3 +152,106 @@ TEST_CASE("a journal of another space, or a damaged chunk, resumes nothing it sh
     CHECK_FALSE(read[5].has_value());
   }
 }
+
+namespace {
+
+/// Journals rounds [from, to) of finals whose finalist k takes `per_round[k]` samples a round (each
+/// round's samples distinct: round * 1000 + k + j / per_round), finalist `fails` (if any) failing in
+/// round `fails_in`; returns what was measured. Each round's file is written as the tuning writes it.
+finals_progress journal_rounds(file_cache& cache, const std::vector<candidate_result>& results,
+                               const std::vector<std::size_t>& finalists, const std::vector<std::size_t>& per_round,
+                               std::size_t from, std::size_t to, finals_progress progress,
+                               std::optional<std::size_t> fails = std::nullopt, std::size_t fails_in = 0) {
+  std::vector<std::size_t> journaled(finalists.size());
+  for (std::size_t k = 0; k < finalists.size(); ++k) journaled[k] = progress.samples[k].size();
+  for (std::size_t round = from; round < to; ++round) {
+    for (std::size_t k = 0; k < finalists.size(); ++k) {
+      if (progress.failures[k]) continue;
+      if (fails && *fails == k && round == fails_in) {
+        progress.failures[k] = final_failure{candidate_status::crashed, "signal 11 in round " + std::to_string(round)};
+        continue;
+      }
+      for (std::size_t j = 0; j < per_round[k]; ++j)
+        progress.samples[k].push_back(static_cast<double>(round * 1000 + k) +
+                                      static_cast<double>(j) / static_cast<double>(per_round[k]));
+    }
+    progress.rounds_done = round + 1;
+    cache.put(tuning_journal::round_json("k", "n=1", results, finalists, progress, journaled, final_rounds),
+              tuning_journal::round_file("k", round));
+    for (std::size_t k = 0; k < finalists.size(); ++k) journaled[k] = progress.samples[k].size();
+  }
+  return progress;
+}
+
+} // namespace
+
+TEST_CASE("the finals' rounds are journaled as they end: a resumed tuning goes on from the last one",
+          "[tune][journal][finals]") {
+  cotune_test::temp_dir dir("cotune-journal");
+  file_cache cache(dir.path(), key);
+  const auto cfgs = space(8);
+  const auto results = pending(cfgs);
+  const std::vector<std::size_t> finalists{5, 1, 6};
+  CHECK_FALSE(tuning_journal::read_rounds(cache, "k", cfgs, finalists, final_rounds).has_value());
+  // Killed after round 3 of 5: rounds 0, 1 and 2 are in the journal, each finalist's samples in order.
+  const auto measured = journal_rounds(cache, results, finalists, {3, 7, 1}, 0, 3, finals_progress(3));
+  auto read = tuning_journal::read_rounds(cache, "k", cfgs, finalists, final_rounds);
+  REQUIRE(read.has_value());
+  CHECK(read->rounds_done == 3);
+  CHECK(read->samples == measured.samples);
+  CHECK_FALSE(read->failures[0]);
+  // The resumed run measures rounds 3 and 4 and journals them after the three it took over: a third
+  // run reads all five, as one run that was never killed would have measured them.
+  const auto finished = journal_rounds(cache, results, finalists, {3, 7, 1}, 3, 5, *std::move(read));
+  const auto again = tuning_journal::read_rounds(cache, "k", cfgs, finalists, final_rounds);
+  REQUIRE(again.has_value());
+  CHECK(again->rounds_done == 5);
+  CHECK(again->samples == finished.samples);
+  CHECK(again->samples[1].size() == 5 * 7);
+  // Other finalists (another order, another set), another space or another round count: nothing.
+  CHECK_FALSE(tuning_journal::read_rounds(cache, "k", cfgs, {1, 5, 6}, final_rounds).has_value());
+  CHECK_FALSE(tuning_journal::read_rounds(cache, "k", cfgs, {5, 1}, final_rounds).has_value());
+  auto other = cfgs;
+  other[6] = config{{"BLOCK", 60}};
+  CHECK_FALSE(tuning_journal::read_rounds(cache, "k", other, finalists, final_rounds).has_value());
+  CHECK_FALSE(tuning_journal::read_rounds(cache, "k", cfgs, finalists, 4).has_value());
+  // A damaged round ends what is taken there; a missing one too, whatever follows it.
+  cache.put("{\"format\": 1, \"size\": 8, \"round\": 2, \"rou", tuning_journal::round_file("k", 2));
+  const auto cut = tuning_journal::read_rounds(cache, "k", cfgs, finalists, final_rounds);
+  REQUIRE(cut.has_value());
+  CHECK(cut->rounds_done == 2);
+  CHECK(cut->samples[1].size() == 2 * 7);
+  // Every round file is among the journal's files (deleted with it).
+  const auto files = tuning_journal::files("k");
+  CHECK(std::find(files.begin(), files.end(), tuning_journal::round_file("k", 4)) != files.end());
+}
+
+TEST_CASE("a finalist that failed in a journaled round stays failed, and a large round is kept as order statistics",
+          "[tune][journal][finals]") {
+  cotune_test::temp_dir dir("cotune-journal");
+  file_cache cache(dir.path(), key);
+  const auto cfgs = space(4);
+  const auto results = pending(cfgs);
+  const std::vector<std::size_t> finalists{0, 2, 3};
+  const std::size_t big = 3 * tuning_journal::max_round_samples + 5;
+  const auto measured = journal_rounds(cache, results, finalists, {big, 10, 10}, 0, 2, finals_progress(3), 2, 1);
+  const auto read = tuning_journal::read_rounds(cache, "k", cfgs, finalists, final_rounds);
+  REQUIRE(read.has_value());
+  CHECK(read->rounds_done == 2);
+  REQUIRE(read->failures[2].has_value());
+  CHECK(read->failures[2]->status == candidate_status::crashed);
+  CHECK(read->failures[2]->reason == "signal 11 in round 1");
+  CHECK(read->samples[1] == measured.samples[1]);
+  // Finalist 0's rounds hold more than the file keeps: as many samples come back, and their quantiles
+  // are those of what was measured within 1/4096 in rank.
+  REQUIRE(read->samples[0].size() == measured.samples[0].size());
+  auto a = measured.samples[0], b = read->samples[0];
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  for (double q : {0.2, 0.5, 0.8}) {
+    const auto at = static_cast<std::size_t>(q * static_cast<double>(a.size()));
+    const auto lo = a[at - std::min(at, a.size() / 2048)], hi = a[std::min(a.size() - 1, at + a.size() / 2048)];
+    CHECK(b[at] >= lo);
+    CHECK(b[at] <= hi);
+  }
+}

@@ -34,6 +34,7 @@
 #include <cotune/cache/remote_companion.ipp>
 #include <cotune/tune/tuning_result.ipp>
 #include <cotune/tune/detail/tuning_journal.ipp>
+#include <cotune/tune/detail/interleaved_finals.ipp>
 #include <cotune/tune/binary_cache.ipp>
 #include <cotune/impl/gpu_src.hpp>
 #include <cotune/knobs/knob.ipp>

@@ -76,10 +76,16 @@ COTUNE_DECL void printing_observer::handle(const tuning_selected& e) {
   if (!summary_ || r.from_cache) return;
   // Where the time went, when the tuning recorded it (tune/tuning_phases.hpp).
   const std::string phases = r.phases.known() ? ": " + r.phases.text() : std::string();
+  // A tuning killed during its finals resumes the rounds its journal holds (tune/detail/tuning_recovery.hpp).
+  const std::string rounds =
+      r.final_rounds_resumed
+          ? fmt::format(COTUNE_FMT(" ({} rounds of the finals resumed from the journal)"), r.final_rounds_resumed)
+          : std::string();
   fmt::print(out_,
-             COTUNE_FMT("cotune autotuning for kernel {},\nwith key as ({}),\nfinished after {:.2f}s{}{},\nbest config "
-                        "selected: {};\n"),
-             r.kernel, r.key_text, r.wall_ms / 1000.0, phases, r.from_cache ? " (from cache)" : "", r.shown(r.best()));
+             COTUNE_FMT("cotune autotuning for kernel {},\nwith key as ({}),\nfinished after {:.2f}s{}{}{},\nbest "
+                        "config selected: {};\n"),
+             r.kernel, r.key_text, r.wall_ms / 1000.0, phases, r.from_cache ? " (from cache)" : "", rounds,
+             r.shown(r.best()));
   print_table(out_, r);
   std::fflush(out_);
 }

@@ -157,6 +157,9 @@ struct tuning_result {
   bool launch_options = true; ///< the backend uses configs' launch options (false: the host backend)
   tuning_phases phases{}; ///< where a measured tuning's wall time went (none for one read from a cache)
   background_measurement background{}; ///< a background tuning's pacing and re-measurements
+  /// Timed rounds of the finals taken from the journal of an interrupted run (of `final_rounds`, 5),
+  /// not measured again. This run's only: not stored with the result.
+  std::size_t final_rounds_resumed = 0;
 
   [[nodiscard]] const config& best() const { return candidates.at(winner).cfg; }
   /// A config as this result's backend sees it: without launch options where it has none.

@@ -27,6 +27,7 @@
 #include <cotune/detail/isolated_run.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/detail/backend_traits.hpp>
+#include <cotune/tune/detail/interleaved_finals.hpp>
 #include <cotune/tune/tuning_result.hpp>
 #include <cotune/tune/verification.hpp>
 
@@ -45,6 +46,14 @@ class fork_server;
 class fork_server_lane;
 struct job_result;
 
+/// Which round of the finals a job in the isolated copy times: `round` (from 0), `cold` (the copy's
+/// first of these finals: its first round warms up in full), after settling for up to `settle_ms`.
+struct finals_round {
+  std::size_t round = 0;
+  bool cold = true;
+  double settle_ms = 0;
+};
+
 /// COTUNE_ISOLATE for backends with `fork_isolation` (the host): one tuning's candidates measured one
 /// after another in a persistent copy of the process. The copy is a worker of a `fork_server` forked
 /// when the tuning measures its first candidate, so it sees the arguments and the compiled binaries
@@ -60,10 +69,11 @@ public:
   using measure_fn = std::optional<std::vector<double>> (*)(const void* context, std::size_t index,
                                                              const bench_options& o);
 
-  /// Runs in the copy: a tuning's fair finals of `finalists` on the copy's own loaded candidates, their
-  /// results (`encode_finals`), or nothing when the copy has no binary for one of them.
+  /// Runs in the copy: one round of a tuning's fair finals of `finalists` on the copy's own loaded
+  /// candidates, its samples and failures (`encode_round`), or nothing when the copy has no binary for
+  /// one of them.
   using finals_fn = std::optional<std::string> (*)(const void* context, const std::vector<std::size_t>& finalists,
-                                                   const bench_options& full);
+                                                   const bench_options& full, const finals_round& round);
 
   COTUNE_DECL fork_measurer(measure_fn measure, const void* context, finals_fn finals = nullptr);
   fork_measurer(const fork_measurer&) = delete;
@@ -80,12 +90,12 @@ public:
                                                         std::string_view kernel, std::string_view shown,
                                                         std::optional<std::size_t> next = std::nullopt);
 
-  /// The finals of `finalists` as one job in the copy, its reply (`finals_fn`'s) within `limit`. Nothing
-  /// when they did not end there, with `why`: the copy crashed or hung (killed; the next job forks a new
-  /// one), one of them threw, or the copy predates a finalist's binary. The caller then measures the
-  /// finalists one by one in the copy, so that the one at fault costs only itself.
+  /// Round `round` of the finals of `finalists` as one job in the copy, its reply (`finals_fn`'s) within
+  /// `limit`. Nothing when it did not end there, with `why`: the copy crashed or hung (killed; the next
+  /// job forks a new one), it threw, or the copy predates a finalist's binary. The caller then measures
+  /// the finalists one by one in the copy, so that the one at fault costs only itself.
   [[nodiscard]] COTUNE_DECL std::optional<std::string> finals(const std::vector<std::size_t>& finalists,
-                                                              const bench_options& full,
+                                                              const bench_options& full, const finals_round& round,
                                                               std::chrono::milliseconds limit, std::string& why);
 
   /// Ends the server and its worker (the next `measure` forks a new one).
@@ -119,14 +129,13 @@ private:
   std::vector<std::pair<request, std::unique_ptr<job_result>>> drained_;
 };
 
-/// The finalists' results as a forked copy's finals made them (status, reason, timings, noise, samples),
-/// for `decode_finals` in the tuning's process.
-[[nodiscard]] COTUNE_DECL std::string encode_finals(const std::vector<candidate_result>& results,
-                                                    const std::vector<std::size_t>& finalists);
-/// Writes what `encode_finals` encoded into `results` (each finalist's config kept); false, and
-/// nothing written, for bytes that are not the finals of exactly these finalists.
-[[nodiscard]] COTUNE_DECL bool decode_finals(std::string_view bytes, std::vector<candidate_result>& results,
-                                             const std::vector<std::size_t>& finalists);
+/// One round of the finals as a forked copy measured it (`progress`: each finalist's samples of that
+/// round, or its failure), for `decode_round` in the tuning's process.
+[[nodiscard]] COTUNE_DECL std::string encode_round(const finals_progress& progress);
+/// Appends what `encode_round` encoded to `progress`: the copy's k-th finalist is `progress`'s `at[k]`-th.
+/// False, and nothing added, for bytes that are not a round of exactly that many finalists.
+[[nodiscard]] COTUNE_DECL bool decode_round(std::string_view bytes, const std::vector<std::size_t>& at,
+                                            finals_progress& progress);
 
 /// Whether this tuning's candidates are measured in isolation: `wanted` (COTUNE_ISOLATE said so), the
 /// backend can, and (for a worker) nothing in the options is host code that only this process can

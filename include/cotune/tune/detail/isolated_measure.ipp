@@ -43,11 +43,11 @@ COTUNE_DECL void fork_measurer::drain_ahead(std::chrono::milliseconds limit) {
   ahead_.reset();
 }
 
-// A finals request: 'F', the budgets, the count and the finalists' indices (never sizeof(request)
-// bytes long, which a candidate's request is).
+// A finals request: 'F', the budgets, the round, the count and the finalists' indices (never
+// sizeof(request) bytes long, which a candidate's request is).
 COTUNE_DECL std::optional<std::string> fork_measurer::finals(const std::vector<std::size_t>& finalists,
-                                                             const bench_options& full, std::chrono::milliseconds limit,
-                                                             std::string& why) {
+                                                             const bench_options& full, const finals_round& round,
+                                                             std::chrono::milliseconds limit, std::string& why) {
   if (!finals_) {
     why = "no finals in this copy";
     return std::nullopt;
@@ -58,6 +58,9 @@ COTUNE_DECL std::optional<std::string> fork_measurer::finals(const std::vector<s
   auto put = [&](const auto& v) { bytes.append(reinterpret_cast<const char*>(&v), sizeof v); };
   put(full.warmup_ms);
   put(full.rep_ms);
+  put(static_cast<std::uint64_t>(round.round));
+  put(static_cast<std::uint8_t>(round.cold));
+  put(round.settle_ms);
   put(static_cast<std::uint64_t>(finalists.size()));
   for (auto i : finalists) put(static_cast<std::uint64_t>(i));
   lane_->send(bytes);
@@ -107,6 +110,14 @@ COTUNE_DECL std::string fork_measurer::serve(const void* self, std::string_view 
     bench_options o = me.base_;
     get(o.warmup_ms);
     get(o.rep_ms);
+    std::uint64_t round = 0;
+    std::uint8_t cold = 0;
+    finals_round which;
+    get(round);
+    get(cold);
+    get(which.settle_ms);
+    which.round = static_cast<std::size_t>(round);
+    which.cold = cold != 0;
     std::uint64_t count = 0;
     get(count);
     if (count > (bytes.size() - at) / sizeof(std::uint64_t)) throw error("isolated finals: a malformed request");
@@ -116,7 +127,7 @@ COTUNE_DECL std::string fork_measurer::serve(const void* self, std::string_view 
       get(i);
       finalists.push_back(static_cast<std::size_t>(i));
     }
-    auto reply = me.finals_(me.context_, finalists, o);
+    auto reply = me.finals_(me.context_, finalists, o, which);
     return reply ? "R" + *reply : std::string("M");
   }
   if (bytes.size() != sizeof r) throw error("isolated measurement: a malformed request");
@@ -201,69 +212,67 @@ COTUNE_DECL std::vector<double> fork_measurer::measure(std::size_t index, const 
                   kernel, shown));
 }
 
-COTUNE_DECL std::string encode_finals(const std::vector<candidate_result>& results,
-                                      const std::vector<std::size_t>& finalists) {
+COTUNE_DECL std::string encode_round(const finals_progress& progress) {
   std::string out;
   auto put = [&](const auto& v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  put(static_cast<std::uint64_t>(finalists.size()));
-  for (auto i : finalists) {
-    const auto& r = results.at(i);
-    put(static_cast<std::uint64_t>(i));
-    put(static_cast<std::int32_t>(r.status));
-    put(r.time);
-    put(r.rsd);
-    put(static_cast<std::uint64_t>(r.samples));
-    put(static_cast<std::int32_t>(r.device));
-    put(static_cast<std::uint8_t>(r.interleaved));
-    put(static_cast<std::uint64_t>(r.reason.size()));
-    out += r.reason;
+  put(static_cast<std::uint64_t>(progress.samples.size()));
+  for (std::size_t k = 0; k < progress.samples.size(); ++k) {
+    if (const auto& failed = progress.failures.at(k)) {
+      put(static_cast<std::int32_t>(failed->status));
+      put(static_cast<std::uint64_t>(failed->reason.size()));
+      out += failed->reason;
+      continue;
+    }
+    put(static_cast<std::int32_t>(candidate_status::ok));
+    put(static_cast<std::uint64_t>(progress.samples[k].size()));
+    out.append(reinterpret_cast<const char*>(progress.samples[k].data()), progress.samples[k].size() * sizeof(double));
   }
   return out;
 }
 
-COTUNE_DECL bool decode_finals(std::string_view bytes, std::vector<candidate_result>& results,
-                               const std::vector<std::size_t>& finalists) {
-  std::size_t at = 0;
-  bool good = true;
+COTUNE_DECL bool decode_round(std::string_view bytes, const std::vector<std::size_t>& at, finals_progress& progress) {
+  std::size_t pos = 0;
   auto get = [&](auto& v) {
-    if (!good || bytes.size() - at < sizeof v) {
-      good = false;
-      return;
-    }
-    std::memcpy(&v, bytes.data() + at, sizeof v);
-    at += sizeof v;
+    if (bytes.size() - pos < sizeof v) return false;
+    std::memcpy(&v, bytes.data() + pos, sizeof v);
+    pos += sizeof v;
+    return true;
   };
   std::uint64_t count = 0;
-  get(count);
-  if (!good || count != finalists.size()) return false;
-  std::vector<candidate_result> decoded;
-  for (auto i : finalists) {
-    candidate_result r = results.at(i);
-    std::uint64_t index = 0, samples = 0, reason = 0;
-    std::int32_t status = 0, device = 0;
-    std::uint8_t interleaved = 0;
-    get(index);
-    get(status);
-    get(r.time);
-    get(r.rsd);
-    get(samples);
-    get(device);
-    get(interleaved);
-    get(reason);
-    if (!good || index != i || status < 0 || status > static_cast<std::int32_t>(candidate_status::wrong_result) ||
-        reason > bytes.size() - at)
+  if (!get(count) || count != at.size()) return false;
+  std::vector<std::pair<std::int32_t, std::string>> decoded; // status, and the reason or the samples' bytes
+  for (std::uint64_t k = 0; k < count; ++k) {
+    std::int32_t status = 0;
+    std::uint64_t size = 0;
+    if (!get(status) || !get(size) || status < 0 ||
+        status > static_cast<std::int32_t>(candidate_status::wrong_result) ||
+        static_cast<candidate_status>(status) == candidate_status::not_run ||
+        static_cast<candidate_status>(status) == candidate_status::not_evaluated)
       return false;
-    r.status = static_cast<candidate_status>(status);
-    r.samples = static_cast<std::size_t>(samples);
-    r.device = device;
-    r.interleaved = interleaved != 0;
-    r.resumed = false;
-    r.reason = std::string(bytes.substr(at, reason));
-    at += reason;
-    decoded.push_back(std::move(r));
+    const bool ok = static_cast<candidate_status>(status) == candidate_status::ok;
+    if (ok && size > (bytes.size() - pos) / sizeof(double)) return false;
+    const std::uint64_t length = ok ? size * sizeof(double) : size;
+    if (length > bytes.size() - pos) return false;
+    decoded.emplace_back(status, std::string(bytes.substr(pos, length)));
+    pos += length;
   }
-  if (at != bytes.size()) return false;
-  for (std::size_t k = 0; k < finalists.size(); ++k) results[finalists[k]] = std::move(decoded[k]);
+  if (pos != bytes.size()) return false;
+  for (std::size_t k = 0; k < at.size(); ++k) {
+    const std::size_t j = at[k];
+    if (j >= progress.samples.size() || j >= progress.failures.size()) return false;
+  }
+  for (std::size_t k = 0; k < at.size(); ++k) {
+    const std::size_t j = at[k];
+    auto& [status, payload] = decoded[k];
+    if (static_cast<candidate_status>(status) != candidate_status::ok) {
+      progress.failures[j] = final_failure{static_cast<candidate_status>(status), std::move(payload)};
+      continue;
+    }
+    const std::size_t n = payload.size() / sizeof(double);
+    const std::size_t old = progress.samples[j].size();
+    progress.samples[j].resize(old + n);
+    std::memcpy(progress.samples[j].data() + old, payload.data(), payload.size());
+  }
   return true;
 }
 

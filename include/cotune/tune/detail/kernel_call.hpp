@@ -75,9 +75,10 @@ public:
   /// is the only candidate.
   [[nodiscard]] virtual measurement time(const binary_entry& bin, const function_type& fn, const config& c,
                                          std::size_t d, const bench_options& o, std::size_t n, bool isolate) = 0;
-  /// On device `d`'s thread: the fair finals of `finalists`, all loaded there (interleaved_finals.hpp).
+  /// On device `d`'s thread: rounds of the fair finals of `finalists`, all loaded there, going on from
+  /// `progress` as `plan` says; the outcomes are recorded once every round is done (interleaved_finals.hpp).
   virtual void measure_finals(tuning_state<B>& state, const std::vector<std::size_t>& finalists, std::size_t d,
-                              const bench_options& full) = 0;
+                              const bench_options& full, finals_progress& progress, const rounds_plan& plan) = 0;
 };
 
 /// A kernel `void(Args...)`'s call as a tuning job uses it: the tuner's core, options and argument
@@ -155,8 +156,8 @@ public:
   }
 
   void measure_finals(tuning_state<B>& state, const std::vector<std::size_t>& finalists, std::size_t d,
-                      const bench_options& full) override {
-    cotune::measure_finals(ctx_, opts_, arguments_, state, finalists, args_on(d), d, full);
+                      const bench_options& full, finals_progress& progress, const rounds_plan& plan) override {
+    cotune::measure_finals(ctx_, opts_, arguments_, state, finalists, args_on(d), d, full, progress, plan);
   }
 
 private:

@@ -213,13 +213,20 @@ private:
   /// What the fork measurer's copy runs (`context` is this job's fork_context, as copied).
   static std::optional<std::vector<double>> measure_forked(const void* context, std::size_t index,
                                                            const bench_options& o);
-  /// The finals the fork measurer's copy runs: the same fair finals as in-process, on its own copy.
+  /// One round of the finals as the fork measurer's copy runs it: the same fair finals as in-process,
+  /// on its own copy; the round's samples and failures (`detail::encode_round`).
   static std::optional<std::string> finals_forked(const void* context, const std::vector<std::size_t>& finalists,
-                                                  const bench_options& full);
-  /// The finals of `finalists` in the tuning's isolated copy, as one job (on the launch device's
-  /// thread); false, with `why`, when they did not end there.
+                                                  const bench_options& full, const detail::finals_round& round);
+  /// The finals of `finalists` in the tuning's isolated copy, going on from `progress`, a job per round
+  /// (on the launch device's thread), `after_round` called after each; the outcomes are then recorded.
+  /// False, with `why`, when a round did not end there.
   bool finals_in_fork(shared_state& state, const std::vector<std::size_t>& finalists, std::size_t d,
-                      const bench_options& full, std::string& why);
+                      const bench_options& full, finals_progress& progress,
+                      const std::function<void(const finals_progress&)>& after_round, std::string& why);
+  /// Marks in `progress` (aligned with `finalists`) the finalists that `load_finalists` left out of
+  /// `loaded`, with the failure it recorded.
+  static void unloaded_fail(shared_state& state, const std::vector<std::size_t>& finalists,
+                            const std::vector<std::size_t>& loaded, finals_progress& progress);
 
   /// What a forked copy of this process needs to measure a candidate.
   struct fork_context {
@@ -242,6 +249,7 @@ private:
   double background_share_ = 0;                ///< in_background's share; 0: a blocking tuning
   std::shared_ptr<detail::pacing_counts> pacing_ = std::make_shared<detail::pacing_counts>();
   std::size_t remeasured_ = 0, final_repeats_ = 0;
+  std::size_t final_rounds_resumed_ = 0; ///< rounds of the finals taken from an interrupted run's journal
   double first_pass_spread_ = 0; ///< the first pass's median spread, the finals' reference
 };
 
@@ -257,9 +265,9 @@ measurement tuning_job<B, Bench, Cache>::measure_in_fork(shared_state& state, st
 }
 
 template <Backend B, class Bench, CacheManager Cache>
-std::optional<std::string> tuning_job<B, Bench, Cache>::finals_forked(const void* context,
-                                                                      const std::vector<std::size_t>& finalists,
-                                                                      const bench_options& full) {
+std::optional<std::string>
+tuning_job<B, Bench, Cache>::finals_forked(const void* context, const std::vector<std::size_t>& finalists,
+                                           const bench_options& full, const detail::finals_round& round) {
   const auto& c = *static_cast<const fork_context*>(context);
   auto& state = *c.state;
   for (auto i : finalists)
@@ -269,31 +277,60 @@ std::optional<std::string> tuning_job<B, Bench, Cache>::finals_forked(const void
     state.results[i].status = candidate_status::ok;
     state.results[i].reason.clear();
   }
-  const auto loaded = c.job->load_finalists(state, finalists, c.device); // on_load, in the copy
-  c.job->call_->measure_finals(state, loaded, c.device, full);
-  return detail::encode_finals(state.results, finalists);
+  finals_progress progress(finalists.size());
+  progress.rounds_done = round.round;
+  // on_load, in the copy (once: the copy keeps its finalists loaded from one round's job to the next)
+  unloaded_fail(state, finalists, c.job->load_finalists(state, finalists, c.device), progress);
+  c.job->call_->measure_finals(state, finalists, c.device, full, progress,
+                               rounds_plan{.last = round.round + 1, .cold = round.cold, .settle_ms = round.settle_ms});
+  return detail::encode_round(progress);
 }
 
 template <Backend B, class Bench, CacheManager Cache>
 bool tuning_job<B, Bench, Cache>::finals_in_fork(shared_state& state, const std::vector<std::size_t>& finalists,
-                                                 std::size_t d, const bench_options& full, std::string& why) {
+                                                 std::size_t d, const bench_options& full, finals_progress& progress,
+                                                 const std::function<void(const finals_progress&)>& after_round,
+                                                 std::string& why) {
   if (!fork_measurer_) {
     fork_context_ = fork_context{this, &state, d, state.results.size()};
     fork_measurer_ = std::make_unique<detail::fork_measurer>(&measure_forked, &fork_context_, &finals_forked);
   }
-  // The whole job's bound: each finalist's first run within the bench timeout and the rest of its
-  // rounds within four times its budget, the settling twice over, and a second more.
-  const double per_finalist = static_cast<double>(std::max<std::int64_t>(1, knobs().bench.timeout_ms.get())) +
-                              4 * (full.warmup_ms + full.rep_ms);
-  const auto limit = std::chrono::milliseconds(static_cast<std::int64_t>(
-      per_finalist * static_cast<double>(finalists.size()) + 2 * knobs().bench.settle_ms.get() + 1000));
-  auto reply = fork_measurer_->finals(finalists, full, limit, why);
-  if (!reply) return false;
-  if (!detail::decode_finals(*reply, state.results, finalists)) {
-    why = "the isolated copy sent malformed finals";
-    return false;
+  const double settle_ms = knobs().bench.settle_ms.get();
+  for (bool first = true; progress.rounds_done < final_rounds; first = false) {
+    // A job per round, of the finalists still in: the journal records each round as it ends.
+    std::vector<std::size_t> alive, at;
+    for (std::size_t k = 0; k < finalists.size(); ++k)
+      if (!progress.failures[k]) alive.push_back(finalists[k]), at.push_back(k);
+    if (alive.empty()) break;
+    // Its bound: each finalist's first run within the bench timeout and the rest of its round within
+    // four times its budget, the settling twice over, and a second more.
+    const double warmup = first ? full.warmup_ms : full.warmup_ms / static_cast<double>(final_rounds);
+    const double per_finalist = static_cast<double>(std::max<std::int64_t>(1, knobs().bench.timeout_ms.get())) +
+                                4 * (warmup + full.rep_ms / static_cast<double>(final_rounds));
+    const auto limit = std::chrono::milliseconds(static_cast<std::int64_t>(
+        per_finalist * static_cast<double>(alive.size()) + (first ? 2 * settle_ms : 0.0) + 1000));
+    const detail::finals_round round{progress.rounds_done, first, first ? settle_ms : 0.0};
+    auto reply = fork_measurer_->finals(alive, full, round, limit, why);
+    if (!reply) return false;
+    if (!detail::decode_round(*reply, at, progress)) {
+      why = "the isolated copy sent a malformed round of the finals";
+      return false;
+    }
+    ++progress.rounds_done;
+    if (after_round) after_round(progress);
   }
+  record_finals(state.results, finalists, std::move(progress), d);
   return true;
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+void tuning_job<B, Bench, Cache>::unloaded_fail(shared_state& state, const std::vector<std::size_t>& finalists,
+                                                const std::vector<std::size_t>& loaded, finals_progress& progress) {
+  progress.failures.resize(finalists.size());
+  progress.samples.resize(finalists.size());
+  for (std::size_t k = 0; k < finalists.size(); ++k)
+    if (!progress.failures[k] && std::find(loaded.begin(), loaded.end(), finalists[k]) == loaded.end())
+      progress.failures[k] = final_failure{state.results[finalists[k]].status, state.results[finalists[k]].reason};
 }
 
 template <Backend B, class Bench, CacheManager Cache>
@@ -382,6 +419,7 @@ auto tuning_job<B, Bench, Cache>::run() -> boost::asio::awaitable<outcome> {
   result.key_text = key_text_;
   result.candidates = std::move(state->results);
   result.launch_options = detail::uses_launch_options<B>();
+  result.final_rounds_resumed = final_rounds_resumed_;
   result.made = provenance::here(ctx_.backend.device_name(ctx_.devices[ctx_.settings.device]));
   auto best = select_best(result.candidates);
   if (!best) {
@@ -557,10 +595,20 @@ auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state
     runnable.push_back(i);
   }
   finalists = std::move(runnable);
+  // A run killed during the finals journaled the rounds it completed: only the others are measured.
+  finals_progress progress(finalists.size());
+  if (auto resumed = recovery_.resumed_rounds(finalists, final_rounds)) {
+    progress = *std::move(resumed);
+    final_rounds_resumed_ = progress.rounds_done;
+  }
+  std::vector<std::string> round_warnings; // journal failures, emitted here rather than on the device's thread
+  auto journal_rounds = [this, state, &finalists, &round_warnings](const finals_progress& p) {
+    if (auto w = recovery_.journal_round(state->results, finalists, p, final_rounds)) round_warnings.push_back(*w);
+  };
   // Fair finals: interleaved rounds on the launch device. An isolated tuning on a forked copy (the host)
-  // runs them there too, as one job: a finalist that crashes or hangs only now and then (past its
-  // screening) then costs itself, not the program. If that job does not end, each finalist is measured
-  // on its own in the copy, so that the one at fault is recorded `crashed` or `hung`.
+  // runs them there too, a job per round: a finalist that crashes or hangs only now and then (past its
+  // screening) then costs itself, not the program. If a round's job does not end, each finalist is
+  // measured on its own in the copy, so that the one at fault is recorded `crashed` or `hung`.
   if (finalists.size() >= 2 && isolate_ && detail::fork_isolation<B>()) {
     const std::size_t dev = ctx_.settings.device;
     std::string why;
@@ -568,9 +616,10 @@ auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state
     auto finals = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[dev]), [&] {
       tuning_timeline::scope span(state->timeline, trace_span::several, trace_phase::final, ctx_.device_ids[dev], {},
                                   fmt::format("{} finalists, isolated", finalists.size()));
-      done = finals_in_fork(*state, finalists, dev, full, why);
+      done = finals_in_fork(*state, finalists, dev, full, progress, journal_rounds, why);
     });
     co_await std::move(finals);
+    for (auto& w : round_warnings) warn(std::move(w));
     if (!done) {
       warn(fmt::format("the finals of {} finalists did not end in the isolated copy ({}); each is measured on its "
                        "own there instead, not in interleaved rounds",
@@ -588,17 +637,25 @@ auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state
         auto waiting = wait_for_share(dev);
         co_await std::move(waiting);
       }
+      if (attempt > 0) progress = finals_progress(finalists.size()); // measured again whole, not journaled
       auto finals = detail::run_on(ctx_.eng.device_executor(ctx_.device_ids[dev]), [&] {
         const auto started = detail::device_share::clock::now();
         tuning_timeline::scope span(state->timeline, trace_span::several, trace_phase::final, ctx_.device_ids[dev], {},
                                     fmt::format("{} finalists", finalists.size()));
-        const auto loaded = load_finalists(*state, finalists, dev); // on_load runs first
-        call_->measure_finals(*state, loaded, dev, full);
+        if (progress.rounds_done < final_rounds) {
+          unloaded_fail(*state, finalists, load_finalists(*state, finalists, dev), progress); // on_load runs first
+          rounds_plan plan{.settle_ms = knobs().bench.settle_ms.get()};
+          if (attempt == 0) plan.after_round = journal_rounds;
+          call_->measure_finals(*state, finalists, dev, full, progress, plan);
+        }
+        record_finals(state->results, finalists, std::move(progress), dev);
         if (background_share_ > 0)
           detail::device_share::of(ctx_.device_ids[dev]).busy(started, detail::device_share::clock::now(),
                                                               background_share_);
       });
       co_await std::move(finals);
+      for (auto& w : round_warnings) warn(std::move(w));
+      round_warnings.clear();
       const bool noisy = background_share_ > 0 && detail::noisy_finals(state->results, finalists, first_pass_spread_);
       if (!previous.empty()) {
         // The steadier of the two runs: the one whose noisiest finalist was the less noisy.

@@ -7,6 +7,7 @@
 /// quarantine under a key of the toolchain and the kernel alone.
 
 #include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -22,6 +23,7 @@
 #include <cotune/core/version.hpp>
 #include <cotune/detail/config.hpp>
 #include <cotune/detail/hashing.hpp>
+#include <cotune/tune/detail/interleaved_finals.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 namespace cotune {
@@ -39,10 +41,19 @@ struct tuning_journal {
   /// The file of the finals' outcomes (one write, once the finals are measured).
   [[nodiscard]] static COTUNE_DECL std::string finals_file(const std::string& kernel);
 
+  /// The file of the finals' timed round `round` (each finalist's samples in it), written as it ends.
+  [[nodiscard]] static COTUNE_DECL std::string round_file(const std::string& kernel, std::size_t round);
+
   /// The most chunks a journal has: enough for 2^40 writes.
   static constexpr std::size_t max_chunks = 41;
+  /// The most rounds of the finals a journal holds (the finals have `final_rounds`, 5).
+  static constexpr std::size_t max_rounds = 16;
+  /// The most samples a round's file holds per finalist: a round with more is written as this many
+  /// evenly spaced order statistics of its samples and their count, and read back as that many
+  /// samples (each statistic repeated), so that quantiles of a resumed finals are within 1/4096 in rank.
+  static constexpr std::size_t max_round_samples = 4096;
 
-  /// Every file a journal of `kernel` may have: its chunks and its finals.
+  /// Every file a journal of `kernel` may have: its chunks, its rounds and its finals.
   [[nodiscard]] static COTUNE_DECL std::vector<std::string> files(const std::string& kernel);
 
   /// The candidates earlier runs completed, aligned with `pruned`: a slot is filled only where a run
@@ -69,6 +80,33 @@ struct tuning_journal {
     return out;
   }
 
+  /// The timed rounds of the finals of exactly `finalists` (positions in `pruned`, in that order) that
+  /// earlier runs completed, out of `rounds`: each finalist's samples of those rounds, or its failure.
+  /// Nothing when the journal holds no round of these finalists (then the finals are measured whole).
+  /// A round whose file is missing, unreadable or of other finalists ends what is taken.
+  template <class Cache>
+  [[nodiscard]] static std::optional<finals_progress>
+  read_rounds(const Cache& cache, const std::string& kernel, const std::vector<config>& pruned,
+              const std::vector<std::size_t>& finalists, std::size_t rounds) {
+    finals_progress progress(finalists.size());
+    for (std::size_t round = 0; round < std::min(rounds, max_rounds); ++round) {
+      auto text = cache.get(round_file(kernel, round));
+      if (!text || !take_round(*text, pruned, finalists, round, rounds, progress)) break;
+      progress.rounds_done = round + 1;
+    }
+    if (progress.rounds_done == 0) return std::nullopt;
+    return progress;
+  }
+
+  /// Round `progress.rounds_done - 1`'s text (of `rounds`): the finalists (positions and configs, of
+  /// `results`), the samples each took in that round (those of `progress.samples[k]` from
+  /// `from[k]` on) and the failures so far.
+  [[nodiscard]] static COTUNE_DECL std::string round_json(const std::string& kernel, const std::string& key_text,
+                                                          const std::vector<candidate_result>& results,
+                                                          const std::vector<std::size_t>& finalists,
+                                                          const finals_progress& progress,
+                                                          const std::vector<std::size_t>& from, std::size_t rounds);
+
   /// One chunk's text: the candidates at `indices` of `results`.
   [[nodiscard]] static COTUNE_DECL std::string chunk_json(const std::string& kernel, const std::string& key_text,
                                                           const std::vector<candidate_result>& results,
@@ -78,6 +116,11 @@ private:
   /// Adds the outcomes of one chunk to `out` (slots already filled stay as they are).
   static void take(const std::string& text, const std::vector<config>& pruned,
                    std::vector<std::optional<candidate_result>>& out);
+  /// Adds round `round`'s samples and failures to `progress`; false, and nothing added, for a text that
+  /// is not that round of exactly these finalists.
+  static COTUNE_DECL bool take_round(const std::string& text, const std::vector<config>& pruned,
+                                     const std::vector<std::size_t>& finalists, std::size_t round, std::size_t rounds,
+                                     finals_progress& progress);
 };
 
 /// Records one key's outcomes as they complete (see `tuning_journal`). The first write also records

@@ -2,6 +2,9 @@
 /// \file The bodies of tune/tuning_journal.hpp that read JSON (compiled once with
 /// COTUNE_SEPARATE_COMPILATION, see detail/config.hpp).
 
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,9 +29,14 @@ COTUNE_DECL std::string tuning_journal::file(const std::string& kernel, std::siz
 
 COTUNE_DECL std::string tuning_journal::finals_file(const std::string& kernel) { return kernel + ".journal.finals.json"; }
 
+COTUNE_DECL std::string tuning_journal::round_file(const std::string& kernel, std::size_t round) {
+  return kernel + ".journal.round." + std::to_string(round) + ".json";
+}
+
 COTUNE_DECL std::vector<std::string> tuning_journal::files(const std::string& kernel) {
   std::vector<std::string> out;
   for (std::size_t chunk = 0; chunk < max_chunks; ++chunk) out.push_back(file(kernel, chunk));
+  for (std::size_t round = 0; round < max_rounds; ++round) out.push_back(round_file(kernel, round));
   out.push_back(finals_file(kernel));
   return out;
 }
@@ -46,6 +54,93 @@ COTUNE_DECL std::string tuning_journal::chunk_json(const std::string& kernel, co
   for (std::size_t i : indices) w.value(i);
   w.end_array().key("outcomes").raw(part.json());
   return std::move(w.end_object()).take() + "\n";
+}
+
+COTUNE_DECL std::string tuning_journal::round_json(const std::string& kernel, const std::string& key_text,
+                                                   const std::vector<candidate_result>& results,
+                                                   const std::vector<std::size_t>& finalists,
+                                                   const finals_progress& progress,
+                                                   const std::vector<std::size_t>& from, std::size_t rounds) {
+  json_writer w;
+  w.begin_object().field("format", 1).field("kernel", kernel).field("key", key_text).field("size", results.size());
+  w.field("round", progress.rounds_done - 1).field("rounds", rounds).key("finalists").begin_array();
+  for (std::size_t k = 0; k < finalists.size(); ++k) {
+    w.begin_object().field("index", finalists[k]).field("config", results.at(finalists[k]).cfg.text());
+    if (const auto& failed = progress.failures.at(k)) {
+      w.field("status", to_string(failed->status)).field("reason", failed->reason).end_object();
+      continue;
+    }
+    const auto& all = progress.samples.at(k);
+    std::vector<double> round(all.begin() + static_cast<std::ptrdiff_t>(std::min(from.at(k), all.size())), all.end());
+    w.field("count", round.size()).key("samples").begin_array();
+    if (round.size() <= max_round_samples) {
+      for (double x : round) w.value(x);
+    } else { // evenly spaced order statistics, each standing for count / max_round_samples samples
+      std::sort(round.begin(), round.end());
+      for (std::size_t j = 0; j < max_round_samples; ++j)
+        w.value(round[(2 * j + 1) * round.size() / (2 * max_round_samples)]);
+    }
+    w.end_array().end_object();
+  }
+  return std::move(w.end_array().end_object()).take() + "\n";
+}
+
+COTUNE_DECL bool tuning_journal::take_round(const std::string& text, const std::vector<config>& pruned,
+                                            const std::vector<std::size_t>& finalists, std::size_t round,
+                                            std::size_t rounds, finals_progress& progress) {
+  using simdjson::SUCCESS;
+  simdjson::dom::parser parser;
+  simdjson::dom::object root;
+  simdjson::dom::array list;
+  std::uint64_t size = 0, at = 0, of = 0;
+  if (parser.parse(text).get(root) != SUCCESS || root["size"].get_uint64().get(size) != SUCCESS ||
+      size != pruned.size() || root["round"].get_uint64().get(at) != SUCCESS || at != round ||
+      root["rounds"].get_uint64().get(of) != SUCCESS || of != rounds ||
+      root["finalists"].get_array().get(list) != SUCCESS || list.size() != finalists.size())
+    return false;
+  finals_progress round_progress(finalists.size());
+  std::size_t k = 0;
+  for (auto e : list) {
+    std::uint64_t index = 0;
+    std::string_view cfg, status, reason;
+    if (e["index"].get_uint64().get(index) != SUCCESS || index != finalists[k] ||
+        e["config"].get_string().get(cfg) != SUCCESS || cfg != pruned[finalists[k]].text())
+      return false;
+    if (e["status"].get_string().get(status) == SUCCESS) {
+      const auto st = candidate_status_from(status);
+      if (!st || *st == candidate_status::ok || e["reason"].get_string().get(reason) != SUCCESS) return false;
+      round_progress.failures[k++] = final_failure{*st, std::string(reason)};
+      continue;
+    }
+    std::uint64_t count = 0;
+    simdjson::dom::array samples;
+    if (e["count"].get_uint64().get(count) != SUCCESS || e["samples"].get_array().get(samples) != SUCCESS ||
+        count > std::uint64_t{1} << 32)
+      return false;
+    std::vector<double> stored;
+    for (auto x : samples) {
+      double v = 0;
+      if (x.get_double().get(v) != SUCCESS || !(v >= 0) || !std::isfinite(v)) return false;
+      stored.push_back(v);
+    }
+    // All of them, or `max_round_samples` order statistics standing for `count` samples.
+    if (stored.size() != std::min<std::uint64_t>(count, max_round_samples)) return false;
+    auto& out = round_progress.samples[k++];
+    for (std::size_t j = 0; j < stored.size(); ++j) {
+      const auto copies = (j + 1) * count / stored.size() - j * count / stored.size();
+      out.insert(out.end(), copies, stored[j]);
+    }
+  }
+  for (k = 0; k < finalists.size(); ++k) {
+    if (round_progress.failures[k]) {
+      progress.failures[k] = std::move(round_progress.failures[k]);
+      progress.samples[k].clear();
+    } else if (!progress.failures[k]) {
+      progress.samples[k].insert(progress.samples[k].end(), round_progress.samples[k].begin(),
+                                 round_progress.samples[k].end());
+    }
+  }
+  return true;
 }
 
 COTUNE_DECL void tuning_journal::take(const std::string& text, const std::vector<config>& pruned,

@@ -39,6 +39,7 @@ public:
                                                   const std::vector<config>& pruned, const std::string& fingerprint,
                                                   const std::string& kernel_digest) {
     journal_.emplace(open_journal{&cache, journal_writer(kernel_, key_text)});
+    pruned_ = &pruned;
     try {
       resumed_ = tuning_journal::read(cache, kernel_, pruned);
       finals_ = tuning_journal::read_finals(cache, kernel_, pruned);
@@ -73,6 +74,52 @@ public:
     const auto held = std::count_if(finals_.begin(), finals_.end(), [](const auto& f) { return f.has_value(); });
     if (static_cast<std::size_t>(held) != finalists.size()) return std::nullopt;
     return out;
+  }
+
+  /// The timed rounds of the finals of exactly these `finalists` (out of `rounds`) that an interrupted
+  /// run journaled (each one's samples, or its failure), or nothing: then the finals are measured whole.
+  /// Rounds journaled from now on go on after these.
+  [[nodiscard]] std::optional<finals_progress> resumed_rounds(const std::vector<std::size_t>& finalists,
+                                                              std::size_t rounds) {
+    if (!journal_ || !pruned_) return std::nullopt;
+    std::optional<finals_progress> out;
+    try {
+      out = tuning_journal::read_rounds(*journal_->cache, kernel_, *pruned_, finalists, rounds);
+    } catch (const cache_error&) {
+      return std::nullopt; // measured again: as a journal that cannot be read
+    }
+    if (out) {
+      round_finalists_ = finalists;
+      round_from_.clear();
+      for (const auto& s : out->samples) round_from_.push_back(s.size());
+    }
+    return out;
+  }
+
+  /// Records the round of the finals of `finalists` that `progress` has just completed (its samples
+  /// since the previous round this recorded, and the failures so far), so that a tuning killed during
+  /// the finals measures only the rounds after it. A failed write is a warning, and the later rounds are
+  /// not journaled.
+  [[nodiscard]] std::optional<std::string> journal_round(const std::vector<candidate_result>& results,
+                                                         const std::vector<std::size_t>& finalists,
+                                                         const finals_progress& progress, std::size_t rounds) {
+    if (!journal_ || rounds_stopped_ || progress.rounds_done == 0 || progress.rounds_done > tuning_journal::max_rounds)
+      return std::nullopt;
+    if (progress.rounds_done == 1 || finalists != round_finalists_) round_from_.assign(finalists.size(), 0);
+    round_finalists_ = finalists;
+    round_from_.resize(finalists.size(), 0);
+    try {
+      journal_->cache->put(tuning_journal::round_json(kernel_, journal_->writer.key_text(), results, finalists,
+                                                      progress, round_from_, rounds),
+                           tuning_journal::round_file(kernel_, progress.rounds_done - 1));
+    } catch (const std::exception& e) {
+      rounds_stopped_ = true; // a later round's file would not be read past the missing one
+      return fmt::format("round {} of the finals cannot be journaled ({}); a tuning killed now will measure the "
+                         "finals again",
+                         progress.rounds_done, e.what());
+    }
+    for (std::size_t k = 0; k < finalists.size(); ++k) round_from_[k] = progress.samples[k].size();
+    return std::nullopt;
   }
 
   /// Records the finals' outcomes (`results` at `finalists`), so that a run killed before its result is
@@ -126,6 +173,10 @@ private:
   quarantine quarantine_;
   std::optional<Cache> quarantine_cache_;
   std::optional<open_journal> journal_; ///< none before recall(), or once a write failed
+  const std::vector<config>* pruned_ = nullptr; ///< the candidates the journal is aligned with (recall's)
+  std::vector<std::size_t> round_finalists_;    ///< the finalists whose rounds are being journaled
+  std::vector<std::size_t> round_from_;         ///< per finalist, its samples already journaled
+  bool rounds_stopped_ = false;                 ///< a round's journal could not be written
 };
 
 } // namespace cotune
