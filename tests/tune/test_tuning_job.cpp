@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,7 @@
 #include <cotune/detail/process.hpp>
 #include <cotune/search/search.hpp>
 #include <cotune/tune/detail/interleaved_finals.hpp>
+#include <cotune/tune/detail/tuning_journal.hpp>
 
 #include <atomic>
 #include <memory>
@@ -648,36 +651,55 @@ extern "C" void fill(int* out, int n) {
   }
 }
 
-TEST_CASE("finalists are re-measured in interleaved rounds on one device", "[tune][tuning_job][finals]") {
-  private_cache cache;
-  // Screening with a wide margin sends the best three to the finals.
-  crash_tuner tuner{counting_kernel("count_finals"),
-                    {config{{"COST", 8}, {"PAD", 0}, {"WRONG", 0}}, config{{"COST", 1}, {"PAD", 0}, {"WRONG", 0}},
-                     config{{"COST", 2}, {"PAD", 0}, {"WRONG", 0}}, config{{"COST", 3}, {"PAD", 0}, {"WRONG", 0}},
-                     config{{"COST", 16}, {"PAD", 0}, {"WRONG", 0}}},
-                    {.arg_names = {"out", "n"},
-                     .key = {"n"},
-                     .bench = bench_options{.warmup_ms = 1, .rep_ms = 10},
-                     .measure = std::make_shared<screening_measure>(2.0, 100.0, 3)}};
-  int out = 0;
-  const auto& r = tuner.tune_now(&out, 20000);
-  std::size_t finals = 0;
-  for (const auto& c : r.candidates) {
-    if (!c.interleaved) continue;
-    ++finals;
-    CHECK(c.status == candidate_status::ok);
-    CHECK_FALSE(c.screened_only);
-    CHECK(c.time[1] <= c.time[0]);
-    CHECK(c.time[0] <= c.time[2]);
-    // Its noise is the finals' (select_best judges it): every round gave samples.
-    CHECK(c.samples >= final_rounds);
-    CHECK(std::isfinite(c.rsd));
+TEST_CASE("finalists are re-measured in interleaved rounds on one device, each round journaled",
+          "[tune][tuning_job][finals]") {
+  // In this process (COTUNE_ISOLATE=off) and in the isolated copy, a job per round (the default).
+  for (const char* isolate : {"off", "on"}) {
+    INFO("COTUNE_ISOLATE=" << isolate);
+    private_cache cache;
+    auto isolating = knobs().autotuning.isolate.scoped(isolate);
+    // Screening with a wide margin sends the best three to the finals.
+    crash_tuner tuner{counting_kernel(std::string("count_finals_") + isolate),
+                      {config{{"COST", 8}, {"PAD", 0}, {"WRONG", 0}}, config{{"COST", 1}, {"PAD", 0}, {"WRONG", 0}},
+                       config{{"COST", 2}, {"PAD", 0}, {"WRONG", 0}}, config{{"COST", 3}, {"PAD", 0}, {"WRONG", 0}},
+                       config{{"COST", 16}, {"PAD", 0}, {"WRONG", 0}}},
+                      {.arg_names = {"out", "n"},
+                       .key = {"n"},
+                       .cache_results = true,
+                       .bench = bench_options{.warmup_ms = 1, .rep_ms = 10},
+                       .measure = std::make_shared<screening_measure>(2.0, 100.0, 3)}};
+    int out = 0;
+    const auto& r = tuner.tune_now(&out, 20000);
+    std::size_t finals = 0;
+    for (const auto& c : r.candidates) {
+      if (!c.interleaved) continue;
+      ++finals;
+      CHECK(c.status == candidate_status::ok);
+      CHECK_FALSE(c.screened_only);
+      CHECK(c.time[1] <= c.time[0]);
+      CHECK(c.time[0] <= c.time[2]);
+      // Its noise is the finals' (select_best judges it): every round gave samples.
+      CHECK(c.samples >= final_rounds);
+      CHECK(std::isfinite(c.rsd));
+    }
+    CHECK(finals == 3);
+    CHECK(r.candidates[r.winner].interleaved);
+    CHECK(r.best().at("COST").as_int() <= 3); // COST 8 and 16 are many times slower than the finalists
+    CHECK(r.final_rounds_resumed == 0);
+    // Every round is in the journal, with samples of each of the three finalists.
+    for (std::size_t round = 0; round < final_rounds; ++round) {
+      INFO("round " << round);
+      std::string text;
+      for (const auto& e : std::filesystem::recursive_directory_iterator(cache.root()))
+        if (e.path().filename() == tuning_journal::round_file(std::string("count_finals_") + isolate, round))
+          text = std::string(std::istreambuf_iterator<char>(std::ifstream(e.path()).rdbuf()), {});
+      REQUIRE_FALSE(text.empty());
+      CHECK(lines_with(text, "\"count\": ") == 3);
+      CHECK(lines_with(text, "\"count\": 0,") == 0);
+    }
+    tuner(&out, 20000);
+    CHECK(out == 20000 * r.best().at("COST").as_int());
   }
-  CHECK(finals == 3);
-  CHECK(r.candidates[r.winner].interleaved);
-  CHECK(r.best().at("COST").as_int() <= 3); // COST 8 and 16 are many times slower than the finalists
-  tuner(&out, 20000);
-  CHECK(out == 20000 * r.best().at("COST").as_int());
 }
 
 TEST_CASE("each measured candidate records how it was measured, also from an isolated process",

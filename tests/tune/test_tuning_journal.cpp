@@ -255,3 +255,41 @@ TEST_CASE("a finalist that failed in a journaled round stays failed, and a large
     CHECK(b[at] <= hi);
   }
 }
+
+TEST_CASE("a round file that claims more samples than a round can take, or a status no finalist has, is not read",
+          "[tune][journal][finals]") {
+  cotune_test::temp_dir dir("cotune-journal");
+  file_cache cache(dir.path(), key);
+  const auto cfgs = space(2);
+  const std::vector<std::size_t> finalists{0, 1};
+  const std::string head =
+      R"({"format": 1, "kernel": "k", "key": "n=1", "size": 2, "round": 0, "rounds": 5, "finalists": [)";
+  const std::string second = R"({"index": 1, "config": ")" + cfgs[1].text() + R"(", "count": 1, "samples": [1.0]})";
+  const std::string zero = R"({"index": 0, "config": ")" + cfgs[0].text() + R"(", )";
+  auto stored = [&](const std::string& first) {
+    cache.put(head + first + ", " + second + "]}", tuning_journal::round_file("k", 0));
+    return tuning_journal::read_rounds(cache, "k", cfgs, finalists, final_rounds);
+  };
+  // Well formed: read back.
+  const auto good = stored(zero + R"("count": 2, "samples": [1.0, 2.0]})");
+  REQUIRE(good.has_value());
+  CHECK(good->samples[0] == std::vector<double>{1.0, 2.0});
+  // 4,096 statistics that claim 2^32 samples would be 32 GiB once expanded: refused, nothing allocated.
+  std::string many = zero + R"("count": 4294967296, "samples": [)";
+  for (std::size_t j = 0; j < tuning_journal::max_round_samples; ++j) many += j ? ", 1.0" : "1.0";
+  CHECK_FALSE(stored(many + "]}").has_value());
+  // Just within the bound: expanded to that many.
+  std::string bound = zero + R"("count": )" + std::to_string(tuning_journal::max_round_count) + R"(, "samples": [)";
+  for (std::size_t j = 0; j < tuning_journal::max_round_samples; ++j) bound += j ? ", 1.0" : "1.0";
+  const auto at_bound = stored(bound + "]}");
+  REQUIRE(at_bound.has_value());
+  CHECK(at_bound->samples[0].size() == tuning_journal::max_round_count);
+  // A finalist "not run" or "not evaluated" in the finals is no failure a finals records.
+  CHECK_FALSE(stored(zero + R"("status": "not run", "reason": "x"})").has_value());
+  CHECK_FALSE(stored(zero + R"("status": "not evaluated", "reason": "x"})").has_value());
+  // Negative, non-numeric or missing samples, and a count the samples do not match.
+  CHECK_FALSE(stored(zero + R"("count": 1, "samples": [-1.0]})").has_value());
+  CHECK_FALSE(stored(zero + R"("count": 1, "samples": ["1"]})").has_value());
+  CHECK_FALSE(stored(zero + R"("count": 3, "samples": [1.0]})").has_value());
+  CHECK_FALSE(stored(zero + R"("count": 1})").has_value());
+}

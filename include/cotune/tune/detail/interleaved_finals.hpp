@@ -147,8 +147,8 @@ void measure_rounds(Bench& bench, const std::vector<std::function<void()>>& runs
   }
 }
 
-/// Each finalist's outcome from its samples of every round (or its failure). Takes the samples.
-[[nodiscard]] COTUNE_DECL std::vector<final_outcome> summarize_finals(finals_progress&& progress);
+/// Each finalist's outcome from its samples of every round (or its failure).
+[[nodiscard]] COTUNE_DECL std::vector<final_outcome> summarize_finals(const finals_progress& progress);
 
 /// Times each of `runs` in `rounds` interleaved rounds on `bench` (measure_rounds, from the first round,
 /// settling first for up to `settle_ms`) and summarizes each one's samples.
@@ -158,15 +158,15 @@ measure_interleaved(Bench& bench, const std::vector<std::function<void()>>& runs
                     std::size_t rounds = final_rounds, double settle_ms = 0) {
   finals_progress progress(runs.size());
   measure_rounds(bench, runs, full, progress, rounds_plan{.rounds = rounds, .last = rounds, .settle_ms = settle_ms});
-  return summarize_finals(std::move(progress));
+  return summarize_finals(progress);
 }
 
 /// Writes the finals' outcomes of `finalists` (in `progress`, every round done) into `results`: each
 /// one's timings, noise and sample count, measured interleaved on `device`, or its failure.
 template <class Results>
-void record_finals(Results& results, const std::vector<std::size_t>& finalists, finals_progress&& progress,
+void record_finals(Results& results, const std::vector<std::size_t>& finalists, const finals_progress& progress,
                    std::size_t device) {
-  const auto outcomes = summarize_finals(std::move(progress));
+  const auto outcomes = summarize_finals(progress);
   for (std::size_t k = 0; k < finalists.size() && k < outcomes.size(); ++k) {
     auto& r = results[finalists[k]];
     r.device = static_cast<int>(device);
@@ -188,9 +188,9 @@ void record_finals(Results& results, const std::vector<std::size_t>& finalists, 
 /// On the launch device's thread: rounds of the finals of a tuning's `finalists` (loaded there if the
 /// first pass measured them elsewhere), by `measure_rounds` with the tuning's hooks around every run,
 /// going on from `progress` (aligned with `finalists`) as `plan` says. A finalist that fails to load
-/// fails in `progress`. Once every round is done, the outcomes are written into `state.results`
-/// (`record_finals`). `ctx` is the tuner's core, `opts` and `arguments` its options and argument roles;
-/// `state` is the tuning job's (results, binaries, loaded functions).
+/// fails in `progress`. The caller records the outcomes once every round is done (`record_finals`):
+/// an isolated copy that times one round sends that round's samples back instead. `ctx` is the tuner's core, `opts` and
+/// `arguments` its options and argument roles; `state` is the tuning job's (results, binaries, loaded functions).
 template <class Core, class Options, class Arguments, class State, class... Args>
 void measure_finals(Core& ctx, const Options& opts, const Arguments& arguments, State& state,
                     const std::vector<std::size_t>& finalists, std::tuple<Args...>& args, std::size_t launch_dev,
@@ -225,7 +225,6 @@ void measure_finals(Core& ctx, const Options& opts, const Arguments& arguments, 
     }
   }
   measure_rounds(ctx.benchmarker(launch_dev), runs, o, progress, plan);
-  if (progress.rounds_done >= plan.rounds) record_finals(state.results, finalists, std::move(progress), launch_dev);
 }
 
 } // namespace cotune

@@ -19,15 +19,15 @@ COTUNE_DECL final_failure detail::failure_of(std::exception_ptr e) {
   return {scratch.status, std::move(scratch.reason)};
 }
 
-COTUNE_DECL std::vector<final_outcome> summarize_finals(finals_progress&& progress) {
+COTUNE_DECL std::vector<final_outcome> summarize_finals(const finals_progress& progress) {
   std::vector<final_outcome> out(progress.samples.size());
   const bench_options summary{.quantiles = {0.5, 0.2, 0.8}};
   for (std::size_t k = 0; k < out.size(); ++k) {
     if (k < progress.failures.size() && progress.failures[k]) {
-      out[k].failure = std::move(progress.failures[k]);
+      out[k].failure = progress.failures[k];
       continue;
     }
-    auto& samples = progress.samples[k];
+    const auto& samples = progress.samples[k];
     if (samples.empty()) {
       out[k].failure = final_failure{candidate_status::error, "the benchmarker returned no samples in the finals"};
       continue;
@@ -36,7 +36,7 @@ COTUNE_DECL std::vector<final_outcome> summarize_finals(finals_progress&& progre
     for (double x : samples) noise.add(x);
     out[k].rsd = noise.rsd();
     out[k].samples = samples.size();
-    const auto q = summarize(std::move(samples), summary);
+    const auto q = summarize(samples, summary); // a copy: a resumed or retried finals reads them again
     out[k].time = timings{q[0], q[1], q[2]};
   }
   return out;

@@ -319,7 +319,7 @@ bool tuning_job<B, Bench, Cache>::finals_in_fork(shared_state& state, const std:
     ++progress.rounds_done;
     if (after_round) after_round(progress);
   }
-  record_finals(state.results, finalists, std::move(progress), d);
+  record_finals(state.results, finalists, progress, d);
   return true;
 }
 
@@ -621,6 +621,7 @@ auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state
     co_await std::move(finals);
     for (auto& w : round_warnings) warn(std::move(w));
     if (!done) {
+      final_rounds_resumed_ = 0; // measured again, each on its own
       warn(fmt::format("the finals of {} finalists did not end in the isolated copy ({}); each is measured on its "
                        "own there instead, not in interleaved rounds",
                        finalists.size(), why));
@@ -648,7 +649,7 @@ auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state
           if (attempt == 0) plan.after_round = journal_rounds;
           call_->measure_finals(*state, finalists, dev, full, progress, plan);
         }
-        record_finals(state->results, finalists, std::move(progress), dev);
+        record_finals(state->results, finalists, progress, dev);
         if (background_share_ > 0)
           detail::device_share::of(ctx_.device_ids[dev]).busy(started, detail::device_share::clock::now(),
                                                               background_share_);
@@ -667,6 +668,8 @@ auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state
         };
         if (worst(previous) < worst(state->results))
           for (auto i : finalists) state->results[i] = previous[i];
+        else
+          final_rounds_resumed_ = 0; // the second run's finals, measured whole, replaced the resumed ones
       }
       if (!noisy || attempt == detail::background_final_repeats) break;
       previous = state->results;

@@ -52,6 +52,9 @@ struct tuning_journal {
   /// evenly spaced order statistics of its samples and their count, and read back as that many
   /// samples (each statistic repeated), so that quantiles of a resumed finals are within 1/4096 in rank.
   static constexpr std::size_t max_round_samples = 4096;
+  /// The most samples a round's file may say a finalist took (32 x 4,096: above the host benchmarker's
+  /// 100,000 repeats): a file that says more is not read (its round is measured again).
+  static constexpr std::size_t max_round_count = 32 * max_round_samples;
 
   /// Every file a journal of `kernel` may have: its chunks, its rounds and its finals.
   [[nodiscard]] static COTUNE_DECL std::vector<std::string> files(const std::string& kernel);

@@ -72,7 +72,8 @@ COTUNE_DECL std::string tuning_journal::round_json(const std::string& kernel, co
     }
     const auto& all = progress.samples.at(k);
     std::vector<double> round(all.begin() + static_cast<std::ptrdiff_t>(std::min(from.at(k), all.size())), all.end());
-    w.field("count", round.size()).key("samples").begin_array();
+    // A round of more than max_round_count samples stands for that many (its statistics are the same).
+    w.field("count", std::min(round.size(), max_round_count)).key("samples").begin_array();
     if (round.size() <= max_round_samples) {
       for (double x : round) w.value(x);
     } else { // evenly spaced order statistics, each standing for count / max_round_samples samples
@@ -92,11 +93,11 @@ COTUNE_DECL bool tuning_journal::take_round(const std::string& text, const std::
   simdjson::dom::parser parser;
   simdjson::dom::object root;
   simdjson::dom::array list;
-  std::uint64_t size = 0, at = 0, of = 0;
-  if (parser.parse(text).get(root) != SUCCESS || root["size"].get_uint64().get(size) != SUCCESS ||
-      size != pruned.size() || root["round"].get_uint64().get(at) != SUCCESS || at != round ||
-      root["rounds"].get_uint64().get(of) != SUCCESS || of != rounds ||
-      root["finalists"].get_array().get(list) != SUCCESS || list.size() != finalists.size())
+  std::uint64_t format = 0, size = 0, at = 0, of = 0;
+  if (parser.parse(text).get(root) != SUCCESS || root["format"].get_uint64().get(format) != SUCCESS || format != 1 ||
+      root["size"].get_uint64().get(size) != SUCCESS || size != pruned.size() ||
+      root["round"].get_uint64().get(at) != SUCCESS || at != round || root["rounds"].get_uint64().get(of) != SUCCESS ||
+      of != rounds || root["finalists"].get_array().get(list) != SUCCESS || list.size() != finalists.size())
     return false;
   finals_progress round_progress(finalists.size());
   std::size_t k = 0;
@@ -108,14 +109,17 @@ COTUNE_DECL bool tuning_journal::take_round(const std::string& text, const std::
       return false;
     if (e["status"].get_string().get(status) == SUCCESS) {
       const auto st = candidate_status_from(status);
-      if (!st || *st == candidate_status::ok || e["reason"].get_string().get(reason) != SUCCESS) return false;
+      if (!st || *st == candidate_status::ok || *st == candidate_status::not_run ||
+          *st == candidate_status::not_evaluated || e["reason"].get_string().get(reason) != SUCCESS)
+        return false;
       round_progress.failures[k++] = final_failure{*st, std::string(reason)};
       continue;
     }
     std::uint64_t count = 0;
     simdjson::dom::array samples;
+    // A count beyond what one round can take (a damaged or forged file) would expand to that many samples.
     if (e["count"].get_uint64().get(count) != SUCCESS || e["samples"].get_array().get(samples) != SUCCESS ||
-        count > std::uint64_t{1} << 32)
+        count > max_round_count)
       return false;
     std::vector<double> stored;
     for (auto x : samples) {

@@ -85,8 +85,8 @@ public:
     std::optional<finals_progress> out;
     try {
       out = tuning_journal::read_rounds(*journal_->cache, kernel_, *pruned_, finalists, rounds);
-    } catch (const cache_error&) {
-      return std::nullopt; // measured again: as a journal that cannot be read
+    } catch (const std::exception&) { // a cache that cannot be read, or memory: the finals are measured whole
+      return std::nullopt;
     }
     if (out) {
       round_finalists_ = finalists;
