@@ -161,7 +161,8 @@ namespace {
 finals_progress journal_rounds(file_cache& cache, const std::vector<candidate_result>& results,
                                const std::vector<std::size_t>& finalists, const std::vector<std::size_t>& per_round,
                                std::size_t from, std::size_t to, finals_progress progress,
-                               std::optional<std::size_t> fails = std::nullopt, std::size_t fails_in = 0) {
+                               std::optional<std::size_t> fails = std::nullopt, std::size_t fails_in = 0,
+                               const std::string& run = "run-1") {
   std::vector<std::size_t> journaled(finalists.size());
   for (std::size_t k = 0; k < finalists.size(); ++k) journaled[k] = progress.samples[k].size();
   for (std::size_t round = from; round < to; ++round) {
@@ -176,7 +177,7 @@ finals_progress journal_rounds(file_cache& cache, const std::vector<candidate_re
                                       static_cast<double>(j) / static_cast<double>(per_round[k]));
     }
     progress.rounds_done = round + 1;
-    cache.put(tuning_journal::round_json("k", "n=1", results, finalists, progress, journaled, final_rounds),
+    cache.put(tuning_journal::round_json("k", "n=1", results, finalists, progress, journaled, final_rounds, run),
               tuning_journal::round_file("k", round));
     for (std::size_t k = 0; k < finalists.size(); ++k) journaled[k] = progress.samples[k].size();
   }
@@ -215,12 +216,18 @@ TEST_CASE("the finals' rounds are journaled as they end: a resumed tuning goes o
   other[6] = config{{"BLOCK", 60}};
   CHECK_FALSE(tuning_journal::read_rounds(cache, "k", other, finalists, final_rounds).has_value());
   CHECK_FALSE(tuning_journal::read_rounds(cache, "k", cfgs, finalists, 4).has_value());
+  // A run of the finals that started again from round 0 (run 2) and was killed after round 1: round 2
+  // on is an earlier run's, not taken with run 2's.
+  (void)journal_rounds(cache, results, finalists, {3, 7, 1}, 0, 2, finals_progress(3), std::nullopt, 0, "run-2");
+  const auto restarted = tuning_journal::read_rounds(cache, "k", cfgs, finalists, final_rounds);
+  REQUIRE(restarted.has_value());
+  CHECK(restarted->rounds_done == 2);
   // A damaged round ends what is taken there; a missing one too, whatever follows it.
-  cache.put("{\"format\": 1, \"size\": 8, \"round\": 2, \"rou", tuning_journal::round_file("k", 2));
+  cache.put("{\"format\": 1, \"size\": 8, \"round\": 1, \"rou", tuning_journal::round_file("k", 1));
   const auto cut = tuning_journal::read_rounds(cache, "k", cfgs, finalists, final_rounds);
   REQUIRE(cut.has_value());
-  CHECK(cut->rounds_done == 2);
-  CHECK(cut->samples[1].size() == 2 * 7);
+  CHECK(cut->rounds_done == 1);
+  CHECK(cut->samples[1].size() == 7);
   // Every round file is among the journal's files (deleted with it).
   const auto files = tuning_journal::files("k");
   CHECK(std::find(files.begin(), files.end(), tuning_journal::round_file("k", 4)) != files.end());
@@ -263,7 +270,7 @@ TEST_CASE("a round file that claims more samples than a round can take, or a sta
   const auto cfgs = space(2);
   const std::vector<std::size_t> finalists{0, 1};
   const std::string head =
-      R"({"format": 1, "kernel": "k", "key": "n=1", "size": 2, "round": 0, "rounds": 5, "finalists": [)";
+      R"({"format": 1, "kernel": "k", "key": "n=1", "size": 2, "run": "r", "round": 0, "rounds": 5, "finalists": [)";
   const std::string second = R"({"index": 1, "config": ")" + cfgs[1].text() + R"(", "count": 1, "samples": [1.0]})";
   const std::string zero = R"({"index": 0, "config": ")" + cfgs[0].text() + R"(", )";
   auto stored = [&](const std::string& first) {

@@ -86,29 +86,33 @@ struct tuning_journal {
   /// The timed rounds of the finals of exactly `finalists` (positions in `pruned`, in that order) that
   /// earlier runs completed, out of `rounds`: each finalist's samples of those rounds, or its failure.
   /// Nothing when the journal holds no round of these finalists (then the finals are measured whole).
-  /// A round whose file is missing, unreadable or of other finalists ends what is taken.
+  /// A round whose file is missing, unreadable, of other finalists or of another run of the finals (a
+  /// later round an earlier run left, past where this one was killed) ends what is taken. `run` is set
+  /// to the run's id (round_json's), for the rounds that go on from these.
   template <class Cache>
   [[nodiscard]] static std::optional<finals_progress>
   read_rounds(const Cache& cache, const std::string& kernel, const std::vector<config>& pruned,
-              const std::vector<std::size_t>& finalists, std::size_t rounds) {
+              const std::vector<std::size_t>& finalists, std::size_t rounds, std::string* run = nullptr) {
     finals_progress progress(finalists.size());
+    std::string id;
     for (std::size_t round = 0; round < std::min(rounds, max_rounds); ++round) {
       auto text = cache.get(round_file(kernel, round));
-      if (!text || !take_round(*text, pruned, finalists, round, rounds, progress)) break;
+      if (!text || !take_round(*text, pruned, finalists, round, rounds, id, progress)) break;
       progress.rounds_done = round + 1;
     }
     if (progress.rounds_done == 0) return std::nullopt;
+    if (run) *run = id;
     return progress;
   }
 
-  /// Round `progress.rounds_done - 1`'s text (of `rounds`): the finalists (positions and configs, of
-  /// `results`), the samples each took in that round (those of `progress.samples[k]` from
+  /// Round `progress.rounds_done - 1`'s text (of `rounds`, of the finals' run `run`, an id that every
+  /// round of one run of the finals shares, resumed rounds included): the finalists (positions and
+  /// configs, of `results`), the samples each took in that round (those of `progress.samples[k]` from
   /// `from[k]` on) and the failures so far.
-  [[nodiscard]] static COTUNE_DECL std::string round_json(const std::string& kernel, const std::string& key_text,
-                                                          const std::vector<candidate_result>& results,
-                                                          const std::vector<std::size_t>& finalists,
-                                                          const finals_progress& progress,
-                                                          const std::vector<std::size_t>& from, std::size_t rounds);
+  [[nodiscard]] static COTUNE_DECL std::string
+  round_json(const std::string& kernel, const std::string& key_text, const std::vector<candidate_result>& results,
+             const std::vector<std::size_t>& finalists, const finals_progress& progress,
+             const std::vector<std::size_t>& from, std::size_t rounds, const std::string& run);
 
   /// One chunk's text: the candidates at `indices` of `results`.
   [[nodiscard]] static COTUNE_DECL std::string chunk_json(const std::string& kernel, const std::string& key_text,
@@ -121,9 +125,10 @@ private:
                    std::vector<std::optional<candidate_result>>& out);
   /// Adds round `round`'s samples and failures to `progress`; false, and nothing added, for a text that
   /// is not that round of exactly these finalists.
+  /// `run`: the run's id, taken from round 0 (empty before it) and required of the later rounds.
   static COTUNE_DECL bool take_round(const std::string& text, const std::vector<config>& pruned,
                                      const std::vector<std::size_t>& finalists, std::size_t round, std::size_t rounds,
-                                     finals_progress& progress);
+                                     std::string& run, finals_progress& progress);
 };
 
 /// Records one key's outcomes as they complete (see `tuning_journal`). The first write also records

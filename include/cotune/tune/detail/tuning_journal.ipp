@@ -60,10 +60,11 @@ COTUNE_DECL std::string tuning_journal::round_json(const std::string& kernel, co
                                                    const std::vector<candidate_result>& results,
                                                    const std::vector<std::size_t>& finalists,
                                                    const finals_progress& progress,
-                                                   const std::vector<std::size_t>& from, std::size_t rounds) {
+                                                   const std::vector<std::size_t>& from, std::size_t rounds,
+                                                   const std::string& run) {
   json_writer w;
   w.begin_object().field("format", 1).field("kernel", kernel).field("key", key_text).field("size", results.size());
-  w.field("round", progress.rounds_done - 1).field("rounds", rounds).key("finalists").begin_array();
+  w.field("run", run).field("round", progress.rounds_done - 1).field("rounds", rounds).key("finalists").begin_array();
   for (std::size_t k = 0; k < finalists.size(); ++k) {
     w.begin_object().field("index", finalists[k]).field("config", results.at(finalists[k]).cfg.text());
     if (const auto& failed = progress.failures.at(k)) {
@@ -88,7 +89,7 @@ COTUNE_DECL std::string tuning_journal::round_json(const std::string& kernel, co
 
 COTUNE_DECL bool tuning_journal::take_round(const std::string& text, const std::vector<config>& pruned,
                                             const std::vector<std::size_t>& finalists, std::size_t round,
-                                            std::size_t rounds, finals_progress& progress) {
+                                            std::size_t rounds, std::string& run, finals_progress& progress) {
   using simdjson::SUCCESS;
   simdjson::dom::parser parser;
   simdjson::dom::object root;
@@ -99,6 +100,9 @@ COTUNE_DECL bool tuning_journal::take_round(const std::string& text, const std::
       root["round"].get_uint64().get(at) != SUCCESS || at != round || root["rounds"].get_uint64().get(of) != SUCCESS ||
       of != rounds || root["finalists"].get_array().get(list) != SUCCESS || list.size() != finalists.size())
     return false;
+  // Every round of one run of the finals: an earlier run's later rounds are not this run's.
+  std::string_view id;
+  if (root["run"].get_string().get(id) != SUCCESS || id.empty() || (round > 0 && id != run)) return false;
   finals_progress round_progress(finalists.size());
   std::size_t k = 0;
   for (auto e : list) {
@@ -135,6 +139,7 @@ COTUNE_DECL bool tuning_journal::take_round(const std::string& text, const std::
       out.insert(out.end(), copies, stored[j]);
     }
   }
+  run = std::string(id);
   for (k = 0; k < finalists.size(); ++k) {
     if (round_progress.failures[k]) {
       progress.failures[k] = std::move(round_progress.failures[k]);

@@ -7,6 +7,9 @@
 
 #include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <cotune/cache/cache_manager.hpp>
 #include <cotune/core/config.hpp>
@@ -84,7 +88,7 @@ public:
     if (!journal_ || !pruned_) return std::nullopt;
     std::optional<finals_progress> out;
     try {
-      out = tuning_journal::read_rounds(*journal_->cache, kernel_, *pruned_, finalists, rounds);
+      out = tuning_journal::read_rounds(*journal_->cache, kernel_, *pruned_, finalists, rounds, &round_run_);
     } catch (const std::exception&) { // a cache that cannot be read, or memory: the finals are measured whole
       return std::nullopt;
     }
@@ -105,12 +109,15 @@ public:
                                                          const finals_progress& progress, std::size_t rounds) {
     if (!journal_ || rounds_stopped_ || progress.rounds_done == 0 || progress.rounds_done > tuning_journal::max_rounds)
       return std::nullopt;
-    if (progress.rounds_done == 1 || finalists != round_finalists_) round_from_.assign(finalists.size(), 0);
+    if (progress.rounds_done == 1 || finalists != round_finalists_) { // a run of the finals from its first round
+      round_from_.assign(finalists.size(), 0);
+      round_run_ = new_run_id();
+    }
     round_finalists_ = finalists;
     round_from_.resize(finalists.size(), 0);
     try {
       journal_->cache->put(tuning_journal::round_json(kernel_, journal_->writer.key_text(), results, finalists,
-                                                      progress, round_from_, rounds),
+                                                      progress, round_from_, rounds, round_run_),
                            tuning_journal::round_file(kernel_, progress.rounds_done - 1));
     } catch (const std::exception& e) {
       rounds_stopped_ = true; // a later round's file would not be read past the missing one
@@ -161,6 +168,13 @@ public:
   }
 
 private:
+  /// An id for one run of the finals, unique across processes and runs.
+  static std::string new_run_id() {
+    static std::atomic<std::uint64_t> runs{0};
+    return fmt::format("{:x}-{:x}-{:x}", static_cast<std::uint64_t>(::getpid()),
+                       std::chrono::steady_clock::now().time_since_epoch().count(), ++runs);
+  }
+
   /// The journal recall() opened: the cache it goes into and the writer with the key's text.
   struct open_journal {
     Cache* cache;
@@ -176,6 +190,7 @@ private:
   const std::vector<config>* pruned_ = nullptr; ///< the candidates the journal is aligned with (recall's)
   std::vector<std::size_t> round_finalists_;    ///< the finalists whose rounds are being journaled
   std::vector<std::size_t> round_from_;         ///< per finalist, its samples already journaled
+  std::string round_run_;                       ///< the id the finals' rounds are journaled under
   bool rounds_stopped_ = false;                 ///< a round's journal could not be written
 };
 
