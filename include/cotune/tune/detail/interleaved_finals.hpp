@@ -203,6 +203,9 @@ void measure_finals(Core& ctx, const Options& opts, const Arguments& arguments, 
   for (std::size_t k = 0; k < finalists.size(); ++k) {
     const std::size_t i = finalists[k];
     auto& r = state.results[i];
+    // Every finalist measured the same way, in every round: none replayed from a graph if any one's
+    // runs do host work, also one that failed in an earlier (perhaps journaled) round.
+    if (arguments.runs_host_work(r.cfg)) o.capturable = false;
     if (progress.failures[k]) { // failed in an earlier round: a run that measure_rounds never calls
       runs.push_back([] {});
       continue;
@@ -217,8 +220,6 @@ void measure_finals(Core& ctx, const Options& opts, const Arguments& arguments, 
       runs.push_back([&ctx, &arguments, &args, &r, fn, g, keep] {
         std::apply([&](Args&... xs) { arguments.run_once(ctx.backend, *fn, r.cfg, g, *keep, xs...); }, args);
       });
-      // Every finalist measured the same way: none replayed from a graph if any one's runs do host work.
-      if (arguments.runs_host_work(r.cfg)) o.capturable = false;
     } catch (...) {
       progress.failures[k] = detail::failure_of(std::current_exception());
       runs.push_back([] {});

@@ -597,7 +597,7 @@ auto tuning_job<B, Bench, Cache>::run_finals(std::shared_ptr<shared_state> state
   finalists = std::move(runnable);
   // A run killed during the finals journaled the rounds it completed: only the others are measured.
   finals_progress progress(finalists.size());
-  if (auto resumed = recovery_.resumed_rounds(finalists, final_rounds)) {
+  if (auto resumed = finalists.size() >= 2 ? recovery_.resumed_rounds(finalists, final_rounds) : std::nullopt) {
     progress = *std::move(resumed);
     final_rounds_resumed_ = progress.rounds_done;
   }
