@@ -70,6 +70,13 @@ std::string job(const void* context, std::string_view request) {
   }
   if (request == "exit3") ::_exit(3);
   if (request == "pid") return std::to_string(::getpid());
+  if (request == "ppid") return std::to_string(::getppid()); // a persistent worker's monitor
+  if (request.starts_with("segv-in:")) { // leaves a file named for its worker in the directory, then crashes
+    std::ofstream(std::string(request.substr(8)) + "/" + std::to_string(::getpid())) << "ran";
+    const rlimit no_core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    std::raise(SIGSEGV);
+  }
   if (request == "load") { // the dynamic loader's locks, as a host candidate's dlopen takes them
     void* h = ::dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
     if (h) ::dlclose(h);
@@ -482,6 +489,66 @@ TEST_CASE("a lane's worker that exits between jobs is replaced, and its unstarte
   CHECK(exited.outcome == job_outcome::crashed);
   CHECK_THAT(exited.detail, Catch::Contains("exited with status 3"));
   CHECK(lane.receive(deadline()).reply == "echo:x");
+}
+
+namespace {
+std::size_t files_in(const std::filesystem::path& dir) {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++n;
+  return n;
+}
+} // namespace
+
+TEST_CASE("on a lane, a job that killed the worker that took it is crashed and never sent again, even when "
+          "the job behind it could not be written",
+          "[detail][fork_server][lane]") {
+  // A write to a worker that has died fails, and says nothing of which jobs it had taken: the lane once
+  // dropped the worker unread and sent every job in flight again, so a crashing job killed worker after
+  // worker, and its outcome was `lost` ("no persistent worker could be sent the job") when the writes to
+  // three of them failed in a row (the isolated tuning's quarantine test, under load).
+  fork_server server(&job, &prefix, nullptr, warm(1, 1));
+  cotune::detail::fork_server_lane lane(server);
+  cotune_test::temp_dir dir;
+  const auto deadline = [] { return std::chrono::steady_clock::now() + 20s; };
+  lane.send("ppid");
+  const auto first = lane.receive(deadline());
+  REQUIRE(first.outcome == job_outcome::ok);
+  const pid_t monitor = std::stoi(first.reply);
+  lane.send("segv-in:" + dir.path().string()); // written to the lane's worker, which takes it and dies
+  // Its monitor reports it and ends: no one holds the worker's end of the channel any more, and the next
+  // job's write fails for certain.
+  REQUIRE(gone_soon(first.worker));
+  REQUIRE(gone_soon(monitor));
+  lane.send("pid");
+  const auto crashed = lane.receive(deadline());
+  CHECK(crashed.outcome == job_outcome::crashed);
+  CHECK_THAT(crashed.detail, Catch::Contains("killed by signal 11"));
+  CHECK(crashed.worker == first.worker);
+  const auto after = lane.receive(deadline());
+  REQUIRE(after.outcome == job_outcome::ok);
+  CHECK(after.reply != std::to_string(first.worker));
+  CHECK(files_in(dir.path()) == 1); // the crashing job ran once
+  CHECK(lane.in_flight() == 0);
+}
+
+TEST_CASE("on a lane, a crashing job sent with another to a new worker runs once, whenever the worker dies",
+          "[detail][fork_server][lane]") {
+  // Each round the lane has no worker when asked: both jobs are written to a new one, which may die of
+  // the first before the second is written (then that write fails).
+  fork_server server(&job, &prefix, nullptr, warm(1, 1));
+  cotune_test::temp_dir dir;
+  const auto deadline = [] { return std::chrono::steady_clock::now() + 20s; };
+  constexpr int rounds = 20;
+  for (int i = 0; i < rounds; ++i) {
+    cotune::detail::fork_server_lane lane(server);
+    lane.send("segv-in:" + dir.path().string());
+    lane.send("x");
+    const auto crashed = lane.receive(deadline());
+    CHECK(crashed.outcome == job_outcome::crashed);
+    CHECK_THAT(crashed.detail, Catch::Contains("killed by signal 11"));
+    CHECK(lane.receive(deadline()).reply == "echo:x");
+  }
+  CHECK(files_in(dir.path()) == rounds);
 }
 
 TEST_CASE("a lane destroyed with jobs in flight ends their worker", "[detail][fork_server][lane]") {

@@ -243,7 +243,9 @@ private:
 /// sleeping processes per job: ~0.1 ms of a 2.5 ms job on the 2-core build machine, more on hosts whose
 /// idle cores sleep deeper, 2026-12-04). Outcomes come back in the order the jobs were sent, as `run`
 /// reports them; a job the worker had not taken when it died (the one before it crashed or hung) is
-/// sent again, to a new worker. Not thread-safe: one caller at a time.
+/// sent again, to a new worker, and one it had taken ('A') never is: it is `crashed` (a failed write
+/// to a worker says only that it is gone, not which jobs it had taken). Not thread-safe: one caller at a
+/// time.
 class fork_server_lane {
 public:
   explicit fork_server_lane(fork_server& server) : server_(&server) {}
@@ -280,6 +282,10 @@ private:
   fork_server* server_;
   std::unique_ptr<fork_server::warm_worker> worker_;
   std::deque<std::string> sent_; ///< requests in flight, oldest first
+  /// How many of `sent_` (the oldest) were written whole to `worker_`. A write that fails (the worker
+  /// died, maybe of a job it had already taken) leaves the rest unwritten: what the worker did with
+  /// those it has is read from its records, and the others go to the next worker.
+  std::size_t written_ = 0;
 };
 
 } // namespace cotune::detail

@@ -426,7 +426,11 @@ COTUNE_DECL void fork_server::receive(int in, std::chrono::steady_clock::time_po
 
 COTUNE_DECL void fork_server_lane::send(std::string_view request) {
   sent_.emplace_back(request);
-  if (worker_ && !write(*worker_, sent_.back())) drop_worker(); // receive() sends it again
+  // A failed write says only that the worker is gone (its end closed), maybe of a job sent before this
+  // one, which it took ('A') and crashed on: the worker is kept, so that receive() reads its records and
+  // reports that job `crashed`. This one stays unwritten (and so does any later one: the stream may be
+  // out of step): receive() sends it to the next worker.
+  if (worker_ && written_ + 1 == sent_.size() && write(*worker_, sent_.back())) ++written_;
 }
 
 COTUNE_DECL job_result fork_server_lane::receive(std::chrono::steady_clock::time_point deadline, const std::stop_token& stop) {
@@ -436,6 +440,8 @@ COTUNE_DECL job_result fork_server_lane::receive(std::chrono::steady_clock::time
     return result;
   }
   for (int attempt = 0; attempt < 3; ++attempt) {
+    // The oldest job never reached this worker whole (a write failed): it is for the next one.
+    if (worker_ && written_ == 0) drop_worker();
     if (!worker_ && !take(result.detail)) return result;
     auto& rec = worker_->records;
     bool gone = false; // the channel ended without the monitor's last record
@@ -469,6 +475,7 @@ COTUNE_DECL job_result fork_server_lane::receive(std::chrono::steady_clock::time
         result.detail = std::move(*rec.exception);
       }
       sent_.pop_front();
+      --written_;
       ++worker_->jobs;
       rec.next_job();
       return result;
@@ -497,10 +504,12 @@ COTUNE_DECL bool fork_server_lane::take(std::string& why) {
     }
     worker_->records.one_answer = true;
     worker_->records.next_job();
-    bool sent = true;
-    for (const auto& r : sent_) sent = sent && write(*worker_, r);
-    if (sent) return true;
-    drop_worker();
+    written_ = 0;
+    while (written_ < sent_.size() && write(*worker_, sent_[written_])) ++written_;
+    // A write that fails after the first may be the worker dying of a job written before it (that job
+    // is `crashed`, never sent again): receive() reads which jobs it took.
+    if (written_ > 0 || sent_.empty()) return true;
+    drop_worker(); // not even the first job reached it whole: it took none, another worker gets them all
   }
   why = "no persistent worker could be sent the job";
   return false;
@@ -521,11 +530,13 @@ COTUNE_DECL void fork_server_lane::finish_front() {
 
 COTUNE_DECL void fork_server_lane::drop_worker() {
   if (worker_) server_->release_worker(std::move(worker_), false);
+  written_ = 0;
 }
 
 COTUNE_DECL void fork_server_lane::drop() {
   if (!worker_) return;
   const bool idle = sent_.empty() && worker_->records.pending.empty();
+  written_ = 0;
   worker_->records.one_answer = false;
   server_->release_worker(std::move(worker_), idle);
 }
