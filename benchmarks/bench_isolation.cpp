@@ -10,8 +10,9 @@
 //      (`space_runs` pairs, alternating likewise);
 //   3. configs lost per fault: a 6-candidate list with one segfaulting candidate, isolated: how many
 //      candidates failed (target exactly 1).
-// Usage: bench_isolation [runs=5] [space_runs=runs/2] [only=space]
-//   only=space: just 2b's pairs with the binaries cached (where the per-candidate round trip weighs most).
+// Usage: bench_isolation [runs=5] [space_runs=runs/2] [only=space|cold]
+//   only=space: just 2b's pairs with the binaries cached (where the per-candidate round trip weighs most);
+//   only=cold: just 2b's cold tunings, space_runs pairs of them (each about 25 s on the 2-core VM).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -62,20 +63,22 @@ double ms_since(clock_type::time_point t0) {
 int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::atoi(argv[1]) : 5;
   const bool space_only = argc > 3 && std::string(argv[3]) == "space";
+  const bool cold_only = argc > 3 && std::string(argv[3]) == "cold";
+  const int space_runs = argc > 2 ? std::max(1, std::atoi(argv[2])) : std::max(1, runs / 2);
   std::setvbuf(stdout, nullptr, _IOLBF, 0); // each figure as it comes, also into a file
   // 1. respawn cost
   std::vector<double> fork_ms, round_ms;
-  for (int i = 0; i < (space_only ? 0 : 300); ++i) {
+  for (int i = 0; i < (space_only || cold_only ? 0 : 300); ++i) {
     const auto t0 = clock_type::now();
     auto r = cotune::detail::run_isolated([] { return std::vector<double>{1.0, 2.0, 3.0}; }, std::chrono::seconds(10));
     round_ms.push_back(ms_since(t0));
     fork_ms.push_back(r.fork_ms);
   }
-  if (!space_only)
+  if (!space_only && !cold_only)
     std::printf("respawn: fork p50 %.3f ms p99 %.3f ms; round trip p50 %.3f ms p99 %.3f ms (300 runs)\n",
               quantile(fork_ms, 0.5), quantile(fork_ms, 0.99), quantile(round_ms, 0.5), quantile(round_ms, 0.99));
 
-  if (!space_only) {
+  if (!space_only && !cold_only) {
     // 2. the CPU demo, isolation off against on
     constexpr int n = 256;
     const cotune::kernel_source kernel{.name = "bench_isolation_matmul", .code = cpu_matmul::matmul_code,
@@ -127,13 +130,26 @@ int main(int argc, char** argv) {
   };
   double cold_off = 0, cold_on = 0;
   if (!space_only) {
-    const std::string run_tag = std::to_string(::getpid()); // cold: no binary of an earlier run can serve
-    cold_off = tune_space("off", "bench_isolation_space_cold_off_" + run_tag);
-    cold_on = tune_space("on", "bench_isolation_space_cold_on_" + run_tag);
-    std::printf("1000-config host space, cold: isolation off %.0f ms, on %.0f ms; on/off = %.3f\n", cold_off, cold_on,
-                cold_on / cold_off);
+    // Cold: new kernel names in every run, so that no binary of an earlier run can serve. One pair, or with
+    // only=cold space_runs pairs, the order alternating.
+    const std::string run_tag = std::to_string(::getpid());
+    std::vector<double> off, on;
+    for (int i = 0; i < (cold_only ? space_runs : 1); ++i) {
+      const std::string tag = run_tag + "_" + std::to_string(i);
+      const auto [t_off, t_on] =
+          alternating_pair(i, [&] { return tune_space("off", "bench_isolation_space_cold_off_" + tag); },
+                           [&] { return tune_space("on", "bench_isolation_space_cold_on_" + tag); });
+      off.push_back(t_off);
+      on.push_back(t_on);
+      std::printf("  cold pair %d: off %.0f ms, on %.0f ms, on/off %.3f\n", i + 1, t_off, t_on, t_on / t_off);
+    }
+    cold_off = quantile(off, 0.5);
+    cold_on = quantile(on, 0.5);
+    std::printf("1000-config host space, cold: isolation off %.0f ms, on %.0f ms (medians of %zu); on/off = %.3f; "
+                "median of the pairs' ratios %.3f\n",
+                cold_off, cold_on, off.size(), cold_on / cold_off, pair_ratio_median(off, on));
+    if (cold_only) return 0;
   }
-  const int space_runs = argc > 2 ? std::max(1, std::atoi(argv[2])) : std::max(1, runs / 2);
   (void)tune_space("off", "bench_isolation_space_warm"); // compiles: the pairs below all find the binaries
   std::vector<double> space_off, space_on;
   for (int i = 0; i < space_runs; ++i) {
