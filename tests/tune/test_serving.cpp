@@ -1,10 +1,12 @@
 // Serving without waiting (tune_options::first_call, first_call_mode::serve) on the CPU: real host
 // kernels built by the host compiler, a real tuning database file, real threads.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -218,6 +220,34 @@ TEST_CASE("a stand-in is the shipped database's winner for the key before any ne
   CHECK(served[0].source == stand_in_source::database);
   // The background tuning adopts the database's winner as a blocking call would.
   CHECK(tuner.best_config(&out, 500)->at("COST").as_int() == 8);
+}
+
+TEST_CASE("a damaged shipped database is reported and gives no stand-in: the next choice serves, the key still tunes",
+          "[tune][serving]") {
+  private_cache cache;
+  cotune_test::temp_dir dir("cotune-serving-bad-db");
+  {
+    std::ofstream f(dir / "app.db.json");
+    f << "{\"format\": \"cotune.tuning_database\", \"entries\": [ {\"kernel\": ";
+  }
+  auto path = batch::job_knobs().database.scoped((dir / "app.db.json").string());
+  auto obs = std::make_shared<serving_observer>();
+  int spare = 0;
+  auto opts = serving_options(obs, spare);
+  opts.default_config = config{{"COST", 8}};
+  work_tuner tuner{work_kernel("serve_bad_database"), cost_configs({16, 1, 8}), opts};
+  int out = 0;
+  tuner(&out, 700);
+  CHECK(cost_that_ran(out, 700) == 8);
+  tuner.wait_tuned();
+  REQUIRE(obs->served_copy().size() == 1);
+  CHECK(obs->served_copy()[0].source == stand_in_source::default_config);
+  std::lock_guard lock(obs->mutex);
+  CHECK(std::any_of(obs->warnings.begin(), obs->warnings.end(), [](const std::string& w) {
+    return w.find("the shipped tuning database is unusable (") != std::string::npos &&
+           w.find("app.db.json") != std::string::npos && w.find("no stand-in from it") != std::string::npos;
+  }));
+  CHECK(tuner.best_config(&out, 700) != nullptr);
 }
 
 TEST_CASE("COTUNE_FIRST_CALL chooses between waiting (the default) and serving; the options override it",

@@ -301,70 +301,12 @@ private:
     }
   }
 
-  /// The stand-ins a key may take, best first: the shipped database's winner for it, the winners of
-  /// the nearest tuned keys (key_distance), default_config, the first candidate (each at most once).
-  struct stand_in_choice {
-    std::size_t index = 0; ///< into the key's pruned candidates
-    stand_in_source source = stand_in_source::first;
-    std::string neighbour;
-  };
-  [[nodiscard]] std::vector<stand_in_choice> stand_in_choices(const std::string& key_text,
-                                                              const std::vector<config>& pruned) const {
-    std::vector<stand_in_choice> out;
-    std::vector<std::string> heuristics;
-    for (const auto& h : opts_.heuristics) heuristics.push_back(h.first);
-    auto add = [&](const config& c, stand_in_source src, std::string neighbour) {
-      for (std::size_t i = 0; i < pruned.size(); ++i)
-        if (detail::same_choice(pruned[i], c, heuristics)) {
-          for (const auto& o : out)
-            if (o.index == i) return;
-          out.push_back({i, src, std::move(neighbour)});
-          return;
-        }
-    };
-    if (const auto& source = shipped_winner_source()) {
-      try {
-        const auto& dev = core_.devices[core_.settings.device];
-        if (auto shipped = source(core_.kernel.name, key_text, core_.backend.device_name(dev), pruned))
-          add(shipped->best(), stand_in_source::database, {});
-      } catch (const std::exception& e) {
-        core_.emit(tuning_warning{core_.kernel.name,
-                                  fmt::format("the shipped tuning database is unusable ({}); no stand-in from it", e.what())});
-      }
-    }
-    const key_shape shape = key_shape::of(key_text);
-    std::vector<std::pair<double, std::shared_ptr<const tuning_result>>> near;
-    for (auto& r : table_.results())
-      if (auto d = key_distance(shape, key_shape::of(r->key_text))) near.emplace_back(*d, std::move(r));
-    std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [d, r] : near) add(r->best(), stand_in_source::neighbour, r->key_text);
-    if (opts_.default_config) add(*opts_.default_config, stand_in_source::default_config, {});
-    add(pruned.front(), stand_in_source::first, {});
-    return out;
-  }
-
-  /// The winners of the nearest tuned keys of the same shape (key_distance), nearest first, as
-  /// indices into this key's candidates: a new key's search starts from them (transfer_neighbours of
-  /// them; none when the tuner has tuned no key of this shape).
-  [[nodiscard]] std::vector<std::size_t> transfer_seeds(const std::string& key_text,
-                                                        const std::vector<config>& pruned) const {
-    std::vector<std::string> heuristics;
-    for (const auto& h : opts_.heuristics) heuristics.push_back(h.first);
-    const key_shape shape = key_shape::of(key_text);
-    std::vector<std::pair<double, std::shared_ptr<const tuning_result>>> near;
-    for (auto& r : table_.results())
-      if (auto d = key_distance(shape, key_shape::of(r->key_text)); d && *d > 0) near.emplace_back(*d, std::move(r));
-    std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<std::size_t> seeds;
-    for (const auto& [d, r] : near) {
-      if (seeds.size() == transfer_neighbours) break;
-      for (std::size_t i = 0; i < pruned.size(); ++i)
-        if (detail::same_choice(pruned[i], r->best(), heuristics)) {
-          if (std::find(seeds.begin(), seeds.end(), i) == seeds.end()) seeds.push_back(i);
-          break;
-        }
-    }
-    return seeds;
+  /// The names of the options' heuristics (whose parameters differ from key to key, so that a winner
+  /// of one key matches a candidate of another with them ignored: detail::same_choice).
+  [[nodiscard]] std::vector<std::string> heuristic_names() const {
+    std::vector<std::string> names;
+    for (const auto& h : opts_.heuristics) names.push_back(h.first);
+    return names;
   }
 
   /// How many neighbours' winners seed a new key's search. 4: a few starting points, not a restriction;
@@ -379,15 +321,19 @@ private:
     call_description d = arguments_.describe(args...);
     std::vector<config> pruned = arguments_.prune(core_.configs, d, args...);
     const std::size_t dev = core_.settings.device;
-    for (const auto& choice : stand_in_choices(d.key_text, pruned)) {
+    std::string unusable;
+    const std::optional<config> shipped = detail::shipped_winner(
+        core_.kernel.name, d.key_text, core_.backend.device_name(core_.devices[dev]), pruned, unusable);
+    if (!unusable.empty()) core_.emit(tuning_warning{core_.kernel.name, std::move(unusable)});
+    const auto choices = detail::stand_in_choices(d.key_text, pruned, heuristic_names(), shipped, table_.results(),
+                                                  opts_.default_config);
+    for (const auto& choice : choices) {
       const config& c = pruned[choice.index];
       try {
         const auto bin = core_.compile(c, core_.devices[dev], {});
         const bound_call<B, Bench, Cache, Args...> call(core_, opts_, arguments_, args...);
-        auto loading = detail::run_on(core_.eng.device_executor(core_.device_ids[dev]),
-                                      [&] { return call.load(bin, c, dev); }); // on the device's thread
-        auto s = std::make_unique<stand_in_type>(c, detail::block_on(core_.eng.coordinator(), std::move(loading)),
-                                                 choice.source, d.key_text);
+        auto fn = core_.load_on_device(dev, [&] { return call.load(bin, c, dev); }); // on the device's thread
+        auto s = std::make_unique<stand_in_type>(c, std::move(fn), choice.source, d.key_text);
         core_.emit(stand_in_served{core_.kernel.name, d.key_text, &s->cfg, choice.source, choice.neighbour});
         return s;
       } catch (const std::exception& e) {
@@ -414,9 +360,8 @@ private:
       job->in_background(share);
       return job;
     };
-    auto tuning = table_.ensure_tuned(key, std::move(make));
     stand_ins_.begin_background();
-    boost::asio::co_spawn(core_.eng.coordinator(), std::move(tuning), [this, &s](std::exception_ptr error, entry* e) {
+    table_.tune_detached(core_.eng, key, std::move(make), [this, &s](std::exception_ptr error, entry* e) {
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s.since).count();
       if (error) {
         std::string why = "unknown error";
@@ -475,7 +420,8 @@ private:
     return [this, args...]() mutable {
       call_description d = arguments_.describe(args...);
       std::vector<config> pruned = arguments_.prune(core_.configs, d, args...);
-      std::vector<std::size_t> seeds = transfer_seeds(d.key_text, pruned);
+      std::vector<std::size_t> seeds =
+          detail::nearest_winners(d.key_text, pruned, heuristic_names(), table_.results(), transfer_neighbours);
       auto call = std::make_unique<bound_call<B, Bench, Cache, Args...>>(core_, opts_, arguments_, args...);
       return std::make_shared<typename keys::job>(core_, std::move(d.key_text), std::move(pruned), std::move(call),
                                                   std::move(seeds));

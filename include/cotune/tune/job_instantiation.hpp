@@ -1,6 +1,6 @@
 #pragma once
 /// \file Compiling a tuner's job once: the explicit instantiations of a backend, benchmarker and cache
-/// combination's `tuning_job` and table of keys, the bulk of a tuner's code and the same for every kernel
+/// combination's `tuning_job`, table of keys and core, the bulk of a tuner's code and the same for every kernel
 /// signature. cotune uses them for the combinations it compiles once in separate mode (the host tuner in
 /// <cotune/defaults.hpp>, the CUDA and HIP tuners over the file cache); a program does the same for its
 /// own combination (another cache, such as Redis's, or a backend of its own), in either mode:
@@ -20,9 +20,11 @@
 /// Declares the combination's job compiled elsewhere: files that see this do not compile it.
 #define COTUNE_EXTERN_TUNING_JOB(...)                                                                       \
   extern template class ::cotune::tuning_job<__VA_ARGS__>;                                                 \
-  extern template class ::cotune::detail::tuned_keys<__VA_ARGS__>
+  extern template class ::cotune::detail::tuned_keys<__VA_ARGS__>;                                         \
+  extern template class ::cotune::tuning_core<__VA_ARGS__>
 
 /// Compiles the combination's job in this file (once per program).
 #define COTUNE_INSTANTIATE_TUNING_JOB(...)                                                                  \
   template class ::cotune::tuning_job<__VA_ARGS__>;                                                        \
-  template class ::cotune::detail::tuned_keys<__VA_ARGS__>
+  template class ::cotune::detail::tuned_keys<__VA_ARGS__>;                                                \
+  template class ::cotune::tuning_core<__VA_ARGS__>

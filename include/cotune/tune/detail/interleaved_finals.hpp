@@ -21,12 +21,12 @@
 #include <utility>
 #include <vector>
 
+#include <cotune/backend/launch_geometry.hpp>
 #include <cotune/bench/benchmarker.hpp>
 #include <cotune/bench/stopping_rule.hpp>
 #include <cotune/bench/summary.hpp>
 #include <cotune/core/errors.hpp>
 #include <cotune/knobs/knobs.hpp>
-#include <cotune/tune/detail/tuning_core.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
 namespace cotune {
@@ -81,6 +81,9 @@ struct rounds_plan {
 inline constexpr double settled_within = 0.01;
 
 namespace detail {
+/// Records a candidate's failure in `r`: the exception's type gives the status, its message the reason.
+COTUNE_DECL void record_failure(candidate_result& r, std::exception_ptr e);
+
 /// What `e` records as a candidate's failure (status and message).
 [[nodiscard]] COTUNE_DECL final_failure failure_of(std::exception_ptr e);
 } // namespace detail
@@ -225,7 +228,7 @@ void measure_finals(Core& ctx, const Options& opts, const Arguments& arguments, 
       runs.push_back([] {});
     }
   }
-  measure_rounds(ctx.benchmarker(launch_dev), runs, o, progress, plan);
+  ctx.measure_rounds(launch_dev, runs, o, progress, plan);
 }
 
 } // namespace cotune

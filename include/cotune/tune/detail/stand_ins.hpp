@@ -15,7 +15,9 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -25,6 +27,7 @@
 #include <cotune/detail/read_mostly_map.hpp>
 #include <cotune/tune/events.hpp>
 #include <cotune/tune/tuning_key.hpp>
+#include <cotune/tune/tuning_result.hpp>
 
 namespace cotune::detail {
 
@@ -136,6 +139,42 @@ private:
 /// Whether candidate `a` makes the same choices as `b`: the same parameters and launch options,
 /// parameters named in `ignored` (heuristics' values, which differ from key to key) aside.
 [[nodiscard]] COTUNE_DECL bool same_choice(const config& a, const config& b, const std::vector<std::string>& ignored);
+
+// What a new key starts from: its stand-in and its search's first points, taken from winners made
+// elsewhere (the shipped database, the tuner's nearest tuned keys). None of it depends on the kernel's
+// arguments: compiled once, not once per kernel signature.
+
+/// One stand-in a key may take: one of its candidates, and where the choice came from.
+struct stand_in_choice {
+  std::size_t index = 0; ///< into the key's pruned candidates
+  stand_in_source source = stand_in_source::first;
+  std::string neighbour; ///< the tuned key whose winner it is (stand_in_source::neighbour)
+};
+
+/// The shipped tuning database's winner (shipped_winner_source) for `key_text` of `kernel` on `device`
+/// among the key's `pruned` candidates, if the process has a source and it knows one. A source that
+/// throws is unusable: `warning` gets what to report, and there is no winner.
+[[nodiscard]] COTUNE_DECL std::optional<config> shipped_winner(std::string_view kernel, std::string_view key_text,
+                                                               std::string_view device,
+                                                               const std::vector<config>& pruned, std::string& warning);
+
+/// The stand-ins a key may take, best first: `shipped` (the shipped database's winner for it), the
+/// winners of the tuned keys (`tuned`) nearest it (key_distance), `default_config`, the first candidate;
+/// each at most once, matched to the key's `pruned` candidates with the parameters named in
+/// `heuristics` ignored. The matches only: a choice among no candidate is left out.
+[[nodiscard]] COTUNE_DECL std::vector<stand_in_choice>
+stand_in_choices(const std::string& key_text, const std::vector<config>& pruned,
+                 const std::vector<std::string>& heuristics, const std::optional<config>& shipped,
+                 const std::vector<std::shared_ptr<const tuning_result>>& tuned,
+                 const std::optional<config>& default_config);
+
+/// The winners of the tuned keys (`tuned`) nearest `key_text` (of the same shape and not the key itself:
+/// key_distance above 0), nearest first, at most `at_most` of them, as indices into the key's `pruned`
+/// candidates (heuristics' parameters ignored, each index once): a new key's search starts from them.
+[[nodiscard]] COTUNE_DECL std::vector<std::size_t>
+nearest_winners(const std::string& key_text, const std::vector<config>& pruned,
+                const std::vector<std::string>& heuristics,
+                const std::vector<std::shared_ptr<const tuning_result>>& tuned, std::size_t at_most);
 
 } // namespace cotune::detail
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
 
 #include <cotune/backend/backend.hpp>
 #include <cotune/cache/cache_manager.hpp>
@@ -65,6 +66,11 @@ public:
   /// ensure_tuned on the engine's coordinator, the caller blocked until it is done (never call it
   /// from the engine's own threads).
   entry* tune_blocking(engine& eng, const tuning_key& key, std::function<std::shared_ptr<job>()> make);
+
+  /// ensure_tuned started on the engine's coordinator, not awaited (first_call_mode::serve's background
+  /// tuning): `done` gets the error, else the entry, there once the tuning has ended.
+  void tune_detached(engine& eng, const tuning_key& key, std::function<std::shared_ptr<job>()> make,
+                     std::function<void(std::exception_ptr, entry*)> done);
 
 private:
   /// One tuning in progress: its leader sets the outcome, later callers of the key await it.
@@ -127,6 +133,14 @@ auto tuned_keys<B, Bench, Cache>::tune_blocking(engine& eng, const tuning_key& k
                                                 std::function<std::shared_ptr<job>()> make) -> entry* {
   auto tuning = ensure_tuned(key, std::move(make));
   return block_on(eng.coordinator(), std::move(tuning));
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+void tuned_keys<B, Bench, Cache>::tune_detached(engine& eng, const tuning_key& key,
+                                                std::function<std::shared_ptr<job>()> make,
+                                                std::function<void(std::exception_ptr, entry*)> done) {
+  auto tuning = ensure_tuned(key, std::move(make)); // named: see detail/run_on.hpp
+  boost::asio::co_spawn(eng.coordinator(), std::move(tuning), std::move(done));
 }
 
 } // namespace cotune::detail

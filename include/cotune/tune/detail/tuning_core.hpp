@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -30,9 +31,12 @@
 #include <cotune/core/errors.hpp>
 #include <cotune/core/kernel_source.hpp>
 #include <cotune/detail/config.hpp>
+#include <cotune/detail/run_on.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/search/search.hpp>
 #include <cotune/tune/detail/backend_traits.hpp>
+#include <cotune/tune/detail/block_on.hpp>
+#include <cotune/tune/detail/interleaved_finals.hpp>
 #include <cotune/tune/binary_cache.hpp>
 #include <cotune/tune/engine.hpp>
 #include <cotune/tune/events.hpp>
@@ -43,9 +47,6 @@
 namespace cotune {
 
 namespace detail {
-
-/// Records a failure: the exception's type gives the status.
-COTUNE_DECL void record_failure(candidate_result& r, std::exception_ptr e);
 
 /// Hands `e` to every observer of `observers`, then to the printer the knobs ask for
 /// (autotuning.print, autotuning.progress; warnings always).
@@ -95,27 +96,7 @@ public:
   using function_type = typename B::function;
   using binary_type = typename B::binary;
 
-  tuning_core(kernel_source k, std::vector<config> candidates, tuning_settings s, B b, engine& engine_ref)
-      : kernel(std::move(k)), configs(std::move(candidates)), settings(std::move(s)), backend(std::move(b)),
-        eng(engine_ref), binaries(backend) {
-    // Triton's single default config, made in place (g++ 13 -O2 -Werror took the moved-from temporary's
-    // hook name for maybe uninitialised)
-    if (configs.empty()) configs.emplace_back();
-    devices = backend.devices();
-    if (devices.empty())
-      throw autotuner_error(fmt::format("autotuner for '{}': the backend has no device to run on", kernel.name));
-    if (settings.device >= devices.size())
-      throw autotuner_error(fmt::format("autotuner for '{}': device {} requested, but the backend has {}", kernel.name,
-                                        settings.device, devices.size()));
-    for (std::size_t d = 0; d < devices.size(); ++d) device_ids.push_back(device_key(d));
-    if constexpr (!FindsModuleGlobals<B>)
-      if (!settings.constants.empty())
-        throw autotuner_error(fmt::format(
-            "autotuner for '{}': tune_options::constants is set ('{}'), but this backend cannot find a loaded module's "
-            "globals (it does not satisfy cotune::FindsModuleGlobals: the CUDA, HIP and host backends do), so the data "
-            "could never be written; pass it as a kernel argument instead, or use a backend with module globals",
-            kernel.name, settings.constants.front().name));
-  }
+  tuning_core(kernel_source k, std::vector<config> candidates, tuning_settings s, B b, engine& engine_ref);
   tuning_core(const tuning_core&) = delete;
   tuning_core& operator=(const tuning_core&) = delete;
 
@@ -124,32 +105,21 @@ public:
 
   /// The binary of candidate `c` for device `d`: from the binary cache, or compiled now and stored.
   /// Thread-safe (runs on the compile pool).
-  [[nodiscard]] cached_binary<binary_type> compile(const config& c, const device_type& d, std::stop_token stop) const {
-    ++compiles;
-    return binaries.get_or_compile(kernel, c, d, stop);
-  }
+  [[nodiscard]] cached_binary<binary_type> compile(const config& c, const device_type& d, std::stop_token stop) const;
 
   /// Loads candidate `c`'s binary on device `d` and writes the options' constants into it (before
   /// on_load, which the caller runs). On the device's thread.
-  [[nodiscard]] function_type load_module(const cached_binary<binary_type>& bin, const config& c, std::size_t d) const {
-    function_type fn = binaries.load(bin, kernel, c, devices[d]);
-    if constexpr (FindsModuleGlobals<B>)
-      if (!settings.constants.empty()) {
-        const module_view m(c, kernel.name, backend.device_name(devices[d]), d,
-                            [&](std::string_view name) { return backend.find_global(fn, name); });
-        for (const auto& k : settings.constants) {
-          try {
-            k.write_to(m);
-          } catch (const launch_error&) {
-            throw;
-          } catch (const std::exception& e) {
-            throw error(fmt::format("tune_options::constants for kernel '{}' with config {{{}}} on {}: {}", kernel.name,
-                                    c.text(), m.device_name(), e.what()));
-          }
-        }
-      }
-    return fn;
-  }
+  [[nodiscard]] function_type load_module(const cached_binary<binary_type>& bin, const config& c, std::size_t d) const;
+
+  /// Runs `load` (a load of a module, load_module and its hooks) on device `d`'s thread and returns
+  /// what it loaded; the caller blocks until then (never call it from the engine's own threads). A
+  /// `std::function`, so that this coroutine is compiled once per backend, not once per signature.
+  [[nodiscard]] function_type load_on_device(std::size_t d, const std::function<function_type()>& load);
+
+  /// Times each of `runs` in rounds on device `d`'s benchmarker (measure_rounds), going on from
+  /// `progress` as `plan` says. On the device's thread.
+  void measure_rounds(std::size_t d, const std::vector<std::function<void()>>& runs, const bench_options& full,
+                      finals_progress& progress, const rounds_plan& plan);
 
   /// The benchmarker of device `d`, made on first use.
   Bench& benchmarker(std::size_t d) {
@@ -211,6 +181,73 @@ private:
   std::mutex bench_mutex_;
   std::unordered_map<std::size_t, std::unique_ptr<Bench>> benches_;
 };
+
+template <Backend B, class Bench, CacheManager Cache>
+tuning_core<B, Bench, Cache>::tuning_core(kernel_source k, std::vector<config> candidates, tuning_settings s, B b,
+                                          engine& engine_ref)
+    : kernel(std::move(k)), configs(std::move(candidates)), settings(std::move(s)), backend(std::move(b)),
+      eng(engine_ref), binaries(backend) {
+  // Triton's single default config, made in place (g++ 13 -O2 -Werror took the moved-from temporary's
+  // hook name for maybe uninitialised)
+  if (configs.empty()) configs.emplace_back();
+  devices = backend.devices();
+  if (devices.empty())
+    throw autotuner_error(fmt::format("autotuner for '{}': the backend has no device to run on", kernel.name));
+  if (settings.device >= devices.size())
+    throw autotuner_error(fmt::format("autotuner for '{}': device {} requested, but the backend has {}", kernel.name,
+                                      settings.device, devices.size()));
+  for (std::size_t d = 0; d < devices.size(); ++d) device_ids.push_back(device_key(d));
+  if constexpr (!FindsModuleGlobals<B>)
+    if (!settings.constants.empty())
+      throw autotuner_error(fmt::format(
+          "autotuner for '{}': tune_options::constants is set ('{}'), but this backend cannot find a loaded module's "
+          "globals (it does not satisfy cotune::FindsModuleGlobals: the CUDA, HIP and host backends do), so the data "
+          "could never be written; pass it as a kernel argument instead, or use a backend with module globals",
+          kernel.name, settings.constants.front().name));
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+auto tuning_core<B, Bench, Cache>::compile(const config& c, const device_type& d, std::stop_token stop) const
+    -> cached_binary<binary_type> {
+  ++compiles;
+  return binaries.get_or_compile(kernel, c, d, stop);
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+auto tuning_core<B, Bench, Cache>::load_module(const cached_binary<binary_type>& bin, const config& c,
+                                              std::size_t d) const -> function_type {
+  function_type fn = binaries.load(bin, kernel, c, devices[d]);
+  if constexpr (FindsModuleGlobals<B>)
+    if (!settings.constants.empty()) {
+      const module_view m(c, kernel.name, backend.device_name(devices[d]), d,
+                          [&](std::string_view name) { return backend.find_global(fn, name); });
+      for (const auto& k : settings.constants) {
+        try {
+          k.write_to(m);
+        } catch (const launch_error&) {
+          throw;
+        } catch (const std::exception& e) {
+          throw error(fmt::format("tune_options::constants for kernel '{}' with config {{{}}} on {}: {}", kernel.name,
+                                  c.text(), m.device_name(), e.what()));
+        }
+      }
+    }
+  return fn;
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+void tuning_core<B, Bench, Cache>::measure_rounds(std::size_t d, const std::vector<std::function<void()>>& runs,
+                                                  const bench_options& full, finals_progress& progress,
+                                                  const rounds_plan& plan) {
+  cotune::measure_rounds(benchmarker(d), runs, full, progress, plan);
+}
+
+template <Backend B, class Bench, CacheManager Cache>
+auto tuning_core<B, Bench, Cache>::load_on_device(std::size_t d, const std::function<function_type()>& load)
+    -> function_type {
+  auto loading = detail::run_on(eng.device_executor(device_ids[d]), [&] { return load(); }); // named: run_on.hpp
+  return detail::block_on(eng.coordinator(), std::move(loading));
+}
 
 } // namespace cotune
 

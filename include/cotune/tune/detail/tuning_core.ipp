@@ -21,45 +21,6 @@
 
 namespace cotune::detail {
 
-COTUNE_DECL void record_failure(candidate_result& r, std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const candidate_crashed& x) {
-    r.status = candidate_status::crashed;
-    r.reason = x.what();
-  } catch (const candidate_hung& x) {
-    r.status = candidate_status::hung;
-    r.reason = x.what();
-  } catch (const compiler_crashed& x) {
-    r.status = candidate_status::compiler_crashed;
-    r.reason = x.what();
-  } catch (const compile_error& x) {
-    r.status = candidate_status::compile_error;
-    r.reason = x.what();
-  } catch (const out_of_resources& x) {
-    r.status = candidate_status::out_of_resources;
-    r.reason = x.what();
-  } catch (const wrong_result& x) {
-    r.status = candidate_status::wrong_result;
-    r.reason = x.what();
-  } catch (const timeout_error& x) {
-    r.status = candidate_status::timeout;
-    r.reason = x.what();
-  } catch (const launch_error& x) {
-    r.status = candidate_status::launch_error;
-    r.reason = x.what();
-  } catch (const std::exception& x) {
-    r.status = candidate_status::error;
-    r.reason = x.what();
-  } catch (...) {
-    r.status = candidate_status::error;
-    r.reason = "unknown exception";
-  }
-  // A compiler's message may echo a source line in Latin-1: the result is written as JSON, which is UTF-8.
-  r.reason = utf8_sanitized(r.reason);
-  r.time = {inf_ms, inf_ms, inf_ms};
-}
-
 COTUNE_DECL void emit_event(const std::vector<std::shared_ptr<observer>>& observers, const tuning_event& e) {
   for (const auto& o : observers) o->notify(e);
   static printing_observer printer(stderr, true, true);
