@@ -21,7 +21,7 @@ class autotuner;
 } // namespace cotune
 
 #if !COTUNE_HEADER_ONLY
-// COTUNE_SEPARATE_COMPILATION: the default tuner's tuning job and table of keys (the bulk of a
+// COTUNE_SEPARATE_COMPILATION: the default tuner's tuning job, table of keys and core (the bulk of a
 // tuner's code, and the same for every kernel signature) are compiled once, in <cotune/impl/src.hpp>.
 COTUNE_EXTERN_TUNING_JOB(cotune::host_backend, cotune::host_benchmarker, cotune::file_cache);
 #endif

@@ -107,6 +107,48 @@ TEST_CASE("key_distance compares keys of one shape on a log scale and refuses ke
   CHECK(key_distance("mode=0", "mode=-3")); // zero and negative values are values too
 }
 
+TEST_CASE("a new key's stand-ins and seeds: shipped winner, nearest tuned keys' winners, default, first, each once; "
+          "the key itself and keys at no finite distance are left out",
+          "[tune][serving][key_distance]") {
+  const std::vector<config> pruned = cost_configs({16, 4, 2, 1});
+  auto tuned_result = [](std::string key, int cost) {
+    auto r = std::make_shared<tuning_result>();
+    r->key_text = std::move(key);
+    r->candidates.push_back(candidate_result{.cfg = config{{"COST", cost}}});
+    return std::shared_ptr<const tuning_result>(r);
+  };
+  // Tuned in this order: n=100 (winner COST 2), n=3200 (COST 4), n=400 (COST 2 again), m=5 (another shape).
+  const std::vector<std::shared_ptr<const tuning_result>> tuned = {
+      tuned_result("n=100", 2), tuned_result("n=3200", 4), tuned_result("n=400", 2), tuned_result("m=5", 1)};
+  const auto choices =
+      detail::stand_in_choices("n=500", pruned, {}, config{{"COST", 4}}, tuned, config{{"COST", 16}});
+  REQUIRE(choices.size() == 3);
+  CHECK(choices[0].index == 1); // COST 4, the shipped winner (n=3200's too, so not again as a neighbour)
+  CHECK(choices[0].source == stand_in_source::database);
+  CHECK(choices[1].index == 2); // COST 2: n=400 is nearer than n=100, and taken once
+  CHECK(choices[1].source == stand_in_source::neighbour);
+  CHECK(choices[1].neighbour == "n=400");
+  CHECK(choices[2].index == 0); // COST 16: the default and the first candidate, once
+  CHECK(choices[2].source == stand_in_source::default_config);
+
+  // Seeds: the key itself (n=400, distance 0) is no neighbour of its own; the nearest first, at most 1.
+  CHECK(detail::nearest_winners("n=400", pruned, {}, tuned, 4) == std::vector<std::size_t>{2, 1});
+  CHECK(detail::nearest_winners("n=400", pruned, {}, tuned, 1) == std::vector<std::size_t>{2});
+  // A key that holds the same overflowing literal as a tuned one is at no finite distance: left out.
+  const std::vector<std::shared_ptr<const tuning_result>> overflowing = {tuned_result("a=1e999, n=5", 1)};
+  CHECK(detail::nearest_keys("a=1e999, n=6", overflowing, true).empty());
+
+  // The shipped lookup: a source that throws, or a device name that cannot be read, is a warning.
+  const winner_source saved = shipped_winner_source();
+  shipped_winner_source() = [](std::string_view, std::string_view, std::string_view,
+                               const std::vector<config>&) -> std::optional<tuning_result> { return std::nullopt; };
+  std::string warning;
+  CHECK_FALSE(detail::shipped_winner(
+      "k", "n=1", []() -> std::string { throw std::runtime_error("no such device"); }, pruned, warning));
+  CHECK(warning == "the shipped tuning database is unusable (no such device); no stand-in from it");
+  shipped_winner_source() = saved;
+}
+
 TEST_CASE("a first call is served by the first candidate at once and every later call runs the tuned winner",
           "[tune][serving]") {
   private_cache cache;

@@ -174,7 +174,7 @@ private:
 #if COTUNE_HEADER_ONLY
 #include <cotune/batch/cuda_kernel_runner.ipp>
 #else
-// COTUNE_SEPARATE_COMPILATION: a job's CUDA tuner's job and table of keys over the file cache are
+// COTUNE_SEPARATE_COMPILATION: a job's CUDA tuner's job, table of keys and core over the file cache are
 // compiled once, in <cotune/impl/cuda_src.hpp> (as the CUDA tuner's in <cotune/cuda/cuda.hpp>).
 COTUNE_EXTERN_TUNING_JOB(cotune::batch::job_cuda_backend, cotune::cuda::cuda_benchmarker, cotune::file_cache);
 #endif

@@ -24,7 +24,7 @@
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/tune/job_instantiation.hpp>
 
-// COTUNE_SEPARATE_COMPILATION: a CUDA tuner's job and table of keys over the file cache (the bulk of a
+// COTUNE_SEPARATE_COMPILATION: a CUDA tuner's job, table of keys and core over the file cache (the bulk of a
 // tuner's code, the same for every kernel signature) are compiled once, in <cotune/impl/cuda_src.hpp>.
 COTUNE_EXTERN_TUNING_JOB(cotune::cuda::cuda_backend, cotune::cuda::cuda_benchmarker, cotune::file_cache);
 #endif

@@ -18,7 +18,7 @@
 #include <cotune/cache/file_cache.hpp>
 #include <cotune/tune/job_instantiation.hpp>
 
-// COTUNE_SEPARATE_COMPILATION: a HIP tuner's job and table of keys over the file cache (the bulk of a
+// COTUNE_SEPARATE_COMPILATION: a HIP tuner's job, table of keys and core over the file cache (the bulk of a
 // tuner's code, the same for every kernel signature) are compiled once, in <cotune/impl/hip_src.hpp>.
 COTUNE_EXTERN_TUNING_JOB(cotune::hip::hip_backend, cotune::hip::hip_benchmarker, cotune::file_cache);
 #endif

@@ -1,5 +1,5 @@
 #pragma once
-/// \file The CUDA tuners' jobs and tables of keys over the file cache, compiled once for
+/// \file The CUDA tuners' jobs, tables of keys and cores over the file cache, compiled once for
 /// COTUNE_SEPARATE_COMPILATION: declared `extern template` by <cotune/cuda/cuda.hpp> (a CUDA tuner)
 /// and <cotune/batch/cuda_kernel_runner.hpp> (a tuning job's CUDA kernels). <cotune/impl/cuda_src.hpp>
 /// includes it; the `cotune::cotune_separate` CMake target compiles it as an object of its own, which a

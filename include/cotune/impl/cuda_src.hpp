@@ -18,6 +18,6 @@
 #include <cotune/cuda/compiled_backend.ipp>
 #include <cotune/cuda/isolation.ipp>
 
-// The CUDA tuners' jobs and tables of keys over the file cache (declared `extern template` by
+// The CUDA tuners' jobs, tables of keys and cores over the file cache (declared `extern template` by
 // <cotune/cuda/cuda.hpp> and <cotune/batch/cuda_kernel_runner.hpp>).
 #include <cotune/impl/cuda_jobs_src.hpp>

@@ -1,5 +1,5 @@
 #pragma once
-/// \file The HIP tuners' job and table of keys over the file cache, compiled once for
+/// \file The HIP tuners' job, table of keys and core over the file cache, compiled once for
 /// COTUNE_SEPARATE_COMPILATION: declared `extern template` by <cotune/hip/hip.hpp>. <cotune/impl/hip_src.hpp>
 /// includes it; the `cotune::cotune_separate` CMake target compiles it as an object of its own, which a
 /// static link takes only into programs that name a HIP tuner.

@@ -90,7 +90,7 @@
 #include <cotune/tune/detail/stand_ins.ipp>
 #include <cotune/tune/tuning_phases.ipp>
 
-// The default (host) tuner's job and table of keys: declared `extern template` by <cotune/defaults.hpp>.
+// The default (host) tuner's job, table of keys and core: declared `extern template` by <cotune/defaults.hpp>.
 #include <cotune/defaults.hpp>
 
 COTUNE_INSTANTIATE_TUNING_JOB(cotune::host_backend, cotune::host_benchmarker, cotune::file_cache);

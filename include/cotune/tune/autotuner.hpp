@@ -323,7 +323,8 @@ private:
     const std::size_t dev = core_.settings.device;
     std::string unusable;
     const std::optional<config> shipped = detail::shipped_winner(
-        core_.kernel.name, d.key_text, core_.backend.device_name(core_.devices[dev]), pruned, unusable);
+        core_.kernel.name, d.key_text, [&] { return std::string(core_.backend.device_name(core_.devices[dev])); },
+        pruned, unusable);
     if (!unusable.empty()) core_.emit(tuning_warning{core_.kernel.name, std::move(unusable)});
     const auto choices = detail::stand_in_choices(d.key_text, pruned, heuristic_names(), shipped, table_.results(),
                                                   opts_.default_config);
@@ -360,26 +361,35 @@ private:
       job->in_background(share);
       return job;
     };
-    stand_ins_.begin_background();
-    table_.tune_detached(core_.eng, key, std::move(make), [this, &s](std::exception_ptr error, entry* e) {
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s.since).count();
-      if (error) {
-        std::string why = "unknown error";
-        try {
-          std::rethrow_exception(error);
-        } catch (const std::exception& ex) {
-          why = ex.what();
-        } catch (...) {
+    stand_ins_.begin_background(); // ended by the completion below, or here if the tuning cannot start
+    try {
+      table_.tune_detached(core_.eng, key, std::move(make), [this, &s](std::exception_ptr error, entry* e) {
+        // Last, also when an observer throws: the tuner may be destroyed from then on.
+        struct ended {
+          detail::stand_ins<B>& table;
+          ~ended() { table.end_background(); }
+        } end{stand_ins_};
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s.since).count();
+        if (error) {
+          std::string why = "unknown error";
+          try {
+            std::rethrow_exception(error);
+          } catch (const std::exception& ex) {
+            why = ex.what();
+          } catch (...) {
+          }
+          core_.emit(tuning_warning{core_.kernel.name, fmt::format("the background tuning of key ({}) failed; its "
+                                                                   "stand-in {{{}}} goes on serving: {}",
+                                                                   s.key_text, shown(s.cfg), why)});
         }
-        core_.emit(tuning_warning{core_.kernel.name, fmt::format("the background tuning of key ({}) failed; its "
-                                                                 "stand-in {{{}}} goes on serving: {}",
-                                                                 s.key_text, shown(s.cfg), why)});
-      }
-      core_.emit(stand_in_replaced{core_.kernel.name, s.key_text, &s.cfg, e ? e->cfg : nullptr,
-                                   s.served.load(std::memory_order_relaxed), ms,
-                                   e && e->result ? e->result->background : background_measurement{}});
-      stand_ins_.end_background(); // last: the tuner may be destroyed from here on
-    });
+        core_.emit(stand_in_replaced{core_.kernel.name, s.key_text, &s.cfg, e ? e->cfg : nullptr,
+                                     s.served.load(std::memory_order_relaxed), ms,
+                                     e && e->result ? e->result->background : background_measurement{}});
+      });
+    } catch (...) {
+      stand_ins_.end_background();
+      throw;
+    }
   }
 
   template <class Stream>

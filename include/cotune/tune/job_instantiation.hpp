@@ -13,6 +13,9 @@
 /// Both are used at global scope (not inside a namespace of the program: C++ wants an explicit
 /// instantiation in a namespace that encloses the template's), after the three types are complete. A
 /// missing COTUNE_INSTANTIATE_TUNING_JOB shows as undefined `cotune::tuning_job<...>` symbols at link time.
+/// Since 2026-12-05 the macros cover the combination's `cotune::tuning_core` too: a program that wrote its
+/// own `template class cotune::tuning_core<...>;` beside COTUNE_INSTANTIATE_TUNING_JOB drops that line
+/// (g++ refuses a second explicit instantiation of it in one file).
 
 #include <cotune/tune/detail/tuned_keys.hpp>
 #include <cotune/tune/detail/tuning_job.hpp>

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -151,12 +152,21 @@ struct stand_in_choice {
   std::string neighbour; ///< the tuned key whose winner it is (stand_in_source::neighbour)
 };
 
-/// The shipped tuning database's winner (shipped_winner_source) for `key_text` of `kernel` on `device`
-/// among the key's `pruned` candidates, if the process has a source and it knows one. A source that
-/// throws is unusable: `warning` gets what to report, and there is no winner.
+/// The shipped tuning database's winner (shipped_winner_source) for `key_text` of `kernel` on the device
+/// `device_name()` names, among the key's `pruned` candidates, if the process has a source and it knows
+/// one. A source (or `device_name`) that throws makes it unusable: `warning` gets what to report, and
+/// there is no winner.
 [[nodiscard]] COTUNE_DECL std::optional<config> shipped_winner(std::string_view kernel, std::string_view key_text,
-                                                               std::string_view device,
+                                                               const std::function<std::string()>& device_name,
                                                                const std::vector<config>& pruned, std::string& warning);
+
+/// The tuned keys' results (`tuned`) of the same shape as `key_text`, with their distance to it
+/// (key_distance), nearest first (ties in the order they were tuned); the key itself (distance 0) only
+/// `with_same_key`. A distance that is not finite (two keys that hold the same overflowing literal) has
+/// no place in the order: such a key is left out.
+[[nodiscard]] COTUNE_DECL std::vector<std::pair<double, const tuning_result*>>
+nearest_keys(const std::string& key_text, const std::vector<std::shared_ptr<const tuning_result>>& tuned,
+             bool with_same_key);
 
 /// The stand-ins a key may take, best first: `shipped` (the shipped database's winner for it), the
 /// winners of the tuned keys (`tuned`) nearest it (key_distance), `default_config`, the first candidate;

@@ -4,6 +4,7 @@
 
 #include <cotune/detail/config.hpp>
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <utility>
 
@@ -35,27 +36,25 @@ COTUNE_DECL bool same_choice(const config& a, const config& b, const std::vector
   return counted == counted_b;
 }
 
-/// The tuned keys' results of the same shape as `key_text` and more than `farther_than` from it
-/// (key_distance), with that distance, nearest first (ties in the order they were tuned).
 COTUNE_DECL std::vector<std::pair<double, const tuning_result*>>
 nearest_keys(const std::string& key_text, const std::vector<std::shared_ptr<const tuning_result>>& tuned,
-             double farther_than) {
+             bool with_same_key) {
   const key_shape shape = key_shape::of(key_text);
   std::vector<std::pair<double, const tuning_result*>> near;
   for (const auto& r : tuned)
-    if (auto d = key_distance(shape, key_shape::of(r->key_text)); d && *d > farther_than)
+    if (auto d = key_distance(shape, key_shape::of(r->key_text)); d && std::isfinite(*d) && (with_same_key || *d > 0))
       near.emplace_back(*d, r.get());
   std::stable_sort(near.begin(), near.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return near;
 }
 
 COTUNE_DECL std::optional<config> shipped_winner(std::string_view kernel, std::string_view key_text,
-                                                 std::string_view device, const std::vector<config>& pruned,
-                                                 std::string& warning) {
+                                                 const std::function<std::string()>& device_name,
+                                                 const std::vector<config>& pruned, std::string& warning) {
   const auto& source = shipped_winner_source();
   if (!source) return std::nullopt;
   try {
-    if (auto shipped = source(kernel, key_text, device, pruned)) return shipped->best();
+    if (auto shipped = source(kernel, key_text, device_name(), pruned)) return shipped->best();
   } catch (const std::exception& e) {
     warning = fmt::format(COTUNE_FMT("the shipped tuning database is unusable ({}); no stand-in from it"), e.what());
   }
@@ -78,7 +77,7 @@ stand_in_choices(const std::string& key_text, const std::vector<config>& pruned,
       }
   };
   if (shipped) add(*shipped, stand_in_source::database, {});
-  for (const auto& [d, r] : nearest_keys(key_text, tuned, -1.0))
+  for (const auto& [d, r] : nearest_keys(key_text, tuned, true))
     add(r->best(), stand_in_source::neighbour, r->key_text);
   if (default_config) add(*default_config, stand_in_source::default_config, {});
   if (!pruned.empty()) add(pruned.front(), stand_in_source::first, {});
@@ -90,7 +89,7 @@ nearest_winners(const std::string& key_text, const std::vector<config>& pruned,
                 const std::vector<std::string>& heuristics,
                 const std::vector<std::shared_ptr<const tuning_result>>& tuned, std::size_t at_most) {
   std::vector<std::size_t> seeds;
-  for (const auto& [d, r] : nearest_keys(key_text, tuned, 0.0)) {
+  for (const auto& [d, r] : nearest_keys(key_text, tuned, false)) {
     if (seeds.size() == at_most) break;
     for (std::size_t i = 0; i < pruned.size(); ++i)
       if (same_choice(pruned[i], r->best(), heuristics)) {
