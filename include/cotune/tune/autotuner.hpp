@@ -8,7 +8,6 @@
 /// call's arguments through a `bound_call` (tune/kernel_call.hpp).
 
 #include <cotune/detail/config.hpp> // first: a pre-C++20 compile stops at its one message
-#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <optional>
@@ -46,9 +45,7 @@
 #include <cotune/tune/detail/tuning_core.hpp>
 #include <cotune/tune/detail/tuning_job.hpp>
 #include <cotune/tune/detail/warm_up.hpp>
-#include <cotune/tune/key_distance.hpp>
 #include <cotune/tune/tuning_key.hpp>
-#include <cotune/tune/winner_source.hpp>
 #include <cotune/knobs/knobs.hpp>
 #include <cotune/tune/tuning_result.hpp>
 
